@@ -1,0 +1,3 @@
+//! The statecraft command.
+
+fn main() {}

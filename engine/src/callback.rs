@@ -1,0 +1,105 @@
+//! The seam between the engine and callback handlers (Lua is one implementation, in `scripts/`).
+//!
+//! The store calls a [`CallbackHandler`] for every `callback` instruction, and once more after the
+//! batch's own instructions so that watchers can react to the changes. A handler sees the state as it
+//! stands at that point of the batch, read-only, and answers with a return value, instructions to run
+//! next inside the same batch, and host events that reach the host only if the batch commits. This
+//! module must not know any scripting language.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::change::Change;
+use crate::instruction::Instruction;
+use crate::limits::Limits;
+use crate::value::Value;
+
+/// Something a handler wants the host to do (show a message, play a sound). Delivered only on commit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostEvent {
+    /// What kind of event, chosen by the script (`"message"`).
+    pub name: String,
+    /// Its data.
+    pub payload: Value,
+}
+
+/// One `callback` instruction, as the handler sees it.
+#[derive(Debug)]
+pub struct CallbackCall<'a> {
+    /// The handler's name: the callback's `path[0]`.
+    pub name: &'a str,
+    /// The arguments: the instruction's `value` as a list (a non-array value is one argument).
+    pub args: &'a [Value],
+    /// The state at this point of the batch. Cloning it is O(1).
+    pub state: &'a Value,
+    /// How many callbacks deep this call is: 0 for a callback in the batch itself.
+    pub depth: usize,
+    /// The limits in force; handlers enforce the time, step and memory limits themselves.
+    pub limits: &'a Limits,
+}
+
+/// The changes a batch made, offered to watchers.
+#[derive(Debug)]
+pub struct WatchCall<'a> {
+    /// The changes since the last watch call in this batch (the first call sees all the batch's own).
+    pub changes: &'a [Change],
+    /// The state after those changes.
+    pub state: &'a Value,
+    /// 0 for the batch's own changes, 1 for changes made by what watchers emitted, and so on.
+    pub depth: usize,
+    /// The limits in force.
+    pub limits: &'a Limits,
+}
+
+/// A handler's answer.
+#[derive(Clone, Debug, Default)]
+pub struct Response {
+    /// The callback's result, reported with the batch's results (`None`: absent).
+    pub value: Option<Value>,
+    /// Instructions to validate and run right after, in the same batch.
+    pub instructions: Vec<Instruction>,
+    /// Events for the host, delivered only if the batch commits.
+    pub events: Vec<HostEvent>,
+}
+
+/// Why a handler failed. The batch is rejected with this text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HandlerError {
+    /// No handler has this name.
+    Unknown,
+    /// The handler ran and failed: an error, a limit, an invalid emitted value. The message names the
+    /// handler, the script line and the cause.
+    Failed(String),
+}
+
+impl fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HandlerError::Unknown => f.write_str("no handler is registered under this name"),
+            HandlerError::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Something the store calls for `callback` instructions and after each round of changes.
+pub trait CallbackHandler {
+    /// Runs the handler named `call.name`.
+    fn call(&mut self, call: CallbackCall<'_>) -> Result<Response, HandlerError>;
+
+    /// Lets watchers react to changes. The default watches nothing.
+    fn watch(&mut self, call: WatchCall<'_>) -> Result<Response, HandlerError> {
+        let _ = call;
+        Ok(Response::default())
+    }
+}
+
+/// No handlers at all: every callback is unknown.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoHandlers;
+
+impl CallbackHandler for NoHandlers {
+    fn call(&mut self, _call: CallbackCall<'_>) -> Result<Response, HandlerError> {
+        Err(HandlerError::Unknown)
+    }
+}

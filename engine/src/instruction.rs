@@ -1,0 +1,611 @@
+//! Instructions and batches, and their decoding from JSON.
+//!
+//! A batch is a list of instructions that runs atomically. Instruction ops follow SPEC §2; RFC 6902 ops
+//! (`add`, `remove`, `replace`, `move`, `copy`, `test`) appear only in batches decoded from a JSON Patch
+//! document and run with RFC semantics. Decoding reports every problem with the instruction index and a
+//! JSON Pointer into it. Strict decoding refuses unknown members; lenient decoding (for the text layer)
+//! reports and ignores them. This module must not guess: string path spellings such as `"player.hp"` are
+//! normalised by the translators before they reach it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Serialize, Serializer};
+use serde_json::Value as Json;
+
+use crate::error::{BatchError, ErrorKind, Trail};
+use crate::limits::Limits;
+use crate::path::{Path, json_type_name, path_from_json};
+use crate::value::{Value, json_depth};
+
+/// An operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Op {
+    /// Set `value` at `path`, creating missing parents.
+    Assign,
+    /// Read the value at `path`.
+    Get,
+    /// Remove a key or an array element.
+    Delete,
+    /// Deep-merge an object into the object at `path`.
+    Merge,
+    /// Append to the array at `path`.
+    Push,
+    /// Remove the last element of the array at `path`.
+    Pop,
+    /// JavaScript `Array.prototype.splice` on the array at `path`.
+    Splice,
+    /// Call the handler named by `path[0]`.
+    Callback,
+    /// Add a number to the number at `path`.
+    Increment,
+    /// RFC 6902 `add`.
+    Add,
+    /// RFC 6902 `remove`.
+    Remove,
+    /// RFC 6902 `replace`.
+    Replace,
+    /// RFC 6902 `move`.
+    Move,
+    /// RFC 6902 `copy`.
+    Copy,
+    /// RFC 6902 `test`.
+    Test,
+}
+
+impl Op {
+    /// Every op, instruction ops first.
+    pub const ALL: [Op; 15] = [
+        Op::Assign,
+        Op::Get,
+        Op::Delete,
+        Op::Merge,
+        Op::Push,
+        Op::Pop,
+        Op::Splice,
+        Op::Callback,
+        Op::Increment,
+        Op::Add,
+        Op::Remove,
+        Op::Replace,
+        Op::Move,
+        Op::Copy,
+        Op::Test,
+    ];
+
+    /// The name used in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Assign => "assign",
+            Op::Get => "get",
+            Op::Delete => "delete",
+            Op::Merge => "merge",
+            Op::Push => "push",
+            Op::Pop => "pop",
+            Op::Splice => "splice",
+            Op::Callback => "callback",
+            Op::Increment => "increment",
+            Op::Add => "add",
+            Op::Remove => "remove",
+            Op::Replace => "replace",
+            Op::Move => "move",
+            Op::Copy => "copy",
+            Op::Test => "test",
+        }
+    }
+
+    /// Whether this is an RFC 6902 op, which runs with JSON Patch semantics.
+    pub fn is_json_patch(self) -> bool {
+        matches!(self, Op::Add | Op::Remove | Op::Replace | Op::Move | Op::Copy | Op::Test)
+    }
+
+    /// Whether the op takes a `value`: `Some(true)` required, `Some(false)` optional, `None` refused.
+    fn value_rule(self) -> Option<bool> {
+        match self {
+            Op::Assign | Op::Merge | Op::Push | Op::Splice | Op::Increment | Op::Add | Op::Replace | Op::Test => {
+                Some(true)
+            }
+            Op::Callback => Some(false),
+            Op::Get | Op::Delete | Op::Pop | Op::Remove | Op::Move | Op::Copy => None,
+        }
+    }
+
+    /// Whether the op may target the root (empty path).
+    fn allows_root(self) -> bool {
+        // JSON Patch ops address the whole document with "" (RFC 6902).
+        matches!(self, Op::Get | Op::Merge) || self.is_json_patch()
+    }
+
+    /// Whether the op accepts an `old` value check.
+    fn takes_old(self) -> bool {
+        !matches!(self, Op::Get | Op::Callback) && !self.is_json_patch()
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Op {
+    type Err = ();
+
+    /// Reads an op name. MVU's JSON Patch extensions `delta` and `insert` read as `increment` and `add`.
+    fn from_str(name: &str) -> Result<Op, ()> {
+        match name {
+            "delta" => Ok(Op::Increment),
+            "insert" => Ok(Op::Add),
+            _ => Op::ALL.into_iter().find(|op| op.name() == name).ok_or(()),
+        }
+    }
+}
+
+impl Serialize for Op {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// One instruction. Build with [`Instruction::new`] and the `with_*` methods, or decode from JSON.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Instruction {
+    /// The operation.
+    pub op: Op,
+    /// Where it acts.
+    pub path: Path,
+    /// RFC 6902 `move`/`copy` source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<Path>,
+    /// The operand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The value expected at `path` before the instruction runs (absent counts as `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<Value>,
+    /// Why, for the change log (MVU's `//reason`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Opaque data the caller attaches; carried to the change log untouched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+impl Instruction {
+    /// An instruction with no operand.
+    pub fn new(op: Op, path: Path) -> Instruction {
+        Instruction { op, path, from: None, value: None, old: None, reason: None, metadata: None }
+    }
+
+    /// `assign` of `value` at `path`.
+    pub fn assign(path: Path, value: impl Into<Value>) -> Instruction {
+        Instruction::new(Op::Assign, path).with_value(value)
+    }
+
+    /// Sets the operand.
+    pub fn with_value(mut self, value: impl Into<Value>) -> Instruction {
+        self.value = Some(value.into());
+        self
+    }
+
+    /// Sets the expected old value.
+    pub fn with_old(mut self, old: impl Into<Value>) -> Instruction {
+        self.old = Some(old.into());
+        self
+    }
+
+    /// Sets the reason.
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Instruction {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Decodes one instruction from JSON (strict: unknown members are errors).
+    pub fn from_json(json: &Json) -> Result<Instruction, Vec<BatchError>> {
+        let mut report = Vec::new();
+        let decoded = decode_instruction(json, &Trail(vec![0]), &Limits::default(), &mut report);
+        match decoded {
+            Some((instruction, _)) if report.is_empty() => Ok(instruction),
+            _ => Err(report),
+        }
+    }
+
+    /// The canonical JSON form (paths as lists).
+    pub fn to_json(&self) -> Json {
+        serde_json::to_value(self).unwrap_or(Json::Null)
+    }
+}
+
+/// A list of instructions that runs atomically.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Batch {
+    /// The instructions, in order.
+    pub instructions: Vec<Instruction>,
+}
+
+impl Batch {
+    /// A batch of these instructions.
+    pub fn new(instructions: Vec<Instruction>) -> Batch {
+        Batch { instructions }
+    }
+
+    /// Parses JSON text strictly. Text that is not JSON is reported as one `InvalidField` error with
+    /// serde_json's line and column.
+    pub fn parse(text: &str) -> Result<Batch, Vec<BatchError>> {
+        let json: Json = serde_json::from_str(text).map_err(|error| {
+            vec![BatchError::whole_batch(ErrorKind::InvalidField, None, format!("not valid JSON: {error}"))]
+        })?;
+        Batch::from_json(&json)
+    }
+
+    /// Decodes a batch strictly: one instruction object or an array of them, or a JSON Patch document.
+    /// Every problem is reported.
+    pub fn from_json(json: &Json) -> Result<Batch, Vec<BatchError>> {
+        let decoded = decode_batch(json, Mode::Strict, &Limits::default());
+        if decoded.problems.is_empty() { Ok(decoded.batch) } else { Err(decoded.problems) }
+    }
+
+    /// Decodes a batch leniently: unknown members and pointers without a leading `/` are accepted,
+    /// each reported in `warnings`. Real problems are still errors.
+    pub fn from_json_lenient(json: &Json, limits: &Limits) -> Result<Lenient, Vec<BatchError>> {
+        let decoded = decode_batch(json, Mode::Lenient, limits);
+        if decoded.problems.is_empty() {
+            Ok(Lenient { batch: decoded.batch, warnings: decoded.warnings })
+        } else {
+            Err(decoded.problems)
+        }
+    }
+
+    /// The number of instructions.
+    pub fn len(&self) -> usize {
+        self.instructions.len()
+    }
+
+    /// Whether the batch has no instructions.
+    pub fn is_empty(&self) -> bool {
+        self.instructions.is_empty()
+    }
+
+    /// Whether this batch came from a JSON Patch document (its ops are RFC 6902 ops).
+    pub fn is_json_patch(&self) -> bool {
+        self.instructions.iter().any(|i| i.op.is_json_patch())
+    }
+
+    /// The canonical JSON form.
+    pub fn to_json(&self) -> Json {
+        Json::Array(self.instructions.iter().map(Instruction::to_json).collect())
+    }
+}
+
+impl From<Vec<Instruction>> for Batch {
+    fn from(instructions: Vec<Instruction>) -> Batch {
+        Batch { instructions }
+    }
+}
+
+/// A leniently decoded batch and what was tolerated on the way.
+#[derive(Clone, Debug)]
+pub struct Lenient {
+    /// The batch.
+    pub batch: Batch,
+    /// Unknown members ignored, pointers repaired.
+    pub warnings: Vec<BatchError>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Strict,
+    Lenient,
+}
+
+struct Decoded {
+    batch: Batch,
+    problems: Vec<BatchError>,
+    warnings: Vec<BatchError>,
+}
+
+const KNOWN_FIELDS: [&str; 7] = ["op", "path", "from", "value", "old", "reason", "metadata"];
+
+fn decode_batch(json: &Json, mode: Mode, limits: &Limits) -> Decoded {
+    let items: &[Json] = match json {
+        Json::Array(items) => items,
+        single => std::slice::from_ref(single),
+    };
+    let mut problems = Vec::new();
+    let mut warnings = Vec::new();
+    let mut instructions = Vec::with_capacity(items.len());
+    let mut patch_forms = Vec::with_capacity(items.len());
+    if items.len() > limits.max_batch_len {
+        problems.push(BatchError::whole_batch(
+            ErrorKind::BatchTooLong,
+            None,
+            format!("the batch has {} instructions; the limit is {}", items.len(), limits.max_batch_len),
+        ));
+        return Decoded { batch: Batch::default(), problems, warnings };
+    }
+    for (index, item) in items.iter().enumerate() {
+        let trail = Trail(vec![index]);
+        let mut report = Vec::new();
+        if let Some((instruction, patch_form)) = decode_instruction(item, &trail, limits, &mut report) {
+            patch_forms.push(patch_form);
+            instructions.push(instruction);
+        }
+        for error in report {
+            let tolerated = mode == Mode::Lenient && error.kind == ErrorKind::UnexpectedField && is_unknown_member(&error);
+            let repaired = mode == Mode::Lenient && error.kind == ErrorKind::InvalidPath && error.message.starts_with(MISSING_SLASH);
+            if tolerated || repaired { warnings.push(error) } else { problems.push(error) }
+        }
+    }
+    // One block is either instructions or a JSON Patch document (SPEC §2).
+    if let Some(odd) = patch_forms.iter().position(|form| *form != patch_forms[0]) {
+        problems.push(BatchError::whole_batch(
+            ErrorKind::MixedBatch,
+            None,
+            format!(
+                "this array mixes JSON Patch ops (add, remove, replace, move, copy, test, delta) with \
+                 instruction ops ({} and {}); send them as separate blocks",
+                instructions[0].op, instructions[odd].op
+            ),
+        ));
+    }
+    Decoded { batch: Batch { instructions }, problems, warnings }
+}
+
+const MISSING_SLASH: &str = "a JSON Pointer must start with '/'";
+
+fn is_unknown_member(error: &BatchError) -> bool {
+    error.message.starts_with("unknown member")
+}
+
+fn decode_instruction(
+    json: &Json,
+    trail: &Trail,
+    limits: &Limits,
+    report: &mut Vec<BatchError>,
+) -> Option<(Instruction, bool)> {
+    let Json::Object(map) = json else {
+        report.push(BatchError::in_field(
+            ErrorKind::NotAnInstruction,
+            trail,
+            "",
+            format!("an instruction must be an object with \"op\" and \"path\", not {}", json_type_name(json)),
+        ));
+        return None;
+    };
+    let before = report.len();
+    for key in map.keys() {
+        if !KNOWN_FIELDS.contains(&key.as_str()) {
+            report.push(BatchError::in_field(
+                ErrorKind::UnexpectedField,
+                trail,
+                crate::path::pointer_of(&[crate::Segment::key(key)]),
+                format!("unknown member \"{key}\"; an instruction has only {}", KNOWN_FIELDS.join(", ")),
+            ));
+        }
+    }
+    let mut patch_form = false;
+    let op = match map.get("op") {
+        None => {
+            report.push(BatchError::in_field(ErrorKind::MissingField, trail, "/op", "missing \"op\""));
+            None
+        }
+        Some(Json::String(name)) => match name.parse::<Op>() {
+            Ok(op) => {
+                // MVU's `delta` is a JSON Patch document member: its path is a pointer.
+                patch_form = op.is_json_patch() || name == "delta";
+                Some(op)
+            }
+            Err(()) => {
+                report.push(BatchError::in_field(
+                    ErrorKind::UnknownOp,
+                    trail,
+                    "/op",
+                    format!(
+                        "unknown op \"{name}\"; expected one of assign, get, delete, merge, push, pop, splice, \
+                         callback, increment (or a JSON Patch document's add, remove, replace, move, copy, test)"
+                    ),
+                ));
+                None
+            }
+        },
+        Some(other) => {
+            report.push(BatchError::in_field(
+                ErrorKind::InvalidField,
+                trail,
+                "/op",
+                format!("\"op\" must be a string, not {}", json_type_name(other)),
+            ));
+            None
+        }
+    };
+    let op = op?;
+    let path = decode_path(map.get("path"), "/path", patch_form, trail, report);
+    let from = match op {
+        Op::Move | Op::Copy => decode_path(map.get("from"), "/from", patch_form, trail, report),
+        _ => {
+            if map.contains_key("from") {
+                report.push(BatchError::in_field(
+                    ErrorKind::UnexpectedField,
+                    trail,
+                    "/from",
+                    format!("\"from\" is only for move and copy, not {op}"),
+                ));
+            }
+            None
+        }
+    };
+    let value = match (op.value_rule(), map.get("value")) {
+        (Some(true), None) => {
+            report.push(BatchError::in_field(ErrorKind::MissingField, trail, "/value", format!("{op} needs a \"value\"")));
+            None
+        }
+        (None, Some(_)) => {
+            report.push(BatchError::in_field(
+                ErrorKind::UnexpectedField,
+                trail,
+                "/value",
+                format!("{op} takes no \"value\""),
+            ));
+            None
+        }
+        (_, Some(json)) => decode_value(json, "/value", trail, limits, report),
+        (_, None) => None,
+    };
+    let old = match map.get("old") {
+        Some(json) if op.takes_old() => decode_value(json, "/old", trail, limits, report),
+        Some(_) => {
+            report.push(BatchError::in_field(
+                ErrorKind::UnexpectedField,
+                trail,
+                "/old",
+                format!("{op} takes no \"old\" check"),
+            ));
+            None
+        }
+        None => None,
+    };
+    let reason = match map.get("reason") {
+        None | Some(Json::Null) => None,
+        Some(Json::String(text)) => Some(text.clone()),
+        Some(other) => {
+            report.push(BatchError::in_field(
+                ErrorKind::InvalidField,
+                trail,
+                "/reason",
+                format!("\"reason\" must be a string, not {}", json_type_name(other)),
+            ));
+            None
+        }
+    };
+    let metadata = map.get("metadata").and_then(|json| decode_value(json, "/metadata", trail, limits, report));
+    let fatal = report[before..].iter().any(|e| !(e.kind == ErrorKind::UnexpectedField && is_unknown_member(e)));
+    if fatal {
+        return None;
+    }
+    let from = if matches!(op, Op::Move | Op::Copy) { Some(from?) } else { None };
+    Some((Instruction { op, path: path?, from, value, old, reason, metadata }, patch_form))
+}
+
+fn decode_path(json: Option<&Json>, field: &str, pointer_form: bool, trail: &Trail, report: &mut Vec<BatchError>) -> Option<Path> {
+    let Some(json) = json else {
+        report.push(BatchError::in_field(ErrorKind::MissingField, trail, field, format!("missing \"{}\"", &field[1..])));
+        return None;
+    };
+    if pointer_form {
+        // JSON Patch documents address by JSON Pointer.
+        if let Json::String(pointer) = json {
+            if !pointer.is_empty() && !pointer.starts_with('/') {
+                // Reported as a repair; lenient decoding keeps the path, strict decoding refuses it.
+                report.push(BatchError::in_field(
+                    ErrorKind::InvalidPath,
+                    trail,
+                    field,
+                    format!("{MISSING_SLASH}; read \"{pointer}\" as \"/{pointer}\""),
+                ));
+                return Path::from_pointer(&format!("/{pointer}")).ok();
+            }
+            return match Path::from_pointer(pointer) {
+                Ok(path) => Some(path),
+                Err(error) => {
+                    report.push(BatchError::in_field(ErrorKind::InvalidPath, trail, field, format!("{error}: \"{pointer}\"")));
+                    None
+                }
+            };
+        }
+        report.push(BatchError::in_field(
+            ErrorKind::InvalidPath,
+            trail,
+            field,
+            format!("a JSON Patch \"{}\" must be a JSON Pointer string, not {}", &field[1..], json_type_name(json)),
+        ));
+        return None;
+    }
+    match path_from_json(json) {
+        Ok(path) => Some(path),
+        Err(message) => {
+            report.push(BatchError::in_field(ErrorKind::InvalidPath, trail, field, message));
+            None
+        }
+    }
+}
+
+fn decode_value(json: &Json, field: &str, trail: &Trail, limits: &Limits, report: &mut Vec<BatchError>) -> Option<Value> {
+    // Measured before conversion, so a hostile depth never reaches recursive code.
+    let depth = json_depth(json);
+    if depth > limits.max_value_depth {
+        report.push(BatchError::in_field(
+            ErrorKind::ValueTooDeep,
+            trail,
+            field,
+            format!("the value nests {depth} levels deep; the limit is {}", limits.max_value_depth),
+        ));
+        return None;
+    }
+    Some(Value::from_json(json))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decodes_every_instruction_op() {
+        let batch = Batch::from_json(&json!([
+            {"op": "assign", "path": ["player", "hp"], "value": 80, "old": 100, "reason": "hit"},
+            {"op": "get", "path": []},
+            {"op": "delete", "path": ["a", 0]},
+            {"op": "merge", "path": [], "value": {"a": 1}},
+            {"op": "push", "path": ["bag"], "value": "rope"},
+            {"op": "pop", "path": ["bag"]},
+            {"op": "splice", "path": ["bag"], "value": {"start": 0}},
+            {"op": "callback", "path": ["levelUp"], "value": [2]},
+            {"op": "increment", "path": ["gold"], "value": -5}
+        ]))
+        .unwrap();
+        assert_eq!(batch.len(), 9);
+        assert_eq!(batch.instructions[0].old, Some(Value::from(100)));
+        assert_eq!(batch.to_json()[2]["path"], json!(["a", 0]));
+    }
+
+    #[test]
+    fn reports_every_problem_with_index_and_pointer() {
+        let errors = Batch::from_json(&json!([
+            {"op": "assign", "path": "player.hp", "value": 1},
+            {"op": "jump", "path": []},
+            {"op": "push", "path": ["a"], "colour": 1},
+        ]))
+        .unwrap_err();
+        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "instruction 0, field /path: a path must be a list of keys and indexes, like [\"player\", \"hp\"], not a string",
+                "instruction 1, field /op: unknown op \"jump\"; expected one of assign, get, delete, merge, push, pop, splice, callback, increment (or a JSON Patch document's add, remove, replace, move, copy, test)",
+                "instruction 2, field /colour: unknown member \"colour\"; an instruction has only op, path, from, value, old, reason, metadata",
+                "instruction 2, field /value: push needs a \"value\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn lenient_decoding_reports_and_ignores_unknown_members() {
+        let lenient = Batch::from_json_lenient(&json!({"op": "delete", "path": ["a"], "note": "x"}), &Limits::default()).unwrap();
+        assert_eq!(lenient.batch.len(), 1);
+        assert_eq!(lenient.warnings[0].field.as_deref(), Some("/note"));
+    }
+
+    #[test]
+    fn json_patch_documents_use_pointers_and_cannot_mix() {
+        let batch = Batch::from_json(&json!([{"op": "add", "path": "/a/0", "value": 1}, {"op": "delta", "path": "/n", "value": 2}])).unwrap_err();
+        assert_eq!(batch[0].kind, ErrorKind::MixedBatch);
+        let ok = Batch::from_json(&json!([{"op": "move", "from": "/a", "path": "/b"}])).unwrap();
+        assert_eq!(ok.instructions[0].from, Some(crate::path!["a"]));
+        let repaired = Batch::from_json_lenient(&json!([{"op": "replace", "path": "a/b", "value": 1}]), &Limits::default()).unwrap();
+        assert_eq!(repaired.batch.instructions[0].path, crate::path!["a", "b"]);
+        assert_eq!(repaired.warnings.len(), 1);
+        assert!(Batch::from_json(&json!([{"op": "replace", "path": "a/b", "value": 1}])).is_err());
+    }
+}

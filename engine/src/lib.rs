@@ -1,0 +1,23 @@
+//! The statecraft engine: a state store that runs validated instructions in atomic batches.
+//!
+//! The state is one JSON value on persistent data structures ([`Value`]). A [`Store`] owns the current
+//! root and applies a [`Batch`] all-or-nothing: it works on an O(1) clone and commits by swapping the
+//! root, so a rejected batch leaves the state untouched. Every commit is a history step that undo and
+//! redo replay from its change log. The engine never does IO, never links a script interpreter and
+//! never guesses at text: it takes instructions that are already structured.
+
+mod callback;
+mod change;
+mod error;
+mod instruction;
+mod limits;
+mod path;
+mod value;
+
+pub use callback::{CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers, Response, WatchCall};
+pub use change::{Change, ReplayError};
+pub use error::{BatchError, ErrorKind, Trail};
+pub use instruction::{Batch, Instruction, Lenient, Op};
+pub use limits::{Limits, MissingParent, MissingTarget, OldMismatch, Policies, UnknownCallback};
+pub use path::{Path, PointerError, Segment, decimal_index};
+pub use value::{Array, Key, Object, Value, ValueType, json_depth, numbers_equal};

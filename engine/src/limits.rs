@@ -1,0 +1,119 @@
+//! Limits and policies: plain data that a store holds and a batch may override.
+//!
+//! Every limit has its own error kind and its own test. Limits the engine cannot enforce itself (time and
+//! memory inside a callback handler) are carried here so that handlers read them from one place.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Bounds on what one batch may contain and do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Most segments in a path. Error: `PathTooDeep`.
+    pub max_path_depth: usize,
+    /// Deepest container nesting in a value (`[[1]]` is 2). Error: `ValueTooDeep`.
+    pub max_value_depth: usize,
+    /// Longest string, in bytes, in a value, key or reason. Error: `StringTooLong`.
+    pub max_string_bytes: usize,
+    /// Most instructions in a batch as submitted. Error: `BatchTooLong`.
+    pub max_batch_len: usize,
+    /// Most instructions that callbacks and watchers may emit in one batch. Error: `TooManyEmitted`.
+    pub max_emitted: usize,
+    /// How deep callbacks may emit callbacks (and watchers trigger watchers). Error: `CascadeTooDeep`.
+    pub max_cascade_depth: usize,
+    /// Interpreter instructions one handler call may run (enforced by the handler).
+    pub max_callback_steps: u64,
+    /// Wall-clock time one handler call may take (enforced by the handler).
+    pub max_callback_time: Duration,
+    /// Memory a handler's VM may hold, in bytes (enforced by the handler).
+    pub max_callback_memory: usize,
+    /// Longest error text a handler may report; longer text is cut (enforced by the handler).
+    pub max_error_text: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_path_depth: 32,
+            max_value_depth: 64,
+            max_string_bytes: 1 << 20,
+            max_batch_len: 10_000,
+            max_emitted: 100_000,
+            max_cascade_depth: 8,
+            max_callback_steps: 10_000_000,
+            max_callback_time: Duration::from_secs(1),
+            max_callback_memory: 64 << 20,
+            max_error_text: 1_000,
+        }
+    }
+}
+
+/// What to do when an `old` value does not match.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OldMismatch {
+    /// The batch fails.
+    #[default]
+    Reject,
+    /// The instruction runs and the mismatch is reported as a warning.
+    Warn,
+    /// The instruction runs silently.
+    Ignore,
+}
+
+/// What to do when a parent on an `assign`/`merge`/`push` path is absent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissingParent {
+    /// Create it: an integer segment creates an array, a string segment an object.
+    #[default]
+    Create,
+    /// The batch fails.
+    Reject,
+}
+
+/// What to do when the target of `delete`, `pop`, `splice` or `increment` is absent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissingTarget {
+    /// The batch fails.
+    #[default]
+    Reject,
+    /// The instruction does nothing and a warning is reported.
+    Skip,
+}
+
+/// What to do with a callback whose name has no handler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownCallback {
+    /// The batch fails.
+    #[default]
+    Reject,
+    /// The callback does nothing and a warning is reported.
+    Skip,
+}
+
+/// How a store treats the soft failures of SPEC §3. Set per store, overridable per batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policies {
+    /// Default `reject`.
+    pub old_mismatch: OldMismatch,
+    /// Default `create`.
+    pub missing_parent: MissingParent,
+    /// Default `reject`.
+    pub missing_target: MissingTarget,
+    /// Default `reject`.
+    pub unknown_callback: UnknownCallback,
+}
+
+impl Policies {
+    /// The defaults for instructions translated from MVU text: MVU ignores old values and models often
+    /// write stale ones, so a mismatch only warns.
+    pub fn mvu() -> Policies {
+        Policies { old_mismatch: OldMismatch::Warn, ..Policies::default() }
+    }
+}

@@ -1,0 +1,313 @@
+//! Paths into a state: lists of key and index segments.
+//!
+//! The canonical path is a list (`["player", "hp"]`, `["inventory", 0]`). This module owns that form,
+//! JSON Pointer rendering and strict JSON Pointer parsing (RFC 6901, used by JSON Patch). The lenient
+//! spellings of model output (`"player.hp"`, `"a[0]"`) are text heuristics and live in the translators.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::value::Key;
+
+/// One step of a path: an object key or an array index.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Segment {
+    /// An object key. On an existing array, a canonical decimal key (`"12"`) is read as an index.
+    Key(Key),
+    /// An array index. On a missing container, it creates an array.
+    Index(usize),
+}
+
+impl Segment {
+    /// A key segment.
+    pub fn key(key: &str) -> Segment {
+        Segment::Key(Arc::from(key))
+    }
+
+    /// The index this segment names on an existing array: an integer, or a decimal key with no sign
+    /// and no leading zeros (SPEC §1).
+    pub fn as_index(&self) -> Option<usize> {
+        match self {
+            Segment::Index(i) => Some(*i),
+            Segment::Key(key) => decimal_index(key),
+        }
+    }
+}
+
+/// Reads `"0"`, `"12"` as indexes; refuses `"-1"`, `"01"`, `"+1"`, `""`.
+pub fn decimal_index(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if bytes.is_empty() || !bytes.iter().all(u8::is_ascii_digit) || (bytes.len() > 1 && bytes[0] == b'0') {
+        return None;
+    }
+    text.parse().ok()
+}
+
+impl fmt::Debug for Segment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Segment::Key(key) => write!(f, "{key:?}"),
+            Segment::Index(index) => write!(f, "{index}"),
+        }
+    }
+}
+
+impl From<&str> for Segment {
+    fn from(key: &str) -> Segment {
+        Segment::key(key)
+    }
+}
+
+impl From<usize> for Segment {
+    fn from(index: usize) -> Segment {
+        Segment::Index(index)
+    }
+}
+
+/// A list of segments from the root. The empty path is the root itself.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Path(Vec<Segment>);
+
+impl Path {
+    /// The root.
+    pub fn root() -> Path {
+        Path(Vec::new())
+    }
+
+    /// The segments, root first.
+    pub fn segments(&self) -> &[Segment] {
+        &self.0
+    }
+
+    /// How many segments.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether this is the root.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// This path with one more segment.
+    pub fn child(&self, segment: impl Into<Segment>) -> Path {
+        let mut segments = Vec::with_capacity(self.0.len() + 1);
+        segments.extend_from_slice(&self.0);
+        segments.push(segment.into());
+        Path(segments)
+    }
+
+    /// Appends a segment in place.
+    pub fn push(&mut self, segment: impl Into<Segment>) {
+        self.0.push(segment.into());
+    }
+
+    /// The parent and last segment, or `None` for the root.
+    pub fn split_last(&self) -> Option<(&[Segment], &Segment)> {
+        self.0.split_last().map(|(last, parent)| (parent, last))
+    }
+
+    /// Whether `self` is `other` or lies under it.
+    pub fn starts_with(&self, other: &Path) -> bool {
+        self.0.starts_with(&other.0)
+    }
+
+    /// The RFC 6901 JSON Pointer (`/player/hp`, `""` for the root).
+    pub fn to_pointer(&self) -> String {
+        pointer_of(&self.0)
+    }
+
+    /// Parses an RFC 6901 JSON Pointer strictly: `""` is the root, every other pointer starts with
+    /// `/`, `~0` is `~` and `~1` is `/`. Every segment is a key; array access reads decimal keys as
+    /// indexes (SPEC §1).
+    pub fn from_pointer(pointer: &str) -> Result<Path, PointerError> {
+        if pointer.is_empty() {
+            return Ok(Path::root());
+        }
+        let Some(rest) = pointer.strip_prefix('/') else {
+            return Err(PointerError::MissingSlash);
+        };
+        let mut segments = Vec::new();
+        for raw in rest.split('/') {
+            segments.push(Segment::key(&unescape_token(raw)?));
+        }
+        Ok(Path(segments))
+    }
+}
+
+/// Why a JSON Pointer did not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PointerError {
+    /// A non-empty pointer must start with `/`.
+    #[error("a JSON Pointer must be empty or start with '/'")]
+    MissingSlash,
+    /// `~` must be followed by `0` or `1`.
+    #[error("'~' must be followed by '0' or '1' in a JSON Pointer")]
+    BadEscape,
+}
+
+fn unescape_token(raw: &str) -> Result<String, PointerError> {
+    if !raw.contains('~') {
+        return Ok(raw.to_owned());
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next() {
+                Some('0') => out.push('~'),
+                Some('1') => out.push('/'),
+                _ => return Err(PointerError::BadEscape),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// Renders segments as an RFC 6901 JSON Pointer.
+pub fn pointer_of(segments: &[Segment]) -> String {
+    let mut out = String::new();
+    for segment in segments {
+        out.push('/');
+        match segment {
+            Segment::Key(key) => {
+                for c in key.chars() {
+                    match c {
+                        '~' => out.push_str("~0"),
+                        '/' => out.push_str("~1"),
+                        c => out.push(c),
+                    }
+                }
+            }
+            Segment::Index(index) => out.push_str(&index.to_string()),
+        }
+    }
+    out
+}
+
+impl fmt::Debug for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.0).finish()
+    }
+}
+
+/// The JSON Pointer form, which is unambiguous and what error messages quote.
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_pointer())
+    }
+}
+
+impl From<Vec<Segment>> for Path {
+    fn from(segments: Vec<Segment>) -> Path {
+        Path(segments)
+    }
+}
+
+impl<const N: usize> From<[Segment; N]> for Path {
+    fn from(segments: [Segment; N]) -> Path {
+        Path(segments.into())
+    }
+}
+
+impl FromIterator<Segment> for Path {
+    fn from_iter<I: IntoIterator<Item = Segment>>(iter: I) -> Path {
+        Path(iter.into_iter().collect())
+    }
+}
+
+/// Builds a path from keys and indexes: `path!["player", "hp"]`, `path!["inventory", 0]`.
+#[macro_export]
+macro_rules! path {
+    ($($segment:expr),* $(,)?) => {
+        $crate::Path::from(vec![$($crate::Segment::from($segment)),*])
+    };
+}
+
+/// Serialized as the canonical list: strings and non-negative integers.
+impl serde::Serialize for Path {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for segment in &self.0 {
+            match segment {
+                Segment::Key(key) => seq.serialize_element(&**key)?,
+                Segment::Index(index) => seq.serialize_element(index)?,
+            }
+        }
+        seq.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Path {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Path, D::Error> {
+        let json = serde_json::Value::deserialize(deserializer)?;
+        path_from_json(&json).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Reads the canonical list form. The string spellings are the lenient layer's job.
+pub(crate) fn path_from_json(json: &serde_json::Value) -> Result<Path, String> {
+    let serde_json::Value::Array(items) = json else {
+        return Err(format!(
+            "a path must be a list of keys and indexes, like [\"player\", \"hp\"], not {}",
+            json_type_name(json)
+        ));
+    };
+    let mut segments = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            serde_json::Value::String(key) => segments.push(Segment::key(key)),
+            serde_json::Value::Number(n) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(index) => segments.push(Segment::Index(index)),
+                None => return Err(format!("segment {i} must be a non-negative integer index, not {n}")),
+            },
+            other => {
+                return Err(format!(
+                    "segment {i} must be a string key or an integer index, not {}",
+                    json_type_name(other)
+                ));
+            }
+        }
+    }
+    Ok(Path(segments))
+}
+
+pub(crate) fn json_type_name(json: &serde_json::Value) -> &'static str {
+    match json {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointer_round_trip_escapes() {
+        let path = path!["a/b", "c~d", 3];
+        assert_eq!(path.to_pointer(), "/a~1b/c~0d/3");
+        assert_eq!(Path::from_pointer("/a~1b/c~0d/3").unwrap(), path!["a/b", "c~d", "3"]);
+        assert_eq!(Path::from_pointer("").unwrap(), Path::root());
+        assert_eq!(Path::from_pointer("/").unwrap(), path![""]);
+        assert_eq!(Path::from_pointer("a"), Err(PointerError::MissingSlash));
+        assert_eq!(Path::from_pointer("/~2"), Err(PointerError::BadEscape));
+    }
+
+    #[test]
+    fn decimal_keys_read_as_indexes_only_when_canonical() {
+        assert_eq!(decimal_index("0"), Some(0));
+        assert_eq!(decimal_index("12"), Some(12));
+        for bad in ["", "01", "-1", "+1", "1a", "99999999999999999999999"] {
+            assert_eq!(decimal_index(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The persistent value tree that holds a state.
+//!
+//! Objects are `imbl::OrdMap`s (deterministic key order, O(1) clones, path copying on write) and arrays
+//! are `imbl::Vector`s. Numbers keep their JSON kind: `5` stays an integer, `5.0` stays a float. This
+//! module owns conversion to and from `serde_json::Value` and the numeric equality used by old-value
+//! checks. It must not know about instructions or paths.
+
+use std::fmt;
+use std::sync::Arc;
+
+use imbl::{OrdMap, Vector};
+use serde_json::Number;
+
+/// An object key. Shared, so cloning a map node does not copy key text.
+pub type Key = Arc<str>;
+/// An object: keys in sorted order. Clone: O(1).
+pub type Object = OrdMap<Key, Value>;
+/// An array. Clone: O(1).
+pub type Array = Vector<Value>;
+
+/// One JSON value in a state, on persistent data structures.
+#[derive(Clone, Default)]
+pub enum Value {
+    /// `null`.
+    #[default]
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number; integers and floats stay apart.
+    Number(Number),
+    /// A string.
+    String(Arc<str>),
+    /// An array.
+    Array(Array),
+    /// An object.
+    Object(Object),
+}
+
+/// The JSON type of a value, for error messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueType {
+    /// `null`
+    Null,
+    /// `true`/`false`
+    Bool,
+    /// an integer or float
+    Number,
+    /// a string
+    String,
+    /// an array
+    Array,
+    /// an object
+    Object,
+}
+
+impl fmt::Display for ValueType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ValueType::Null => "null",
+            ValueType::Bool => "boolean",
+            ValueType::Number => "number",
+            ValueType::String => "string",
+            ValueType::Array => "array",
+            ValueType::Object => "object",
+        })
+    }
+}
+
+impl Value {
+    /// An empty object.
+    pub fn object() -> Value {
+        Value::Object(Object::new())
+    }
+
+    /// The JSON type of this value.
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            Value::Null => ValueType::Null,
+            Value::Bool(_) => ValueType::Bool,
+            Value::Number(_) => ValueType::Number,
+            Value::String(_) => ValueType::String,
+            Value::Array(_) => ValueType::Array,
+            Value::Object(_) => ValueType::Object,
+        }
+    }
+
+    /// The object inside, if this is one.
+    pub fn as_object(&self) -> Option<&Object> {
+        match self {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    /// The array inside, if this is one.
+    pub fn as_array(&self) -> Option<&Array> {
+        match self {
+            Value::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// The string inside, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The number inside, if this is one.
+    pub fn as_number(&self) -> Option<&Number> {
+        match self {
+            Value::Number(number) => Some(number),
+            _ => None,
+        }
+    }
+
+    /// Whether two values share their storage (same allocation for containers and strings, equal
+    /// scalars). Time: O(1). A rejected batch leaves the store's root `ptr_eq` to what it was.
+    pub fn ptr_eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Number(a), Value::Number(b)) => a == b,
+            (Value::String(a), Value::String(b)) => Arc::ptr_eq(a, b),
+            (Value::Array(a), Value::Array(b)) => a.ptr_eq(b),
+            (Value::Object(a), Value::Object(b)) => a.ptr_eq(b),
+            _ => false,
+        }
+    }
+
+    /// How deeply containers nest in this value: 0 for a scalar, 1 for `[]` or `[1]`, 2 for `[[1]]`.
+    /// Iterative, so it is safe on any value. Time: O(n).
+    pub fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack: Vec<(&Value, usize)> = vec![(self, 0)];
+        while let Some((value, depth)) = stack.pop() {
+            match value {
+                Value::Array(items) => {
+                    deepest = deepest.max(depth + 1);
+                    stack.extend(items.iter().map(|item| (item, depth + 1)));
+                }
+                Value::Object(map) => {
+                    deepest = deepest.max(depth + 1);
+                    stack.extend(map.values().map(|item| (item, depth + 1)));
+                }
+                _ => {}
+            }
+        }
+        deepest
+    }
+
+    /// A rough estimate of the heap bytes this value holds, counting shared parts as if they were
+    /// not shared. Stops counting once `cap` is reached. Time: O(min(n, cap)).
+    pub fn estimated_bytes(&self, cap: usize) -> usize {
+        const SLOT: usize = std::mem::size_of::<Value>();
+        let mut total = SLOT;
+        let mut stack = vec![self];
+        while let Some(value) = stack.pop() {
+            if total >= cap {
+                return cap;
+            }
+            match value {
+                Value::String(text) => total += text.len() + 16,
+                Value::Array(items) => {
+                    total += items.len() * SLOT;
+                    stack.extend(items.iter());
+                }
+                Value::Object(map) => {
+                    for (key, item) in map {
+                        total += key.len() + 16 + SLOT;
+                        stack.push(item);
+                    }
+                }
+                _ => {}
+            }
+        }
+        total.min(cap)
+    }
+
+    /// Converts to a `serde_json::Value`. Time: O(n).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => serde_json::Value::Bool(*b),
+            Value::Number(n) => serde_json::Value::Number(n.clone()),
+            Value::String(s) => serde_json::Value::String(s.to_string()),
+            Value::Array(items) => serde_json::Value::Array(items.iter().map(Value::to_json).collect()),
+            Value::Object(map) => serde_json::Value::Object(
+                map.iter().map(|(k, v)| (k.to_string(), v.to_json())).collect(),
+            ),
+        }
+    }
+
+    /// Converts from a `serde_json::Value`. Recursive: callers that take values from outside check
+    /// the depth first (see [`json_depth`]); serde_json's own parser stops at 128 levels.
+    /// Time: O(n).
+    pub fn from_json(json: &serde_json::Value) -> Value {
+        match json {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => Value::Number(n.clone()),
+            serde_json::Value::String(s) => Value::String(Arc::from(s.as_str())),
+            serde_json::Value::Array(items) => Value::Array(items.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(map) => Value::Object(
+                map.iter().map(|(k, v)| (Key::from(k.as_str()), Value::from_json(v))).collect(),
+            ),
+        }
+    }
+}
+
+/// How deeply containers nest in a `serde_json::Value`, computed without recursion.
+pub fn json_depth(json: &serde_json::Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(json, 0usize)];
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            serde_json::Value::Array(items) => {
+                deepest = deepest.max(depth + 1);
+                stack.extend(items.iter().map(|item| (item, depth + 1)));
+            }
+            serde_json::Value::Object(map) => {
+                deepest = deepest.max(depth + 1);
+                stack.extend(map.values().map(|item| (item, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Numeric equality: `100 == 100.0`, and integers compare exactly even beyond 2^53.
+pub fn numbers_equal(a: &Number, b: &Number) -> bool {
+    match (as_i128(a), as_i128(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => match (a.as_f64(), b.as_f64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        },
+    }
+}
+
+fn as_i128(n: &Number) -> Option<i128> {
+    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+}
+
+/// Deep equality with numeric comparison of numbers (`{"hp": 100}` equals `{"hp": 100.0}`).
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Number(a), Value::Number(b)) => numbers_equal(a, b),
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Array(a), Value::Array(b)) => {
+                a.ptr_eq(b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x == y))
+            }
+            (Value::Object(a), Value::Object(b)) => {
+                a.ptr_eq(b)
+                    || (a.len() == b.len()
+                        && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka == kb && va == vb))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Compact JSON text.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&serde_json::to_string(self).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl From<serde_json::Value> for Value {
+    fn from(json: serde_json::Value) -> Value {
+        Value::from_json(&json)
+    }
+}
+
+impl From<&serde_json::Value> for Value {
+    fn from(json: &serde_json::Value) -> Value {
+        Value::from_json(json)
+    }
+}
+
+impl From<&Value> for serde_json::Value {
+    fn from(value: &Value) -> serde_json::Value {
+        value.to_json()
+    }
+}
+
+impl From<i64> for Value {
+    fn from(n: i64) -> Value {
+        Value::Number(n.into())
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::String(Arc::from(s))
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Value::Null => serializer.serialize_unit(),
+            Value::Bool(b) => serializer.serialize_bool(*b),
+            Value::Number(n) => n.serialize(serializer),
+            Value::String(s) => serializer.serialize_str(s),
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (key, item) in map {
+                    out.serialize_entry(&**key, item)?;
+                }
+                out.end()
+            }
+        }
+    }
+}
+
+/// Deserializes through `serde_json::Value`, so serde_json's nesting limit applies.
+impl<'de> serde::Deserialize<'de> for Value {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+        let json = serde_json::Value::deserialize(deserializer)?;
+        Ok(Value::from_json(&json))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn integers_and_floats_keep_their_kind() {
+        let value = Value::from(json!({"a": 5, "b": 5.0}));
+        assert_eq!(value.to_string(), r#"{"a":5,"b":5.0}"#);
+    }
+
+    #[test]
+    fn equality_is_numeric() {
+        assert_eq!(Value::from(json!({"hp": 100})), Value::from(json!({"hp": 100.0})));
+        assert_ne!(Value::from(json!(u64::MAX)), Value::from(json!(u64::MAX - 1)));
+        assert_ne!(Value::from(json!("1")), Value::from(json!(1)));
+    }
+
+    #[test]
+    fn depth_counts_container_levels() {
+        assert_eq!(Value::from(json!(1)).depth(), 0);
+        assert_eq!(Value::from(json!([[1], {"a": {}}])).depth(), 3);
+    }
+}

@@ -1,0 +1,11 @@
+//! Text in, instructions and diagnostics out.
+//!
+//! This crate owns every text heuristic: finding and repairing instructions in raw model output (the
+//! lenient layer of SPEC §4), the lenient path spellings of SPEC §1, MVU command text (SPEC §6) and JSON
+//! Patch documents. Translators never fail: they return what they could read plus [`Diagnostic`]s. This
+//! crate must not run instructions or hold state: it hands canonical [`statecraft_engine::Batch`]es to
+//! the engine, and reads a state only to resolve MVU's type-dependent commands.
+
+mod diagnostic;
+
+pub use diagnostic::{Diagnostic, Severity, line_column};
