@@ -7,5 +7,7 @@
 //! the engine, and reads a state only to resolve MVU's type-dependent commands.
 
 mod diagnostic;
+mod pathtext;
 
 pub use diagnostic::{Diagnostic, Severity, line_column};
+pub use pathtext::{PathSpelling, parse_path};
