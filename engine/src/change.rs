@@ -56,7 +56,7 @@ pub struct ReplayError {
 }
 
 /// Replays `changes` forwards (redo) on `root`, in place.
-pub fn replay_forward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
+pub(crate) fn replay_forward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
     for change in changes {
         put(root, &change.path, change.old.is_some(), change.new.clone())?;
     }
@@ -64,7 +64,7 @@ pub fn replay_forward(root: &mut Value, changes: &[Change]) -> Result<(), Replay
 }
 
 /// Replays `changes` backwards (undo) on `root`, in place.
-pub fn replay_backward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
+pub(crate) fn replay_backward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
     for change in changes.iter().rev() {
         put(root, &change.path, change.new.is_some(), change.old.clone())?;
     }

@@ -111,12 +111,6 @@ impl Op {
         }
     }
 
-    /// Whether the op may target the root (empty path).
-    fn allows_root(self) -> bool {
-        // JSON Patch ops address the whole document with "" (RFC 6902).
-        matches!(self, Op::Get | Op::Merge) || self.is_json_patch()
-    }
-
     /// Whether the op accepts an `old` value check.
     fn takes_old(self) -> bool {
         !matches!(self, Op::Get | Op::Callback) && !self.is_json_patch()

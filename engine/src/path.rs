@@ -168,7 +168,7 @@ fn unescape_token(raw: &str) -> Result<String, PointerError> {
 }
 
 /// Renders segments as an RFC 6901 JSON Pointer.
-pub fn pointer_of(segments: &[Segment]) -> String {
+pub(crate) fn pointer_of(segments: &[Segment]) -> String {
     let mut out = String::new();
     for segment in segments {
         out.push('/');

@@ -1,0 +1,263 @@
+//! The state's JSON Schema, checked on the would-be state before a batch commits.
+//!
+//! A full check converts the whole state and validates it. The incremental check, used for every batch,
+//! validates only what the batch touched: it follows each change's path down through the schema while
+//! the schema at that level is a plain object schema (`type: object`, `properties`,
+//! `additionalProperties`, `required`, size and name keywords, annotations; a lone local `$ref` is
+//! followed), and validates the deepest touched subtree with the subschema compiled for it. Where a
+//! change adds or removes a key, the object holding it gets a shallow check of its own keywords (its
+//! members stand for `true`). Anything else (`allOf`, `if`, arrays, `patternProperties`...) stops the
+//! descent, and the whole subtree at that level is validated. The result is the same set of
+//! violations a full check would find for the touched parts, at a cost that follows the change, not
+//! the state. This module must not know about instructions.
+
+use std::collections::HashMap;
+
+use jsonschema::{Draft, Validator, ValidatorMap};
+use serde_json::{Map, Value as Json};
+
+use crate::change::Change;
+use crate::error::{BatchError, ErrorKind};
+use crate::path::{Path, Segment, pointer_of};
+use crate::value::Value;
+
+/// Why a schema could not be compiled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid state schema: {0}")]
+pub struct SchemaError(String);
+
+/// A compiled JSON Schema for the state (draft 2020-12 unless `$schema` names another).
+pub struct StateSchema {
+    source: Json,
+    validators: ValidatorMap,
+    /// Shallow validators for plain object schemas, by schema location (`#/properties/player`).
+    shallow: HashMap<String, Validator>,
+}
+
+impl std::fmt::Debug for StateSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSchema").field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+/// Keywords of a plain object schema: the ones the incremental check understands.
+const OBJECT_KEYWORDS: [&str; 7] =
+    ["type", "properties", "additionalProperties", "required", "minProperties", "maxProperties", "propertyNames"];
+/// Keywords that do not constrain the instance.
+const ANNOTATIONS: [&str; 13] = [
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$schema",
+    "$id",
+    "$defs",
+    "definitions",
+    "$anchor",
+];
+
+impl StateSchema {
+    /// Compiles a schema.
+    pub fn new(source: Json) -> Result<StateSchema, SchemaError> {
+        let draft = match source.get("$schema").and_then(Json::as_str) {
+            Some(uri) if uri.contains("draft-07") => Draft::Draft7,
+            Some(uri) if uri.contains("draft-06") => Draft::Draft6,
+            Some(uri) if uri.contains("draft-04") => Draft::Draft4,
+            Some(uri) if uri.contains("2019-09") => Draft::Draft201909,
+            _ => Draft::Draft202012,
+        };
+        let options = jsonschema::options().with_draft(draft);
+        let validators = options.build_map(&source).map_err(|error| SchemaError(error.to_string()))?;
+        let mut shallow = HashMap::new();
+        for location in validators.keys() {
+            let Some(node) = resolve(&source, location) else { continue };
+            if is_plain_object(node) {
+                let validator = options.build(&shallow_schema(node)).map_err(|error| SchemaError(error.to_string()))?;
+                shallow.insert(location.to_owned(), validator);
+            }
+        }
+        Ok(StateSchema { source, validators, shallow })
+    }
+
+    /// The schema as given.
+    pub fn source(&self) -> &Json {
+        &self.source
+    }
+
+    /// Validates the whole state. Time: O(state).
+    pub fn check_full(&self, state: &Value) -> Vec<BatchError> {
+        self.validate_at("#", &Path::root(), state)
+    }
+
+    /// Validates what `changes` touched in `state` (the state after them). Time: O(touched subtrees).
+    pub fn check_changes(&self, state: &Value, changes: &[Change]) -> Vec<BatchError> {
+        let mut full: Vec<(Path, String)> = Vec::new();
+        let mut shallow: Vec<(Path, String)> = Vec::new();
+        for change in changes {
+            self.plan(state, change, &mut full, &mut shallow);
+        }
+        // A subtree validated in full covers every check beneath it.
+        full.sort_by(|a, b| a.0.cmp(&b.0));
+        full.dedup();
+        let covered = |path: &Path, full: &[(Path, String)]| full.iter().any(|(p, _)| path.starts_with(p) && p != path);
+        let full_kept: Vec<_> = full.iter().filter(|(p, _)| !covered(p, &full)).cloned().collect();
+        shallow.sort_by(|a, b| a.0.cmp(&b.0));
+        shallow.dedup();
+        let mut errors = Vec::new();
+        for (path, location) in &full_kept {
+            if let Ok(Some(node)) = crate::exec::lookup(state, path.segments()) {
+                errors.extend(self.validate_at(location, path, node));
+            }
+        }
+        for (path, location) in &shallow {
+            if full_kept.iter().any(|(p, _)| path.starts_with(p)) {
+                continue;
+            }
+            if let (Ok(Some(Value::Object(map))), Some(validator)) =
+                (crate::exec::lookup(state, path.segments()), self.shallow.get(location))
+            {
+                let keys: Map<String, Json> = map.keys().map(|k| (k.to_string(), Json::Null)).collect();
+                let instance = Json::Object(keys);
+                errors.extend(report(validator, &instance, path));
+            }
+        }
+        errors
+    }
+
+    /// Decides what one change needs checked: full subtrees by schema location, shallow objects.
+    fn plan(&self, state: &Value, change: &Change, full: &mut Vec<(Path, String)>, shallow: &mut Vec<(Path, String)>) {
+        let segments = change.path.segments();
+        let mut location = String::from("#");
+        let mut node = Some(state);
+        for depth in 0..=segments.len() {
+            let here = Path::from(segments[..depth].to_vec());
+            if depth == segments.len() {
+                if node.is_some() {
+                    full.push((here, location));
+                }
+                return;
+            }
+            let schema = resolve(&self.source, &location);
+            let plain = schema.is_some_and(is_plain_object);
+            let Some(Value::Object(map)) = node else {
+                if node.is_some() || !plain {
+                    full.push((here, location));
+                }
+                return;
+            };
+            if !plain {
+                full.push((here, location));
+                return;
+            }
+            let schema = schema.expect("plain implies present");
+            let Segment::Key(key) = &segments[depth] else {
+                full.push((here, location));
+                return;
+            };
+            if depth + 1 == segments.len() && change.old.is_some() != change.new.is_some() {
+                shallow.push((here.clone(), location.clone()));
+            }
+            let child = if schema.get("properties").and_then(|p| p.get(&**key)).is_some() {
+                format!("{location}/properties/{}", escape(key))
+            } else {
+                match schema.get("additionalProperties") {
+                    Some(Json::Object(_)) => format!("{location}/additionalProperties"),
+                    // `false` is the shallow check's business; `true` or absent leaves the child free.
+                    _ => return,
+                }
+            };
+            let child = follow_ref(&self.source, child);
+            if !self.validators.contains_key(&child) {
+                // Not compiled on its own: validate this level whole instead.
+                full.push((here, location));
+                return;
+            }
+            location = child;
+            node = map.get(&**key);
+        }
+    }
+
+    fn validate_at(&self, location: &str, path: &Path, node: &Value) -> Vec<BatchError> {
+        let Some(validator) = self.validators.get(location) else {
+            return vec![BatchError::whole_batch(
+                ErrorKind::SchemaViolation,
+                Some(path.to_pointer()),
+                format!("no compiled schema at {location}"),
+            )];
+        };
+        report(validator, &node.to_json(), path)
+    }
+}
+
+fn report(validator: &Validator, instance: &Json, at: &Path) -> Vec<BatchError> {
+    let prefix = at.to_pointer();
+    validator
+        .iter_errors(instance)
+        .map(|error| {
+            let pointer = format!("{prefix}{}", error.instance_path());
+            let shown = if pointer.is_empty() { "(root)".to_owned() } else { pointer.clone() };
+            BatchError::whole_batch(ErrorKind::SchemaViolation, Some(pointer), format!("schema violation at {shown}: {error}"))
+        })
+        .collect()
+}
+
+/// `#/properties/a` of a schema document.
+fn resolve<'s>(source: &'s Json, location: &str) -> Option<&'s Json> {
+    let pointer = location.strip_prefix('#')?;
+    source.pointer(pointer)
+}
+
+/// A subschema that is only `{"$ref": "#/..."}` (plus annotations) stands for its target.
+fn follow_ref(source: &Json, mut location: String) -> String {
+    for _ in 0..16 {
+        let Some(Json::Object(schema)) = resolve(source, &location) else { break };
+        let Some(Json::String(target)) = schema.get("$ref") else { break };
+        let only_ref = schema.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()));
+        if !only_ref || !target.starts_with("#/") || resolve(source, target).is_none() {
+            break;
+        }
+        location = target.clone();
+    }
+    location
+}
+
+/// Whether the incremental check may descend through this schema.
+fn is_plain_object(schema: &Json) -> bool {
+    let Json::Object(map) = schema else { return false };
+    map.get("type") == Some(&Json::String("object".into()))
+        && map.keys().all(|k| OBJECT_KEYWORDS.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()))
+        && map.get("properties").is_none_or(Json::is_object)
+}
+
+/// The same object schema with every member schema replaced by `true`, so that it checks only the
+/// object's own keywords (type, required, additionalProperties: false, sizes, names).
+fn shallow_schema(schema: &Json) -> Json {
+    let mut out = Map::new();
+    for (key, value) in schema.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "properties" => {
+                let names = value.as_object().into_iter().flatten().map(|(k, _)| (k.clone(), Json::Bool(true)));
+                out.insert(key.clone(), Json::Object(names.collect()));
+            }
+            "additionalProperties" if value.is_object() => {
+                out.insert(key.clone(), Json::Bool(true));
+            }
+            "$defs" | "definitions" | "$id" | "$schema" | "$anchor" => {}
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if let Some(draft) = schema.get("$schema") {
+        out.insert("$schema".into(), draft.clone());
+    }
+    Json::Object(out)
+}
+
+fn escape(key: &str) -> String {
+    pointer_of(&[Segment::key(key)])[1..].to_owned()
+}

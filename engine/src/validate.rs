@@ -1,0 +1,170 @@
+//! Validation before anything runs: limits, forbidden segments and the shape each op needs.
+//!
+//! Every problem is reported, not only the first, each with the instruction's trail and a JSON Pointer
+//! into the instruction. Validation reads only the batch, never the state: what depends on the state
+//! (types found, missing targets) is found while running.
+
+use crate::error::{BatchError, ErrorKind, Trail};
+use crate::exec::splice_args;
+use crate::instruction::{Instruction, Op};
+use crate::limits::Limits;
+use crate::path::{Segment, pointer_of};
+use crate::value::Value;
+
+/// The path segments refused by default: front ends are JavaScript and merge values into objects.
+pub const DEFAULT_FORBIDDEN: [&str; 3] = ["__proto__", "constructor", "prototype"];
+
+/// What validation checks against: limits and the forbidden segments.
+#[derive(Debug)]
+pub(crate) struct Rules<'a> {
+    pub(crate) limits: &'a Limits,
+    pub(crate) forbidden: &'a [String],
+}
+
+impl Rules<'_> {
+    /// Checks a whole batch as submitted.
+    pub(crate) fn batch(&self, instructions: &[Instruction]) -> Vec<BatchError> {
+        let mut errors = Vec::new();
+        if instructions.len() > self.limits.max_batch_len {
+            errors.push(BatchError::whole_batch(
+                ErrorKind::BatchTooLong,
+                None,
+                format!("the batch has {} instructions; the limit is {}", instructions.len(), self.limits.max_batch_len),
+            ));
+            return errors;
+        }
+        for (index, instruction) in instructions.iter().enumerate() {
+            self.instruction(instruction, &Trail(vec![index]), &mut errors);
+        }
+        errors
+    }
+
+    /// Checks one instruction, appending every problem.
+    pub(crate) fn instruction(&self, instruction: &Instruction, trail: &Trail, errors: &mut Vec<BatchError>) {
+        let op = instruction.op;
+        let mut error = |kind, field: String, message: String| errors.push(BatchError::in_field(kind, trail, field, message));
+        self.path(instruction.path.segments(), "/path", &mut error);
+        if let Some(from) = &instruction.from {
+            self.path(from.segments(), "/from", &mut error);
+        }
+        if instruction.path.is_empty() && !matches!(op, Op::Get | Op::Merge) && !op.is_json_patch() {
+            error(
+                ErrorKind::EmptyPath,
+                "/path".into(),
+                format!("{op} needs a path inside the state; only get and merge may target the root"),
+            );
+        }
+        for (field, value) in [("/value", &instruction.value), ("/old", &instruction.old), ("/metadata", &instruction.metadata)] {
+            if let Some(value) = value {
+                self.value(value, field, &mut error);
+            }
+        }
+        if let Some(reason) = &instruction.reason {
+            if reason.len() > self.limits.max_string_bytes {
+                error(ErrorKind::StringTooLong, "/reason".into(), self.too_long(reason.len()));
+            }
+        }
+        match (op, &instruction.value) {
+            (Op::Merge, Some(value)) if !matches!(value, Value::Object(_)) => error(
+                ErrorKind::InvalidField,
+                "/value".into(),
+                format!("merge needs an object value, not a {}", value.value_type()),
+            ),
+            (Op::Increment, Some(value)) if !matches!(value, Value::Number(_)) => error(
+                ErrorKind::InvalidField,
+                "/value".into(),
+                format!("increment needs a number value, not a {}", value.value_type()),
+            ),
+            (Op::Splice, value @ Some(_)) => {
+                if let Err(message) = splice_args(value.as_ref()) {
+                    error(ErrorKind::InvalidField, "/value".into(), message);
+                }
+            }
+            (Op::Callback, _) => match instruction.path.segments().first() {
+                Some(Segment::Key(_)) => {}
+                _ => error(
+                    ErrorKind::InvalidPath,
+                    "/path/0".into(),
+                    "a callback's path starts with the handler's name, like [\"levelUp\"]".into(),
+                ),
+            },
+            _ => {}
+        }
+    }
+
+    fn too_long(&self, len: usize) -> String {
+        format!("a string of {len} bytes; the limit is {}", self.limits.max_string_bytes)
+    }
+
+    fn path(&self, segments: &[Segment], field: &str, error: &mut impl FnMut(ErrorKind, String, String)) {
+        if segments.len() > self.limits.max_path_depth {
+            error(
+                ErrorKind::PathTooDeep,
+                field.into(),
+                format!("the path has {} segments; the limit is {}", segments.len(), self.limits.max_path_depth),
+            );
+            return;
+        }
+        for (i, segment) in segments.iter().enumerate() {
+            if let Segment::Key(key) = segment {
+                if self.is_forbidden(key) {
+                    error(ErrorKind::ForbiddenSegment, format!("{field}/{i}"), forbidden_message(key));
+                } else if key.len() > self.limits.max_string_bytes {
+                    error(ErrorKind::StringTooLong, format!("{field}/{i}"), self.too_long(key.len()));
+                }
+            }
+        }
+    }
+
+    fn is_forbidden(&self, key: &str) -> bool {
+        self.forbidden.iter().any(|f| f == key)
+    }
+
+    /// Checks nesting depth, string lengths and forbidden keys inside a value, without recursion.
+    fn value(&self, value: &Value, field: &str, error: &mut impl FnMut(ErrorKind, String, String)) {
+        let depth = value.depth();
+        if depth > self.limits.max_value_depth {
+            error(
+                ErrorKind::ValueTooDeep,
+                field.into(),
+                format!("the value nests {depth} levels deep; the limit is {}", self.limits.max_value_depth),
+            );
+            return;
+        }
+        let mut stack: Vec<(&Value, Vec<Segment>)> = vec![(value, Vec::new())];
+        while let Some((value, at)) = stack.pop() {
+            let pointer = || format!("{field}{}", pointer_of(&at));
+            match value {
+                Value::String(text) if text.len() > self.limits.max_string_bytes => {
+                    error(ErrorKind::StringTooLong, pointer(), self.too_long(text.len()));
+                }
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate().rev() {
+                        if matches!(item, Value::String(_) | Value::Array(_) | Value::Object(_)) {
+                            let mut child = at.clone();
+                            child.push(Segment::Index(i));
+                            stack.push((item, child));
+                        }
+                    }
+                }
+                Value::Object(map) => {
+                    for (key, item) in map.iter().rev() {
+                        let mut child = at.clone();
+                        child.push(Segment::Key(key.clone()));
+                        if self.is_forbidden(key) {
+                            error(ErrorKind::ForbiddenSegment, format!("{field}{}", pointer_of(&child)), forbidden_message(key));
+                        } else if key.len() > self.limits.max_string_bytes {
+                            error(ErrorKind::StringTooLong, format!("{field}{}", pointer_of(&child)), self.too_long(key.len()));
+                        }
+                        stack.push((item, child));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn forbidden_message(key: &str) -> String {
+    format!("\"{key}\" is a forbidden key (front ends are JavaScript; it would reach the object prototype)")
+}
