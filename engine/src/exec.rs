@@ -211,7 +211,7 @@ fn parent_mut<'v>(
                 }
                 items.get_mut(index).expect("in range")
             }
-            other => return Err(through_scalar(&segments[..=depth + 1], other)),
+            other => return Err(through_scalar(&segments[..=depth], other)),
         };
     }
     let last = canonical(cursor, &segments[segments.len() - 1]);

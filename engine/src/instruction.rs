@@ -327,9 +327,7 @@ fn decode_batch(json: &Json, mode: Mode, limits: &Limits) -> Decoded {
             instructions.push(instruction);
         }
         for error in report {
-            let tolerated = mode == Mode::Lenient && error.kind == ErrorKind::UnexpectedField && is_unknown_member(&error);
-            let repaired = mode == Mode::Lenient && error.kind == ErrorKind::InvalidPath && error.message.starts_with(MISSING_SLASH);
-            if tolerated || repaired { warnings.push(error) } else { problems.push(error) }
+            if mode == Mode::Lenient && is_tolerable(&error) { warnings.push(error) } else { problems.push(error) }
         }
     }
     // One block is either instructions or a JSON Patch document (SPEC §2).
@@ -349,8 +347,11 @@ fn decode_batch(json: &Json, mode: Mode, limits: &Limits) -> Decoded {
 
 const MISSING_SLASH: &str = "a JSON Pointer must start with '/'";
 
-fn is_unknown_member(error: &BatchError) -> bool {
-    error.message.starts_with("unknown member")
+/// What lenient decoding accepts with a warning: unknown members (ignored) and JSON Pointers without
+/// their leading `/` (repaired). Strict decoding refuses both.
+fn is_tolerable(error: &BatchError) -> bool {
+    (error.kind == ErrorKind::UnexpectedField && error.message.starts_with("unknown member"))
+        || (error.kind == ErrorKind::InvalidPath && error.message.starts_with(MISSING_SLASH))
 }
 
 fn decode_instruction(
@@ -474,7 +475,7 @@ fn decode_instruction(
         }
     };
     let metadata = map.get("metadata").and_then(|json| decode_value(json, "/metadata", trail, limits, report));
-    let fatal = report[before..].iter().any(|e| !(e.kind == ErrorKind::UnexpectedField && is_unknown_member(e)));
+    let fatal = report[before..].iter().any(|e| !is_tolerable(e));
     if fatal {
         return None;
     }
@@ -593,8 +594,10 @@ mod tests {
 
     #[test]
     fn json_patch_documents_use_pointers_and_cannot_mix() {
-        let batch = Batch::from_json(&json!([{"op": "add", "path": "/a/0", "value": 1}, {"op": "delta", "path": "/n", "value": 2}])).unwrap_err();
-        assert_eq!(batch[0].kind, ErrorKind::MixedBatch);
+        let mixed = Batch::from_json(&json!([{"op": "add", "path": "/a/0", "value": 1}, {"op": "increment", "path": ["n"], "value": 2}])).unwrap_err();
+        assert_eq!(mixed[0].kind, ErrorKind::MixedBatch);
+        let delta = Batch::from_json(&json!([{"op": "add", "path": "/a/0", "value": 1}, {"op": "delta", "path": "/n", "value": 2}])).unwrap();
+        assert_eq!(delta.instructions[1].op, Op::Increment);
         let ok = Batch::from_json(&json!([{"op": "move", "from": "/a", "path": "/b"}])).unwrap();
         assert_eq!(ok.instructions[0].from, Some(crate::path!["a"]));
         let repaired = Batch::from_json_lenient(&json!([{"op": "replace", "path": "a/b", "value": 1}]), &Limits::default()).unwrap();
