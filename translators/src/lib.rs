@@ -7,7 +7,11 @@
 //! the engine, and reads a state only to resolve MVU's type-dependent commands.
 
 mod diagnostic;
+mod jsonpatch;
+mod mvu;
 mod pathtext;
 
 pub use diagnostic::{Diagnostic, Severity, line_column};
+pub use jsonpatch::{JsonPatchTranslation, changes_to_patch, patch_from_text, patch_from_value};
+pub use mvu::{CommandName, MvuCommand, MvuOptions, MvuTranslation, parse_commands, to_mvu, translate};
 pub use pathtext::{PathSpelling, parse_path};

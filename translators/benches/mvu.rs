@@ -1,0 +1,68 @@
+//! MVU text → instructions throughput, on a realistic corpus and on adversarial text.
+//!
+//! The realistic corpus (about 1 MB) mixes the shapes seen in real cards: `<UpdateVariable>` blocks
+//! with an analysis section, `_.set` with two and three arguments and Chinese paths, `[0]` suffixes,
+//! `_.add`, `_.insert` with object literals, `_.remove`, reasons, and prose. The adversarial inputs
+//! (1 MB of `_.set(` with no closing parenthesis, 1 MB of quotes) must stay linear. The baseline in the
+//! same run is a plain `str::find` pass over the same bytes, which bounds what any scanner can do.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use statecraft_translators::{MvuOptions, translate};
+
+const MEGABYTE: usize = 1 << 20;
+
+/// About `size` bytes of realistic MVU output, deterministic.
+fn realistic(size: usize) -> String {
+    let names = ["悠纪", "暮莲", "理", "玩家", "慕心", "早川遥"];
+    let mut text = String::with_capacity(size + 4096);
+    let mut n = 0usize;
+    while text.len() < size {
+        let who = names[n % names.len()];
+        text.push_str(
+            "<UpdateVariable>\n<Analysis>\n- time passed: a few minutes, no dramatic update.\n",
+        );
+        text.push_str(&format!(
+            "- {who}.好感度: Y, the conversation went well.\n</Analysis>\n"
+        ));
+        text.push_str(&format!(
+            "_.set('{who}.好感度[0]', {}, {});//愉快的一次讨论，{who}觉得与你一起是开心的\n",
+            n % 100,
+            n % 100 + 2
+        ));
+        text.push_str(&format!("_.set('{who}.日程.周三.上午', \"空\", \"地点：data_center_zone.数据服务器室 行为：检查\");//规划日程\n"));
+        text.push_str(&format!("_.add('{who}.金币', -{});\n", n % 50));
+        text.push_str(&format!("_.insert('{who}.背包', {{\"name\": \"铜钥匙\", count: {}, tags: ['旧', \"小\"],}});//获得物品\n", n % 7));
+        text.push_str(&format!(
+            "_.set('当前时间', '2026-6-1 10:{:02}');\n",
+            n % 60
+        ));
+        text.push_str(&format!("_.remove('{who}.着装', '粉色缎带');//脱下\n"));
+        text.push_str("</UpdateVariable>\n他们继续聊天，窗外的雨声渐渐小了。\n\n");
+        n += 1;
+    }
+    text
+}
+
+fn bench(c: &mut Criterion) {
+    let options = MvuOptions::default();
+    let inputs = [
+        ("realistic_1mb", realistic(MEGABYTE)),
+        ("unclosed_set_1mb", "_.set(".repeat(MEGABYTE / 6)),
+        ("quotes_1mb", "'".repeat(MEGABYTE)),
+        ("quoted_set_1mb", "_.set('".repeat(MEGABYTE / 7)),
+    ];
+    let mut group = c.benchmark_group("mvu_translate");
+    for (name, text) in &inputs {
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_function(*name, |b| b.iter(|| translate(black_box(text), &options)));
+    }
+    group.bench_function("baseline_find_1mb", |b| {
+        b.iter(|| black_box(&inputs[0].1).matches("_.").count())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

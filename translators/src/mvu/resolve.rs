@@ -1,0 +1,375 @@
+//! Deciding what an MVU command does: which instruction ops, at which paths (SPEC §6).
+//!
+//! `set` is an `assign` (with `old` when given) and `add` an `increment`. `insert`/`assign` and
+//! `remove`/`unset`/`delete` depend on the target's type in MVU; with a state they resolve exactly as
+//! MVU would, without one they are guessed from arity and literal types and a diagnostic says so. This
+//! module owns those rules and MVU's `[value, "description"]` convention. It must not read text (the
+//! command arrives parsed) and must not run anything: looking at the state is its only contact with it.
+
+use std::sync::Arc;
+
+use serde_json::{Value as Json, json};
+use statecraft_engine::{Instruction, Op, Path, Segment, Value};
+
+use super::{CommandName, MvuCommand, MvuOptions};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::pathtext::{PathSpelling, parse_path};
+
+/// Appends the instructions `command` stands for.
+pub(crate) fn resolve(
+    text: &str,
+    command: &MvuCommand,
+    options: &MvuOptions,
+    out: &mut Vec<Instruction>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let mut report = |kind: &'static str, severity: Severity, message: String| {
+        diagnostics.push(Diagnostic::new(
+            text,
+            kind,
+            severity,
+            command.span.clone(),
+            message,
+        ));
+    };
+    let name = command.name.name();
+    let path = match parse_path(&command.path) {
+        Ok((path, spelling)) => {
+            if spelling == PathSpelling::Pointer {
+                report(
+                    "mvu_pointer_path",
+                    Severity::Note,
+                    format!(
+                        "the path \"{}\" starts with '/' and was read as a json pointer",
+                        command.path
+                    ),
+                );
+            }
+            path
+        }
+        Err(message) => {
+            report(
+                "mvu_invalid_path",
+                Severity::Error,
+                format!("`_.{name}` skipped: {message}"),
+            );
+            return;
+        }
+    };
+    let args = &command.args;
+    let state = options.state.as_ref();
+    let target = state.and_then(|state| lookup(state, &path));
+    let reasoned = |instruction: Instruction| match &command.reason {
+        Some(reason) => instruction.with_reason(reason.clone()),
+        None => instruction,
+    };
+    let extra = |used: usize, report: &mut dyn FnMut(&'static str, Severity, String)| {
+        if args.len() > used {
+            report(
+                "mvu_extra_arguments",
+                Severity::Warning,
+                format!(
+                    "`_.{name}` uses {used} argument(s) after the path; mvu ignores the other {}",
+                    args.len() - used
+                ),
+            );
+        }
+    };
+    match command.name {
+        CommandName::Set => {
+            extra(2, &mut report);
+            let (old, new) = if args.len() >= 2 {
+                (Some(&args[0]), &args[1])
+            } else {
+                (None, &args[0])
+            };
+            let (path, old) = match pair_target(options, target, new) {
+                true => (
+                    path.child(0usize),
+                    old.map(|old| pair_value(old).unwrap_or(old)),
+                ),
+                false => (path, old),
+            };
+            let mut instruction = Instruction::assign(path, Value::from_json(new));
+            if let Some(old) = old {
+                instruction = instruction.with_old(Value::from_json(old));
+            }
+            out.push(reasoned(instruction));
+        }
+        CommandName::Add => {
+            let delta = &args[0];
+            if !delta.is_number() {
+                report(
+                    "mvu_add_not_a_number",
+                    Severity::Error,
+                    format!("`_.add` skipped: the delta {delta} is not a number"),
+                );
+                return;
+            }
+            let path = if pair_target(options, target, delta) {
+                path.child(0usize)
+            } else {
+                path
+            };
+            out.push(reasoned(
+                Instruction::new(Op::Increment, path).with_value(Value::from_json(delta)),
+            ));
+        }
+        CommandName::Insert | CommandName::Assign => {
+            extra(2, &mut report);
+            let instruction = match (args.len(), state) {
+                (1, Some(_)) => insert_value_exact(&path, target, &args[0], name, &mut report),
+                (1, None) => {
+                    report(
+                        "mvu_guessed",
+                        Severity::Warning,
+                        format!(
+                            "no state given: guessed that `_.{name}` with one value appends to an array (push)"
+                        ),
+                    );
+                    Some(Instruction::new(Op::Push, path).with_value(Value::from_json(&args[0])))
+                }
+                (_, _) => insert_at(
+                    &path,
+                    target,
+                    state.is_some(),
+                    &args[0],
+                    &args[1],
+                    name,
+                    &mut report,
+                ),
+            };
+            out.extend(instruction.map(reasoned));
+        }
+        CommandName::Remove | CommandName::Unset | CommandName::Delete => {
+            extra(1, &mut report);
+            let instruction = match args.first() {
+                None => {
+                    if state.is_some() && target.is_none() {
+                        report(
+                            "mvu_missing_target",
+                            Severity::Warning,
+                            format!("`_.{name}` skipped: nothing at {path}, mvu skips it too"),
+                        );
+                        None
+                    } else {
+                        Some(Instruction::new(Op::Delete, path))
+                    }
+                }
+                Some(which) => {
+                    remove_from(&path, target, state.is_some(), which, name, &mut report)
+                }
+            };
+            out.extend(instruction.map(reasoned));
+        }
+    }
+}
+
+/// The value at `path` in `state`, reading decimal keys as indexes on arrays.
+fn lookup<'v>(state: &'v Value, path: &Path) -> Option<&'v Value> {
+    let mut cursor = state;
+    for segment in path.segments() {
+        cursor = match (cursor, segment) {
+            (Value::Object(map), Segment::Key(key)) => map.get(key)?,
+            (Value::Object(map), Segment::Index(index)) => map.get(index.to_string().as_str())?,
+            (Value::Array(items), segment) => items.get(segment.as_index()?)?,
+            _ => return None,
+        };
+    }
+    Some(cursor)
+}
+
+/// Whether MVU would write element 0 of a `[value, "description"]` pair at the target: the convention
+/// is on, a state shows the pair, and the new value is not itself an array.
+fn pair_target(options: &MvuOptions, target: Option<&Value>, new: &Json) -> bool {
+    let Some(Value::Array(items)) = target else {
+        return false;
+    };
+    options.value_description_pairs
+        && !new.is_array()
+        && items.len() == 2
+        && matches!(items.get(1), Some(Value::String(_)))
+        && !matches!(items.get(0), Some(Value::Array(_)))
+}
+
+/// The value of a `[value, "description"]` literal.
+fn pair_value(json: &Json) -> Option<&Json> {
+    match json.as_array()?.as_slice() {
+        [value, Json::String(_)] => Some(value),
+        _ => None,
+    }
+}
+
+/// `_.insert(path, value)` against a known state: push to an array, merge into an object.
+fn insert_value_exact(
+    path: &Path,
+    target: Option<&Value>,
+    value: &Json,
+    name: &str,
+    report: &mut dyn FnMut(&'static str, Severity, String),
+) -> Option<Instruction> {
+    let operand = Value::from_json(value);
+    match target {
+        Some(Value::Array(_)) => Some(Instruction::new(Op::Push, path.clone()).with_value(operand)),
+        Some(Value::Object(_)) | None | Some(Value::Null) if value.is_object() => {
+            Some(Instruction::new(Op::Merge, path.clone()).with_value(operand))
+        }
+        None | Some(Value::Null) => {
+            // MVU creates an empty collection and appends to it when it can.
+            Some(Instruction::new(Op::Push, path.clone()).with_value(operand))
+        }
+        Some(Value::Object(_)) => {
+            report(
+                "mvu_insert_type",
+                Severity::Warning,
+                format!(
+                    "`_.{name}` skipped: only an object can be merged into the object at {path}, as in mvu"
+                ),
+            );
+            None
+        }
+        Some(other) => {
+            report(
+                "mvu_insert_type",
+                Severity::Warning,
+                format!(
+                    "`_.{name}` skipped: the target at {path} is a {}, not an array or object; mvu skips it too",
+                    other.value_type()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// `_.insert(path, key_or_index, value)`.
+fn insert_at(
+    path: &Path,
+    target: Option<&Value>,
+    known: bool,
+    key: &Json,
+    value: &Json,
+    name: &str,
+    report: &mut dyn FnMut(&'static str, Severity, String),
+) -> Option<Instruction> {
+    let operand = Value::from_json(value);
+    let index = key.as_i64();
+    let is_array = match (known, target) {
+        (true, Some(Value::Array(_))) => true,
+        (true, Some(Value::Object(_)) | Some(Value::Null) | None) => false,
+        (true, Some(other)) => {
+            report(
+                "mvu_insert_type",
+                Severity::Warning,
+                format!(
+                    "`_.{name}` skipped: the target at {path} is a {}, not an array or object; mvu skips it too",
+                    other.value_type()
+                ),
+            );
+            return None;
+        }
+        (false, _) => {
+            let guess = if index.is_some() || key == "-" {
+                "an array (splice)"
+            } else {
+                "an object (assign a key)"
+            };
+            report(
+                "mvu_guessed",
+                Severity::Warning,
+                format!("no state given: guessed that the target of `_.{name}` is {guess}"),
+            );
+            index.is_some() || key == "-"
+        }
+    };
+    if is_array && key == "-" {
+        return Some(Instruction::new(Op::Push, path.clone()).with_value(operand));
+    }
+    if let (true, Some(start)) = (is_array, index) {
+        return Some(
+            Instruction::new(Op::Splice, path.clone()).with_value(Value::from_json(
+                &json!({"start": start, "deleteCount": 0, "items": [value]}),
+            )),
+        );
+    }
+    Some(Instruction::assign(
+        path.child(Segment::Key(key_text(key))),
+        operand,
+    ))
+}
+
+/// `String(key)` as MVU computes it.
+fn key_text(key: &Json) -> Arc<str> {
+    match key {
+        Json::String(text) => Arc::from(text.as_str()),
+        other => Arc::from(other.to_string().as_str()),
+    }
+}
+
+/// `_.remove(path, key_index_or_value)`.
+fn remove_from(
+    path: &Path,
+    target: Option<&Value>,
+    known: bool,
+    which: &Json,
+    name: &str,
+    report: &mut dyn FnMut(&'static str, Severity, String),
+) -> Option<Instruction> {
+    let index = which.as_u64().and_then(|i| usize::try_from(i).ok());
+    if !known {
+        let guess = if index.is_some() {
+            "an array (delete the element at that index)"
+        } else {
+            "an object (delete that key)"
+        };
+        report(
+            "mvu_guessed",
+            Severity::Warning,
+            format!("no state given: guessed that the target of `_.{name}` is {guess}"),
+        );
+        return Some(match index {
+            Some(index) => Instruction::new(Op::Delete, path.child(index)),
+            None => Instruction::new(Op::Delete, path.child(Segment::Key(key_text(which)))),
+        });
+    }
+    match target {
+        Some(Value::Array(items)) => {
+            let position = index.filter(|&i| i < items.len()).or_else(|| {
+                let wanted = Value::from_json(which);
+                items.iter().position(|item| *item == wanted)
+            });
+            match position {
+                Some(position) => Some(Instruction::new(Op::Delete, path.child(position))),
+                None => {
+                    report(
+                        "mvu_missing_target",
+                        Severity::Warning,
+                        format!("`_.{name}` skipped: the array at {path} holds no {which}"),
+                    );
+                    None
+                }
+            }
+        }
+        Some(Value::Object(map)) => {
+            let key = key_text(which);
+            if map.contains_key(&key) {
+                Some(Instruction::new(Op::Delete, path.child(Segment::Key(key))))
+            } else {
+                report(
+                    "mvu_missing_target",
+                    Severity::Warning,
+                    format!("`_.{name}` skipped: the object at {path} has no key {which}"),
+                );
+                None
+            }
+        }
+        _ => {
+            report(
+                "mvu_missing_target",
+                Severity::Warning,
+                format!("`_.{name}` skipped: no array or object at {path}, mvu skips it too"),
+            );
+            None
+        }
+    }
+}

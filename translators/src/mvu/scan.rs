@@ -1,0 +1,365 @@
+//! Finding MVU commands in text: `_.name(args);//reason`, the way MVU's own extractor finds them.
+//!
+//! This module owns the command grammar at the character level: the command names, the rule that `(`
+//! follows the name directly and `;` follows the closing `)` directly, quote tracking (`'`, `"`,
+//! backticks, backslash escapes) while looking for the closing parenthesis, splitting the arguments at
+//! top-level commas, and the `//reason` comment (on the same line, or on a later line as MVU's
+//! `^\s*//` match allows). It reports every command it must drop with its span. It must not interpret
+//! argument text (that is `literal`) or decide what a command does (that is `resolve`).
+
+use std::ops::Range;
+
+use crate::diagnostic::{Diagnostic, Severity};
+
+/// The commands MVU's extractor recognises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CommandName {
+    /// `_.set(path, new)` or `_.set(path, old, new)`.
+    Set,
+    /// `_.insert(...)`, an alias of `assign`.
+    Insert,
+    /// `_.assign(path, value)` or `_.assign(path, key_or_index, value)`.
+    Assign,
+    /// `_.remove(path)` or `_.remove(path, key_index_or_value)`.
+    Remove,
+    /// `_.unset(...)`, an alias of `remove`.
+    Unset,
+    /// `_.delete(...)`, an alias of `remove`.
+    Delete,
+    /// `_.add(path, delta)`.
+    Add,
+}
+
+impl CommandName {
+    const ALL: [CommandName; 7] = [
+        CommandName::Set,
+        CommandName::Insert,
+        CommandName::Assign,
+        CommandName::Remove,
+        CommandName::Unset,
+        CommandName::Delete,
+        CommandName::Add,
+    ];
+
+    /// The name as written after `_.`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CommandName::Set => "set",
+            CommandName::Insert => "insert",
+            CommandName::Assign => "assign",
+            CommandName::Remove => "remove",
+            CommandName::Unset => "unset",
+            CommandName::Delete => "delete",
+            CommandName::Add => "add",
+        }
+    }
+
+    /// The fewest and most arguments MVU accepts (`None`: no upper bound; MVU ignores extras).
+    fn arity(self) -> (usize, Option<usize>) {
+        match self {
+            CommandName::Set | CommandName::Insert | CommandName::Assign => (2, None),
+            CommandName::Remove | CommandName::Unset | CommandName::Delete => (1, None),
+            CommandName::Add => (2, Some(2)),
+        }
+    }
+}
+
+/// One command as found in the text, before its arguments are read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RawCommand {
+    pub(crate) name: CommandName,
+    /// From `_` to the `;`, or to the end of the reason comment when there is one.
+    pub(crate) span: Range<usize>,
+    /// Each argument's trimmed byte range.
+    pub(crate) args: Vec<Range<usize>>,
+    /// The trimmed reason text and its range.
+    pub(crate) reason: Option<Range<usize>>,
+    /// Whether the reason comment sat on a later line (MVU's quirk).
+    pub(crate) reason_on_later_line: bool,
+}
+
+/// How many bytes the close-parenthesis searches may read in total, as a multiple of the text length.
+/// MVU restarts its search right after the `(` of a command it could not close, which is quadratic on
+/// text such as a megabyte of `_.set(`; this budget keeps the scan linear while behaving like MVU on any
+/// text with a handful of unclosed commands.
+const SCAN_BUDGET_FACTOR: usize = 8;
+
+/// Finds every command in `text`, reporting the ones MVU would drop.
+pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawCommand> {
+    let bytes = text.as_bytes();
+    let mut commands = Vec::new();
+    let mut budget = text
+        .len()
+        .saturating_mul(SCAN_BUDGET_FACTOR)
+        .saturating_add(4096);
+    let mut at = 0;
+    while let Some(found) = find_from(text, at, "_.") {
+        let start = found;
+        let after_dot = start + 2;
+        let Some((name, name_end)) = command_name(bytes, after_dot) else {
+            at = after_dot;
+            continue;
+        };
+        if bytes.get(name_end) != Some(&b'(') {
+            // `_.set (` with a space: MVU's pattern needs the parenthesis right after the name.
+            let gap_end = skip_spaces(bytes, name_end);
+            if bytes.get(gap_end) == Some(&b'(') {
+                diagnostics.push(Diagnostic::new(
+                    text,
+                    "mvu_space_before_paren",
+                    Severity::Warning,
+                    start..gap_end + 1,
+                    format!("`_.{}` is followed by a space before `(`; mvu does not read it, so neither does this", name.name()),
+                ));
+            }
+            at = name_end;
+            continue;
+        }
+        let open = name_end + 1;
+        let Some(scanned) = close_paren(bytes, open, &mut budget) else {
+            if budget == 0 {
+                diagnostics.push(Diagnostic::new(
+                    text,
+                    "mvu_scan_stopped",
+                    Severity::Error,
+                    start..text.len(),
+                    "too many commands without a closing `)`; the rest of the text was not searched for commands",
+                ));
+                break;
+            }
+            diagnostics.push(Diagnostic::new(
+                text,
+                "mvu_unclosed_command",
+                Severity::Error,
+                start..line_end(bytes, start),
+                format!(
+                    "`_.{}(` has no closing `)` (an unclosed quote or parenthesis); mvu drops it, so it was skipped",
+                    name.name()
+                ),
+            ));
+            // Like MVU, look for the next command right after the `(`.
+            at = open;
+            continue;
+        };
+        let close = scanned.close;
+        if bytes.get(close + 1) != Some(&b';') {
+            let what = if bytes.get(skip_spaces(bytes, close + 1)) == Some(&b';') {
+                "has a space between `)` and `;`"
+            } else {
+                "has no `;` right after `)`"
+            };
+            diagnostics.push(Diagnostic::new(
+                text,
+                "mvu_missing_semicolon",
+                Severity::Error,
+                start..close + 1,
+                format!(
+                    "`_.{}(...)` {what}; mvu drops such a command, so it was skipped",
+                    name.name()
+                ),
+            ));
+            at = close + 1;
+            continue;
+        }
+        let mut end = close + 2;
+        let (reason, reason_on_later_line) = match reason_comment(bytes, end) {
+            Some((comment, later, comment_end)) => {
+                end = comment_end;
+                (Some(comment), later)
+            }
+            None => (None, false),
+        };
+        let (min, max) = name.arity();
+        let count = scanned.args.len();
+        if count < min || max.is_some_and(|max| count > max) {
+            let wanted = match max {
+                Some(max) if max == min => format!("exactly {min}"),
+                _ => format!("at least {min}"),
+            };
+            diagnostics.push(Diagnostic::new(
+                text,
+                "mvu_wrong_argument_count",
+                Severity::Error,
+                start..end,
+                format!(
+                    "`_.{}` takes {wanted} arguments, not {count}; mvu drops it, so it was skipped",
+                    name.name()
+                ),
+            ));
+        } else {
+            commands.push(RawCommand {
+                name,
+                span: start..end,
+                args: scanned.args,
+                reason,
+                reason_on_later_line,
+            });
+        }
+        at = end;
+    }
+    commands
+}
+
+/// The next occurrence of `needle` at or after `from`.
+fn find_from(text: &str, from: usize, needle: &str) -> Option<usize> {
+    text.get(from..)?.find(needle).map(|i| i + from)
+}
+
+fn command_name(bytes: &[u8], at: usize) -> Option<(CommandName, usize)> {
+    let rest = bytes.get(at..)?;
+    CommandName::ALL
+        .into_iter()
+        .find(|name| rest.starts_with(name.name().as_bytes()))
+        .map(|name| (name, at + name.name().len()))
+}
+
+fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\t')) {
+        at += 1;
+    }
+    at
+}
+
+fn line_end(bytes: &[u8], from: usize) -> usize {
+    bytes[from..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |i| from + i)
+}
+
+struct Scanned {
+    close: usize,
+    args: Vec<Range<usize>>,
+}
+
+/// Finds the `)` that closes the `(` before `open` and splits the arguments at top-level commas.
+/// Parentheses inside quotes do not count; brackets and braces only matter for splitting, as in MVU.
+/// Every byte read is taken from `budget`; `None` when the text ends first or the budget runs out.
+fn close_paren(bytes: &[u8], open: usize, budget: &mut usize) -> Option<Scanned> {
+    let mut quote: Option<u8> = None;
+    let mut parens = 1usize;
+    let mut nesting = 0isize;
+    let mut args = Vec::new();
+    let mut arg_start = open;
+    let mut i = open;
+    while i < bytes.len() {
+        if *budget == 0 {
+            return None;
+        }
+        *budget -= 1;
+        let b = bytes[i];
+        match quote {
+            Some(q) => {
+                if b == b'\\' {
+                    // An escaped character never ends the string.
+                    i += 1;
+                } else if b == q {
+                    quote = None;
+                }
+            }
+            None => match b {
+                b'\'' | b'"' | b'`' => quote = Some(b),
+                b'(' => parens += 1,
+                b')' => {
+                    parens -= 1;
+                    if parens == 0 {
+                        push_arg(bytes, arg_start..i, &mut args, true);
+                        return Some(Scanned { close: i, args });
+                    }
+                }
+                b'[' | b'{' => nesting += 1,
+                b']' | b'}' => nesting -= 1,
+                b',' if parens == 1 && nesting == 0 => {
+                    push_arg(bytes, arg_start..i, &mut args, false);
+                    arg_start = i + 1;
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Records an argument, trimmed. MVU drops an empty last argument (`_.set('a', 1, )`), but keeps empty
+/// ones before a comma.
+fn push_arg(bytes: &[u8], range: Range<usize>, args: &mut Vec<Range<usize>>, last: bool) {
+    let mut start = range.start;
+    let mut end = range.end;
+    while start < end && bytes[start].is_ascii_whitespace() {
+        start += 1;
+    }
+    while end > start && bytes[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    if last && start == end {
+        return;
+    }
+    args.push(start..end);
+}
+
+/// MVU's `^\s*//(.*)`: a comment after the `;`, possibly on a later line. Returns the trimmed text
+/// range, whether it was on a later line, and where the comment ends.
+fn reason_comment(bytes: &[u8], from: usize) -> Option<(Range<usize>, bool, usize)> {
+    let mut at = from;
+    let mut later_line = false;
+    while let Some(&b) = bytes.get(at) {
+        match b {
+            b'\n' => later_line = true,
+            b if b.is_ascii_whitespace() => {}
+            _ => break,
+        }
+        at += 1;
+    }
+    if !bytes.get(at..)?.starts_with(b"//") {
+        return None;
+    }
+    let text_start = at + 2;
+    let comment_end = line_end(bytes, text_start);
+    // `.` in MVU's pattern stops before `\r` too.
+    let mut end = comment_end;
+    let mut start = text_start;
+    while start < end && bytes[start].is_ascii_whitespace() {
+        start += 1;
+    }
+    while end > start && bytes[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    Some((start..end, later_line, comment_end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(text: &str) -> (Vec<&'static str>, Vec<String>) {
+        let mut diagnostics = Vec::new();
+        let found = scan(text, &mut diagnostics);
+        (
+            found.iter().map(|c| c.name.name()).collect(),
+            diagnostics.iter().map(|d| d.kind.to_string()).collect(),
+        )
+    }
+
+    #[test]
+    fn unclosed_command_does_not_hide_the_next_one() {
+        assert_eq!(
+            names("_.set('a', \"x);\n_.set('b', 1);"),
+            (vec!["set"], vec!["mvu_unclosed_command".to_owned()])
+        );
+        assert_eq!(
+            names("_.set('a', (1;\n_.set('b', 1);"),
+            (vec!["set"], vec!["mvu_unclosed_command".to_owned()])
+        );
+    }
+
+    #[test]
+    fn adversarial_input_stops_within_budget() {
+        let text = "_.set(".repeat(10_000);
+        let (found, kinds) = names(&text);
+        assert!(found.is_empty());
+        assert!(kinds.len() < 100, "{}", kinds.len());
+        assert_eq!(kinds.last().map(String::as_str), Some("mvu_scan_stopped"));
+    }
+}
