@@ -1,0 +1,90 @@
+//! JSON Patch documents read into batches, and change logs written back as JSON Patch.
+
+use rstest::rstest;
+use serde_json::{Value as Json, json};
+use statecraft_engine::{Limits, Outcome, Store, Value};
+use statecraft_translators::{Severity, changes_to_patch, patch_from_text, patch_from_value};
+
+#[rstest]
+#[case::rfc_ops(
+    r#"[{"op": "add", "path": "/a/-", "value": 1}, {"op": "replace", "path": "/b", "value": "x"}, {"op": "remove", "path": "/c/0"},
+        {"op": "move", "from": "/d", "path": "/e"}, {"op": "copy", "from": "/e", "path": "/f"}, {"op": "test", "path": "/f", "value": null}]"#,
+    json!([{"op": "add", "path": ["a", "-"], "value": 1}, {"op": "replace", "path": ["b"], "value": "x"}, {"op": "remove", "path": ["c", "0"]},
+           {"op": "move", "path": ["e"], "from": ["d"]}, {"op": "copy", "path": ["f"], "from": ["e"]}, {"op": "test", "path": ["f"], "value": null}]),
+    &[]
+)]
+#[case::mvu_delta(r#"[{"op": "delta", "path": "/测试", "value": 10}]"#, json!([{"op": "increment", "path": ["测试"], "value": 10}]), &[])]
+#[case::mvu_insert(r#"[{"op": "insert", "path": "/主角/持有物品/-", "value": {"name": "铜钥匙"}}]"#, json!([{"op": "add", "path": ["主角", "持有物品", "-"], "value": {"name": "铜钥匙"}}]), &[])]
+#[case::missing_slash(r#"[{"op": "insert", "path": "主角/备忘录", "value": "x"}]"#, json!([{"op": "add", "path": ["主角", "备忘录"], "value": "x"}]), &[("json_patch_repaired", Severity::Warning)])]
+#[case::unknown_member(r#"[{"op": "remove", "path": "/a", "note": 1}]"#, json!([{"op": "remove", "path": ["a"]}]), &[("json_patch_repaired", Severity::Warning)])]
+#[case::single_operation(r#"{"op": "remove", "path": "/a"}"#, json!([{"op": "remove", "path": ["a"]}]), &[])]
+#[case::empty_document("[]", json!([]), &[])]
+#[case::dotted_key(r#"[{ "op": "remove", "path": "/inventory.v2/items/1" }]"#, json!([{"op": "remove", "path": ["inventory.v2", "items", "1"]}]), &[])]
+#[case::not_json(r#"[{"op": "add", "path": "/a", "value": 1},]"#, json!([]), &[("json_patch_not_json", Severity::Error)])]
+#[case::not_an_array("42", json!([]), &[("json_patch_invalid", Severity::Error)])]
+#[case::instruction_op(r#"[{"op": "assign", "path": ["a"], "value": 1}]"#, json!([]), &[("json_patch_invalid", Severity::Error)])]
+#[case::no_op_member(r#"[{"path": "/a"}]"#, json!([]), &[("json_patch_invalid", Severity::Error)])]
+#[case::missing_value(r#"[{"op": "add", "path": "/a"}, {"op": "replace", "path": "/b", "value": 1}]"#, json!([]), &[("json_patch_invalid", Severity::Error)])]
+#[case::move_needs_from(r#"[{"op": "move", "to": "/a", "path": "/b"}]"#, json!([]), &[("json_patch_invalid", Severity::Error)])]
+fn reading_documents(
+    #[case] text: &str,
+    #[case] batch: Json,
+    #[case] diagnostics: &[(&str, Severity)],
+) {
+    let read = patch_from_text(text, &Limits::default());
+    assert_eq!(read.batch.to_json(), batch);
+    let mut found: Vec<(&str, Severity)> = read
+        .diagnostics
+        .iter()
+        .map(|d| (&*d.kind, d.severity))
+        .collect();
+    found.sort();
+    let mut wanted = diagnostics.to_vec();
+    wanted.sort();
+    assert_eq!(found, wanted, "{:#?}", read.diagnostics);
+}
+
+#[test]
+fn a_syntax_error_points_at_its_byte() {
+    let text = "[\n  {\"op\": \"add\", \"path\": \"/a\" \"value\": 1}\n]";
+    let read = patch_from_text(text, &Limits::default());
+    let diagnostic = &read.diagnostics[0];
+    assert_eq!((diagnostic.line, diagnostic.column), (2, 30));
+    assert_eq!(
+        &text[diagnostic.span.start..diagnostic.span.start + 7],
+        "\"value\""
+    );
+}
+
+#[rstest]
+#[case::add_replace_remove(
+    json!({"a": 1, "list": [1, 2], "gone": true}),
+    json!([{"op": "replace", "path": "/a", "value": 2}, {"op": "add", "path": "/list/1", "value": 9}, {"op": "remove", "path": "/gone"}, {"op": "add", "path": "/new", "value": {"x": []}}]),
+    json!([{"op": "replace", "path": "/a", "value": 2}, {"op": "add", "path": "/list/1", "value": 9}, {"op": "remove", "path": "/gone"}, {"op": "add", "path": "/new", "value": {"x": []}}])
+)]
+#[case::escaped_pointer(
+    json!({}),
+    json!([{"op": "add", "path": "/a~1b", "value": {"~": 1}}, {"op": "add", "path": "/c~0", "value": 2}]),
+    json!([{"op": "add", "path": "/a~1b", "value": {"~": 1}}, {"op": "add", "path": "/c~0", "value": 2}])
+)]
+#[case::move_is_remove_then_add(
+    json!({"from": [1], "to": {}}),
+    json!([{"op": "move", "from": "/from/0", "path": "/to/x"}]),
+    json!([{"op": "remove", "path": "/from/0"}, {"op": "add", "path": "/to/x", "value": 1}])
+)]
+fn exporting_change_logs(#[case] doc: Json, #[case] patch: Json, #[case] export: Json) {
+    let mut store = Store::new(Value::from_json(&doc));
+    let read = patch_from_value(&patch, &Limits::default());
+    let Outcome::Committed(commit) = store.apply(&read.batch) else {
+        panic!("the patch was rejected")
+    };
+    let exported = changes_to_patch(&commit.changes);
+    assert_eq!(exported, export);
+    let mut replay = Store::new(Value::from_json(&doc));
+    assert!(
+        replay
+            .apply(&patch_from_value(&exported, &Limits::default()).batch)
+            .is_committed()
+    );
+    assert_eq!(replay.state(), store.state());
+}
