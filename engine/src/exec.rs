@@ -107,7 +107,7 @@ pub(crate) fn lookup<'v>(root: &'v Value, segments: &[Segment]) -> Result<Option
     let mut cursor = root;
     for (depth, segment) in segments.iter().enumerate() {
         let child = match cursor {
-            Value::Object(map) => map.get(key_of(segment).as_ref()),
+            Value::Object(map) => map.get(&*key_str(segment)),
             Value::Array(items) => match segment.as_index() {
                 Some(index) => items.get(index),
                 None => return Err(not_an_index(&segments[..=depth], segment)),
@@ -121,6 +121,14 @@ pub(crate) fn lookup<'v>(root: &'v Value, segments: &[Segment]) -> Result<Option
         }
     }
     Ok(Some(cursor))
+}
+
+/// The object key a segment names, borrowed where possible: lookups must not touch reference counts.
+fn key_str(segment: &Segment) -> std::borrow::Cow<'_, str> {
+    match segment {
+        Segment::Key(key) => std::borrow::Cow::Borrowed(key),
+        Segment::Index(index) => std::borrow::Cow::Owned(index.to_string()),
+    }
 }
 
 /// The object key a segment names: an integer on an object is its decimal key, as in lodash.
@@ -176,16 +184,16 @@ fn parent_mut<'v>(
         let creating = create == Some(MissingParent::Create);
         cursor = match cursor {
             Value::Object(map) => {
-                let key = key_of(segment);
-                let needs = map.get(&key).is_none_or(|child| matches!(child, Value::Null));
+                let key = key_str(segment);
+                let needs = map.get(&*key).is_none_or(|child| matches!(child, Value::Null));
                 if needs {
                     if !creating {
                         return Err(missing_parent(&segments[..=depth], create));
                     }
-                    let old = map.insert(Key::clone(&key), fresh());
+                    let old = map.insert(key_of(segment), fresh());
                     recorder.record(canonical_path.clone(), old, Some(fresh()));
                 }
-                map.get_mut(&key).expect("present or just inserted")
+                map.get_mut(&*key).expect("present or just inserted")
             }
             Value::Array(items) => {
                 let Some(index) = segment.as_index() else {
@@ -289,7 +297,7 @@ fn remove_slot(parent: &mut Value, segments: &[Segment]) -> Result<Value, Failur
     let last = &segments[segments.len() - 1];
     let missing = || failure(ErrorKind::MissingTarget, segments, "nothing exists at this path");
     match parent {
-        Value::Object(map) => map.remove(&key_of(last)).ok_or_else(missing),
+        Value::Object(map) => map.remove(&*key_str(last)).ok_or_else(missing),
         Value::Array(items) => match last.as_index() {
             Some(index) if index < items.len() => Ok(items.remove(index)),
             Some(_) => Err(missing()),
@@ -350,7 +358,7 @@ fn merge(
 fn slot_mut<'v>(parent: &'v mut Value, segments: &[Segment]) -> Result<Option<&'v mut Value>, Failure> {
     let last = &segments[segments.len() - 1];
     match parent {
-        Value::Object(map) => Ok(map.get_mut(&key_of(last))),
+        Value::Object(map) => Ok(map.get_mut(&*key_str(last))),
         Value::Array(items) => match last.as_index() {
             Some(index) => Ok(items.get_mut(index)),
             None => Err(not_an_index(segments, last)),
@@ -390,7 +398,7 @@ fn walk_mut<'v>(root: &'v mut Value, segments: &[Segment]) -> Option<&'v mut Val
     let mut cursor = root;
     for segment in segments {
         cursor = match cursor {
-            Value::Object(map) => map.get_mut(&key_of(segment))?,
+            Value::Object(map) => map.get_mut(&*key_str(segment))?,
             Value::Array(items) => items.get_mut(segment.as_index()?)?,
             _ => return None,
         };

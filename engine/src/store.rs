@@ -40,8 +40,8 @@ pub struct Commit {
     /// The history step, or `None` when history is off (`max_steps == 0`) or the batch changed nothing.
     #[serde(skip)]
     pub step: Option<StepId>,
-    /// Every primitive change, in order.
-    pub changes: Vec<Change>,
+    /// Every primitive change, in order. Shared with the history step.
+    pub changes: Arc<[Change]>,
     /// One entry per instruction of the batch: what the op returns (SPEC §2), `None` for absent.
     pub results: Vec<Option<Value>>,
     /// Host events queued by handlers, delivered now that the batch committed.
@@ -305,13 +305,15 @@ impl Store {
                 results.push(None);
                 continue;
             }
-            let checkpoint = (run.root.clone(), run.changes.len(), run.events.len());
+            // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
+            let checkpoint = options.best_effort.then(|| (run.root.clone(), run.changes.len(), run.events.len()));
             match run.top_level(instruction, index) {
                 Ok(result) => results.push(result),
                 Err(errors) if options.best_effort => {
-                    (run.root, _, _) = checkpoint.clone();
-                    run.changes.truncate(checkpoint.1);
-                    run.events.truncate(checkpoint.2);
+                    let (root, changes, events) = checkpoint.expect("taken in best-effort mode");
+                    run.root = root;
+                    run.changes.truncate(changes);
+                    run.events.truncate(events);
                     run.warnings.extend(errors);
                     results.push(None);
                 }
@@ -329,8 +331,9 @@ impl Store {
         }
         let Run { root, changes, events, warnings, .. } = run;
         self.root = root;
+        let changes: Arc<[Change]> = Arc::from(changes);
         let step = (!changes.is_empty() && self.history.limits().max_steps > 0)
-            .then(|| self.history.push(options.label.clone(), Arc::from(changes.as_slice())));
+            .then(|| self.history.push(options.label.clone(), Arc::clone(&changes)));
         Outcome::Committed(Commit { step, changes, results, events, warnings })
     }
 

@@ -122,6 +122,10 @@ impl Rules<'_> {
 
     /// Checks nesting depth, string lengths and forbidden keys inside a value, without recursion.
     fn value(&self, value: &Value, field: &str, error: &mut impl FnMut(ErrorKind, String, String)) {
+        // Scalars are the common case: skip the walk and its allocations.
+        if matches!(value, Value::Null | Value::Bool(_) | Value::Number(_)) {
+            return;
+        }
         let depth = value.depth();
         if depth > self.limits.max_value_depth {
             error(

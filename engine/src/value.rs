@@ -133,6 +133,9 @@ impl Value {
     /// How deeply containers nest in this value: 0 for a scalar, 1 for `[]` or `[1]`, 2 for `[[1]]`.
     /// Iterative, so it is safe on any value. Time: O(n).
     pub fn depth(&self) -> usize {
+        if !matches!(self, Value::Array(_) | Value::Object(_)) {
+            return 0;
+        }
         let mut deepest = 0;
         let mut stack: Vec<(&Value, usize)> = vec![(self, 0)];
         while let Some((value, depth)) = stack.pop() {
