@@ -7,11 +7,19 @@
 //! the engine, and reads a state only to resolve MVU's type-dependent commands.
 
 mod diagnostic;
+mod extract;
+mod feedback;
 mod jsonpatch;
 mod mvu;
 mod pathtext;
+mod repair;
+mod report;
 
 pub use diagnostic::{Diagnostic, Severity, line_column};
+pub use extract::{ExtractOptions, Extraction, extract, json_values};
+pub use feedback::feedback;
 pub use jsonpatch::{JsonPatchTranslation, changes_to_patch, patch_from_text, patch_from_value};
 pub use mvu::{CommandName, MvuCommand, MvuOptions, MvuTranslation, parse_commands, to_mvu, translate};
 pub use pathtext::{PathSpelling, parse_path};
+pub use report::RepairReport;
+pub use repair::{Child, MAX_DEPTH, Parsed, Repair, RepairKind, RepairedDocument, parse_value, repair_json};

@@ -1,0 +1,1064 @@
+//! Finding instructions in a raw model reply: blocks, wrappers, truncation, path spellings (SPEC §4).
+//!
+//! This module owns the walk over a reply: `<think>` sections are skipped, fences (```` ``` ```` and
+//! `~~~`, labelled or not, closed or not) and tags (`<UpdateVariable>`, `<tool_call>`, `<JSONPatch>`, any
+//! case, with attributes) are opened, bare JSON in prose is recognised without letting a `{name}` in
+//! a sentence swallow the real block, and MVU command lines are handed to [`crate::mvu::translate`].
+//! Every block is translated on its own and the instructions join into one batch in text order. An
+//! instruction the end of the text cut is dropped with a diagnostic, never completed with a guess.
+//!
+//! Each byte is looked at a bounded number of times: a block that is parsed is never parsed again, tag
+//! and fence nesting is bounded, and the JSON parser is linear. This module must not repair JSON itself
+//! ([`crate::repair`] does), read path spellings ([`crate::pathtext`]) or parse MVU commands.
+
+use std::ops::Range;
+
+use serde_json::Value as Json;
+use statecraft_engine::{Batch, BatchError, Instruction, Limits, Policies};
+
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::mvu::{MvuOptions, translate};
+use crate::pathtext::parse_path;
+use crate::repair::{Parsed, RepairKind, find, parse_value, strict_children};
+use crate::report::RepairReport;
+
+/// How to read a reply.
+#[derive(Clone, Debug, Default)]
+pub struct ExtractOptions {
+    /// Limits applied while decoding instructions (value depth, string sizes, batch length).
+    pub limits: Limits,
+    /// Options for MVU command lines found in the reply (macros, state, value/description pairs).
+    pub mvu: MvuOptions,
+}
+
+/// What [`extract`] found in a reply.
+#[derive(Clone, Debug)]
+pub struct Extraction {
+    /// The instructions, in text order. When [`Extraction::valid`] is `false` it holds only the
+    /// instructions that decoded, and must not be applied.
+    pub batch: Batch,
+    /// Everything noticed, repaired, skipped or refused, with byte spans into the reply.
+    pub diagnostics: Vec<Diagnostic>,
+    /// What was cleaned, and the cleanliness score.
+    pub report: RepairReport,
+    /// `false` when a value with an `op` was invalid (SPEC §4: it makes the batch invalid).
+    pub valid: bool,
+    /// The policies the batch should run under: MVU's (`old_mismatch = warn`) when any instruction
+    /// came from MVU command text, the defaults otherwise.
+    pub policies: Policies,
+}
+
+/// The op names that make a value a JSON Patch operation rather than an instruction.
+const PATCH_OPS: [&str; 8] = [
+    "add", "remove", "replace", "move", "copy", "test", "delta", "insert",
+];
+
+/// Tags whose content holds instructions.
+const TAGS: [&str; 3] = ["updatevariable", "tool_call", "jsonpatch"];
+
+/// How deeply tags and fences may nest before their markers are read as plain text.
+const MAX_NESTING: usize = 4;
+
+/// MVU command names recognised after `_.`.
+const MVU_COMMANDS: [&str; 7] = [
+    "set", "add", "insert", "assign", "remove", "unset", "delete",
+];
+
+/// Finds and translates every instruction block in `text`. Never fails and never panics.
+///
+/// Time: O(n) in the length of `text`, plus the engine's decoding of the instructions found.
+pub fn extract(text: &str, options: &ExtractOptions) -> Extraction {
+    let mut walker = Walker::new(text, options);
+    let think = walker.think_sections();
+    let mut from = 0;
+    for section in think {
+        walker.scan(from..section.start, Mode::Prose, 0);
+        from = section.end;
+    }
+    walker.scan(from..text.len(), Mode::Prose, 0);
+    walker.finish()
+}
+
+/// Every JSON value found in `text` the way [`extract`] finds blocks (fences, tags, JSON-looking
+/// brackets in prose, `<think>` skipped), whether or not it holds instructions.
+///
+/// This is the library-compatible view used by the repair corpus. Time: O(n).
+pub fn json_values(text: &str) -> Vec<Json> {
+    let options = ExtractOptions::default();
+    let mut walker = Walker::new(text, &options);
+    walker.collect_values = true;
+    let think = walker.think_sections();
+    let mut from = 0;
+    for section in think {
+        walker.scan(from..section.start, Mode::Prose, 0);
+        from = section.end;
+    }
+    walker.scan(from..text.len(), Mode::Prose, 0);
+    walker.values
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// Text written for people: only JSON-looking brackets start a block.
+    Prose,
+    /// A fence or tool call: every bracket starts a value, other text is garbage.
+    Code,
+    /// A `<JSONPatch>` tag: values are JSON Patch documents.
+    Patch,
+}
+
+struct Walker<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    options: &'a ExtractOptions,
+    instructions: Vec<Instruction>,
+    diagnostics: Vec<Diagnostic>,
+    report: RepairReport,
+    valid: bool,
+    mvu_used: bool,
+    /// End of the last block at the top level, for counting prose around blocks.
+    last_block_end: Option<usize>,
+    collect_values: bool,
+    values: Vec<Json>,
+}
+
+/// One value that claims to be an instruction, with where it sits in the text.
+struct Candidate {
+    json: Json,
+    span: Range<usize>,
+    complete: bool,
+}
+
+impl<'a> Walker<'a> {
+    fn new(text: &'a str, options: &'a ExtractOptions) -> Walker<'a> {
+        Walker {
+            text,
+            b: text.as_bytes(),
+            options,
+            instructions: Vec::new(),
+            diagnostics: Vec::new(),
+            report: RepairReport::default(),
+            valid: true,
+            mvu_used: false,
+            last_block_end: None,
+            collect_values: false,
+            values: Vec::new(),
+        }
+    }
+
+    fn diag(
+        &mut self,
+        kind: &'static str,
+        severity: Severity,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) {
+        self.diagnostics
+            .push(Diagnostic::new(self.text, kind, severity, span, message));
+    }
+
+    /// The `<think>`/`<thinking>` sections, in order. A closing tag with no opener hides everything
+    /// before it (some models omit the opener); an opener with no closer hides the rest.
+    fn think_sections(&mut self) -> Vec<Range<usize>> {
+        let mut sections = Vec::new();
+        let mut pos = 0;
+        let mut first = true;
+        while let Some(open) = find_tag(self.b, pos, &["think", "thinking"], false) {
+            let close = find_tag(self.b, pos, &["think", "thinking"], true);
+            if first {
+                if let Some((close_at, close_end)) =
+                    close.filter(|(close_at, _)| *close_at < open.0)
+                {
+                    sections.push(0..close_end);
+                    pos = close_end;
+                    first = false;
+                    let _ = close_at;
+                    continue;
+                }
+            }
+            first = false;
+            match find_tag(self.b, open.1, &["think", "thinking"], true) {
+                Some((_, close_end)) => {
+                    sections.push(open.0..close_end);
+                    pos = close_end;
+                }
+                None => {
+                    sections.push(open.0..self.b.len());
+                    pos = self.b.len();
+                }
+            }
+        }
+        if sections.is_empty() {
+            if let Some((_, close_end)) = find_tag(self.b, 0, &["think", "thinking"], true) {
+                sections.push(0..close_end);
+            }
+        }
+        for section in &sections {
+            self.report.think_sections += 1;
+            self.diag(
+                "think_ignored",
+                Severity::Note,
+                section.clone(),
+                "ignored a <think> section: drafts written while thinking are not instructions",
+            );
+        }
+        sections
+    }
+
+    /// Walks `range` for blocks. Nesting (tags and fences inside tags) is bounded by [`MAX_NESTING`].
+    fn scan(&mut self, range: Range<usize>, mode: Mode, depth: usize) {
+        let end = range.end;
+        let mut pos = range.start;
+        let mut gap_start = pos;
+        let mut after_value = false;
+        while pos < end {
+            let Some(offset) = self.b[pos..end]
+                .iter()
+                .position(|&c| matches!(c, b'<' | b'`' | b'~' | b'{' | b'[' | b'_'))
+            else {
+                break;
+            };
+            let at = pos + offset;
+            let next = match self.b[at] {
+                b'<' if depth < MAX_NESTING => self.tag(at, end, depth),
+                b'`' | b'~' if depth < MAX_NESTING => self.fence(at, end, depth),
+                b'{' | b'[' => self.json(at, end, mode),
+                b'_' => self.mvu(at, end),
+                _ => None,
+            };
+            match next {
+                Some(block_end) => {
+                    self.gap(gap_start..at, mode, depth, after_value);
+                    after_value = true;
+                    pos = block_end.max(at + 1);
+                    gap_start = pos;
+                    if depth == 0 {
+                        self.last_block_end = Some(pos);
+                    }
+                }
+                None => pos = at + 1,
+            }
+        }
+        self.gap(gap_start..end, mode, depth, after_value);
+    }
+
+    /// Text between blocks: prose at the top level is counted; in code, text after a value is garbage.
+    fn gap(&mut self, span: Range<usize>, mode: Mode, depth: usize, after_value: bool) {
+        let slice = &self.text[span.clone()];
+        let trimmed = slice.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        if mode != Mode::Prose {
+            if after_value && trimmed.chars().any(|c| !matches!(c, ',' | ';')) {
+                let start = span.start + (slice.len() - slice.trim_start().len());
+                self.report.trailing_garbage += 1;
+                self.diag(
+                    "trailing_garbage",
+                    Severity::Note,
+                    start..start + trimmed.len(),
+                    "ignored text after a complete value",
+                );
+            }
+            return;
+        }
+        if depth == 0 {
+            if self.last_block_end.is_some() {
+                self.report.prose_after_bytes += trimmed.len();
+            } else {
+                self.report.prose_before_bytes += trimmed.len();
+            }
+        }
+    }
+
+    /// An opening tag at `at`: its content is scanned and its end returned.
+    fn tag(&mut self, at: usize, end: usize, depth: usize) -> Option<usize> {
+        let name_start = at + 1;
+        let name_len = self.b[name_start..end]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+            .count();
+        let name = &self.b[name_start..name_start + name_len];
+        let tag = TAGS
+            .iter()
+            .find(|tag| tag.as_bytes().eq_ignore_ascii_case(name))?;
+        // The tag ends at `>`; attributes may come first. A `<tool_call` with no `>` on its line is prose.
+        let after_name = name_start + name_len;
+        let line_end = self.b[after_name..end]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(end, |i| after_name + i);
+        let gt = self.b[after_name..line_end]
+            .iter()
+            .position(|&c| c == b'>')?
+            + after_name;
+        if !matches!(self.b[after_name], b'>' | b' ' | b'\t' | b'/') {
+            return None;
+        }
+        let content_start = gt + 1;
+        self.report.tags += 1;
+        let (content_end, block_end) = match find_tag(&self.b[..end], content_start, &[tag], true) {
+            Some((close_at, close_end)) => (close_at, close_end),
+            None => {
+                self.diag(
+                    "unclosed_tag",
+                    Severity::Note,
+                    at..content_start,
+                    format!(
+                        "<{}> is never closed; read it to the end of the text",
+                        &self.text[name_start..after_name]
+                    ),
+                );
+                (end, end)
+            }
+        };
+        let mode = match *tag {
+            "jsonpatch" => Mode::Patch,
+            "tool_call" => Mode::Code,
+            // MVU's <UpdateVariable> holds an <Analysis> written in prose next to the commands.
+            _ => Mode::Prose,
+        };
+        self.scan(content_start..content_end, mode, depth + 1);
+        Some(block_end)
+    }
+
+    /// A fence opening at `at` (three or more backticks or tildes): its content is scanned.
+    fn fence(&mut self, at: usize, end: usize, depth: usize) -> Option<usize> {
+        let marker = self.b[at];
+        let run = self.b[at..end].iter().take_while(|&&c| c == marker).count();
+        if run < 3 {
+            return None;
+        }
+        let label_start = at + run;
+        let label_len = self.b[label_start..end]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'.'))
+            .count();
+        let label = self.text[label_start..label_start + label_len].to_ascii_lowercase();
+        let mut content_start = label_start + label_len;
+        // The rest of the opening line, when blank, belongs to the fence.
+        let rest = self.b[content_start..end]
+            .iter()
+            .take_while(|c| matches!(c, b' ' | b'\t' | b'\r'))
+            .count();
+        if self.b.get(content_start + rest) == Some(&b'\n') {
+            content_start += rest + 1;
+        }
+        let fence = &self.b[at..at + run];
+        self.report.fences += 1;
+        let (content_end, block_end) = match find(&self.b[content_start..end], fence) {
+            Some(i) => {
+                let close = content_start + i;
+                let close_run = self.b[close..end]
+                    .iter()
+                    .take_while(|&&c| c == marker)
+                    .count();
+                (close, close + close_run)
+            }
+            None => {
+                self.diag(
+                    "unclosed_fence",
+                    Severity::Note,
+                    at..content_start,
+                    "a fence is never closed; read it to the end of the text",
+                );
+                (end, end)
+            }
+        };
+        let mode = match label.as_str() {
+            "text" | "txt" | "markdown" | "md" | "xml" | "html" => Mode::Prose,
+            _ => Mode::Code,
+        };
+        self.scan(content_start..content_end, mode, depth + 1);
+        Some(block_end)
+    }
+
+    /// An MVU command at `at` (`_.set(`…): the run of command lines is translated by the MVU module.
+    fn mvu(&mut self, at: usize, end: usize) -> Option<usize> {
+        if !self.is_mvu_command(at, end) {
+            return None;
+        }
+        let region_end = self.mvu_region_end(at, end);
+        let region = &self.text[at..region_end];
+        let translation = translate(region, &self.options.mvu);
+        self.report.mvu_blocks += 1;
+        self.report.blocks += 1;
+        if !translation.instructions.is_empty() {
+            self.mvu_used = true;
+        }
+        for diagnostic in translation.diagnostics {
+            if diagnostic.severity == Severity::Error {
+                self.valid = false;
+            }
+            self.diagnostics.push(diagnostic.shifted(self.text, at));
+        }
+        self.report.instructions += translation.instructions.len();
+        self.instructions.extend(translation.instructions);
+        Some(region_end)
+    }
+
+    fn is_mvu_command(&self, at: usize, end: usize) -> bool {
+        if at > 0
+            && (self.b[at - 1].is_ascii_alphanumeric()
+                || self.b[at - 1] == b'_'
+                || self.b[at - 1] == b'.')
+        {
+            return false;
+        }
+        if self.b.get(at + 1) != Some(&b'.') {
+            return false;
+        }
+        let name_start = at + 2;
+        let name_len = self.b[name_start.min(end)..end]
+            .iter()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .count();
+        let name = &self.text[name_start.min(end)..name_start.min(end) + name_len];
+        if !MVU_COMMANDS.contains(&name) {
+            return false;
+        }
+        let after = name_start + name_len;
+        let spaces = self.b[after..end]
+            .iter()
+            .take_while(|c| matches!(c, b' ' | b'\t'))
+            .count();
+        self.b.get(after + spaces) == Some(&b'(') && after + spaces < end
+    }
+
+    /// Where a run of MVU command lines starting at `at` ends: after the last line that starts with a
+    /// command, continues an unbalanced command, or is a `//` comment between commands.
+    fn mvu_region_end(&self, at: usize, end: usize) -> usize {
+        let mut depth: i64 = 0;
+        let mut quote: Option<u8> = None;
+        let mut p = at;
+        loop {
+            // One line.
+            let line_end = self.b[p..end]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(end, |i| p + i);
+            let mut i = p;
+            while i < line_end {
+                let c = self.b[i];
+                match quote {
+                    Some(q) => {
+                        if c == b'\\' {
+                            i += 1;
+                        } else if c == q {
+                            quote = None;
+                        }
+                    }
+                    None => match c {
+                        b'\'' | b'"' | b'`' => quote = Some(c),
+                        b'(' | b'[' | b'{' => depth += 1,
+                        b')' | b']' | b'}' => depth -= 1,
+                        b'/' if self.b.get(i + 1) == Some(&b'/') => break,
+                        _ => {}
+                    },
+                }
+                i += 1;
+            }
+            if line_end >= end {
+                return line_end;
+            }
+            let next = line_end + 1;
+            let next_end = self.b[next..end]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(end, |i| next + i);
+            let next_line = self.text[next..next_end].trim_start();
+            let continues = depth > 0 || quote.is_some();
+            if !(continues
+                || next_line.starts_with("_.")
+                || (next_line.starts_with("//") && depth <= 0))
+            {
+                return line_end;
+            }
+            if depth <= 0 {
+                quote = None;
+                depth = 0;
+            }
+            p = next;
+        }
+    }
+
+    /// A bracket at `at`: in prose only when it looks like JSON; the value is read and handled.
+    fn json(&mut self, at: usize, end: usize, mode: Mode) -> Option<usize> {
+        if mode == Mode::Prose && !self.looks_like_json(at, end) {
+            return None;
+        }
+        let slice = &self.text[..end];
+        // Valid JSON takes serde_json's fast path; anything else the tolerant parser.
+        let mut stream = serde_json::Deserializer::from_str(&slice[at..]).into_iter::<Json>();
+        let parsed = match stream.next() {
+            Some(Ok(value)) => {
+                let value_end = at + stream.byte_offset();
+                Parsed {
+                    value: Some(value),
+                    span: at..value_end,
+                    repairs: Vec::new(),
+                    complete: true,
+                    children: Vec::new(),
+                }
+            }
+            _ => parse_value(slice, at),
+        };
+        let block_end = parsed.span.end;
+        self.block(parsed, mode);
+        Some(self.trailing_garbage(block_end, end, mode))
+    }
+
+    /// Whether a bracket in prose starts JSON: `{"`, `{'`, `{}`, `{key:`, `[{`, `[[`, `["`, `[]`, `[1`.
+    fn looks_like_json(&mut self, at: usize, end: usize) -> bool {
+        let open = self.b[at];
+        let mut p = at + 1;
+        while p < end && matches!(self.b[p], b' ' | b'\t' | b'\r' | b'\n') {
+            p += 1;
+        }
+        let Some(&next) = self.b[..end].get(p) else {
+            return false;
+        };
+        if open == b'[' {
+            return matches!(next, b'{' | b'[' | b'"' | b']')
+                || next.is_ascii_digit()
+                || (next == b'-' && self.b.get(p + 1).is_some_and(u8::is_ascii_digit));
+        }
+        if matches!(next, b'"' | b'\'' | b'}') || self.text[p..end].starts_with('“') {
+            return true;
+        }
+        // An unquoted key followed by a colon: `{op: "assign"}`. `{name}` is prose and is reported.
+        let word = self.b[p..end]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+            .count();
+        if word == 0 {
+            return false;
+        }
+        let mut q = p + word;
+        while q < end && matches!(self.b[q], b' ' | b'\t') {
+            q += 1;
+        }
+        match self.b[..end].get(q) {
+            Some(b':') => true,
+            Some(b'}') => {
+                self.report.skipped_values += 1;
+                self.diag(
+                    "not_an_instruction",
+                    Severity::Note,
+                    at..q + 1,
+                    format!(
+                        "skipped {}: it has no \"op\", so it is not an instruction",
+                        &self.text[at..q + 1]
+                    ),
+                );
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// After a value, closers and quotes left on the same line (`}]}"}`) are trailing garbage.
+    fn trailing_garbage(&mut self, from: usize, end: usize, mode: Mode) -> usize {
+        if mode != Mode::Prose {
+            return from;
+        }
+        let run = self.b[from..end]
+            .iter()
+            .take_while(|c| {
+                matches!(
+                    c,
+                    b'}' | b']' | b')' | b'"' | b'\'' | b' ' | b'\t' | b';' | b','
+                )
+            })
+            .count();
+        let garbage = &self.text[from..from + run];
+        if garbage.contains(['}', ']', '"', '\'', ')']) {
+            let trimmed = garbage.trim_end();
+            self.report.trailing_garbage += 1;
+            self.diag(
+                "trailing_garbage",
+                Severity::Note,
+                from..from + trimmed.len(),
+                "ignored closers and quotes after a complete value",
+            );
+            from + trimmed.len()
+        } else {
+            from
+        }
+    }
+
+    /// Handles one parsed value: its instructions are decoded, anything else is skipped and reported.
+    fn block(&mut self, mut parsed: Parsed, mode: Mode) {
+        let Some(value) = parsed.value.take() else {
+            if let Some(too_deep) = parsed
+                .repairs
+                .iter()
+                .find(|r| r.kind == RepairKind::TooDeep)
+            {
+                self.diag(
+                    "too_deep",
+                    Severity::Error,
+                    too_deep.span.clone(),
+                    format!(
+                        "skipped a value nested deeper than {} levels",
+                        crate::repair::MAX_DEPTH
+                    ),
+                );
+            }
+            return;
+        };
+        if self.collect_values {
+            self.values.push(value);
+            return;
+        }
+        let (candidates, wrapper) = self.candidates(value, &parsed);
+        if candidates.is_empty() {
+            self.report.skipped_values += 1;
+            self.diag(
+                "not_an_instruction",
+                Severity::Note,
+                parsed.span.clone(),
+                "skipped a JSON value with no \"op\": it is not an instruction",
+            );
+            return;
+        }
+        self.report.blocks += 1;
+        if let Some(member) = wrapper {
+            self.diag(
+                "wrapper_unwrapped",
+                Severity::Note,
+                parsed.span.clone(),
+                format!("read the instructions inside the wrapper member \"{member}\""),
+            );
+        }
+        for repair in &parsed.repairs {
+            *self.report.repairs.entry(repair.kind.code()).or_default() += 1;
+            let severity = match repair.kind {
+                RepairKind::UnescapedQuote
+                | RepairKind::MissingCloser
+                | RepairKind::StrayCloser
+                | RepairKind::Garbage
+                | RepairKind::MissingValue
+                | RepairKind::UnclosedString
+                | RepairKind::UnclosedContainer
+                | RepairKind::TooDeep => Severity::Warning,
+                _ => Severity::Note,
+            };
+            self.diagnostics.push(Diagnostic::new(
+                self.text,
+                repair.kind.code(),
+                severity,
+                repair.span.clone(),
+                repair.kind.describe(),
+            ));
+        }
+        let mut forms: Vec<(bool, Range<usize>)> = Vec::new();
+        for candidate in candidates {
+            if let Some(form) = self.instruction(candidate, mode) {
+                forms.push(form);
+            }
+        }
+        if let Some((_, odd)) = forms.iter().find(|(patch, _)| *patch != forms[0].0) {
+            self.valid = false;
+            self.report.invalid_instructions += 1;
+            self.diag(
+                "mixed_batch",
+                Severity::Error,
+                odd.clone(),
+                "this block mixes JSON Patch ops (add, remove, replace, move, copy, test, delta) with instruction ops; send them as separate blocks",
+            );
+        }
+    }
+
+    /// The values in `value` that claim to be instructions, and the wrapper member they came from.
+    fn candidates(&mut self, value: Json, parsed: &Parsed) -> (Vec<Candidate>, Option<String>) {
+        let span = parsed.span.clone();
+        match value {
+            Json::Object(map) if map.contains_key("op") => (
+                vec![Candidate {
+                    json: Json::Object(map),
+                    span,
+                    complete: parsed.complete,
+                }],
+                None,
+            ),
+            Json::Array(items) => {
+                if !items.iter().any(has_op) {
+                    return (Vec::new(), None);
+                }
+                let spans: Vec<(Range<usize>, bool)> =
+                    if parsed.repairs.is_empty() && parsed.complete && parsed.children.is_empty() {
+                        strict_children(self.text, span.start, span.end)
+                            .into_iter()
+                            .map(|s| (s, true))
+                            .collect()
+                    } else {
+                        parsed
+                            .children
+                            .iter()
+                            .map(|c| (c.span.clone(), c.complete))
+                            .collect()
+                    };
+                let mut out = Vec::with_capacity(items.len());
+                for (index, item) in items.into_iter().enumerate() {
+                    let (item_span, complete) = spans
+                        .get(index)
+                        .cloned()
+                        .unwrap_or((span.clone(), parsed.complete));
+                    if has_op(&item) {
+                        out.push(Candidate {
+                            json: item,
+                            span: item_span,
+                            complete,
+                        });
+                    } else {
+                        self.report.skipped_values += 1;
+                        self.diag(
+                            "not_an_instruction",
+                            Severity::Warning,
+                            item_span,
+                            format!("skipped element {index}: it has no \"op\", so it is not an instruction"),
+                        );
+                    }
+                }
+                (out, None)
+            }
+            Json::Object(map) => {
+                // A tool call (`{"name", "arguments"}`, OpenAI's `{"function": {...}}`) or a wrapper
+                // object (`{"updates": [...]}`): its instructions are one level down.
+                let mut inner: Option<(String, Json)> = None;
+                for (key, member) in &map {
+                    let member = match (key.as_str(), member) {
+                        ("arguments" | "parameters" | "input" | "args", Json::String(text)) => {
+                            serde_json::from_str::<Json>(text)
+                                .ok()
+                                .or_else(|| crate::repair::repair_json(text).map(|d| d.value))
+                        }
+                        ("function", Json::Object(function)) => {
+                            function.get("arguments").and_then(|a| match a {
+                                Json::String(text) => serde_json::from_str::<Json>(text).ok(),
+                                other => Some(other.clone()),
+                            })
+                        }
+                        _ => Some(member.clone()),
+                    };
+                    let Some(member) = member else { continue };
+                    let holds = match &member {
+                        Json::Array(items) => items.iter().any(has_op),
+                        Json::Object(object) => {
+                            object.contains_key("op")
+                                || object.values().any(|v| {
+                                    v.as_array().is_some_and(|items| items.iter().any(has_op))
+                                })
+                        }
+                        _ => false,
+                    };
+                    if holds {
+                        inner = Some((key.clone(), member));
+                        break;
+                    }
+                }
+                let Some((key, member)) = inner else {
+                    return (Vec::new(), None);
+                };
+                let items = match member {
+                    Json::Array(items) => items,
+                    Json::Object(object) if object.contains_key("op") => vec![Json::Object(object)],
+                    Json::Object(object) => object
+                        .into_iter()
+                        .find_map(|(_, v)| match v {
+                            Json::Array(items) if items.iter().any(has_op) => Some(items),
+                            _ => None,
+                        })
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                let out = items
+                    .into_iter()
+                    .filter(has_op)
+                    .map(|json| Candidate {
+                        json,
+                        span: span.clone(),
+                        complete: parsed.complete,
+                    })
+                    .collect();
+                (out, Some(key))
+            }
+            _ => (Vec::new(), None),
+        }
+    }
+
+    /// Decodes one candidate; returns whether it is a JSON Patch op and its span when it decoded.
+    fn instruction(&mut self, candidate: Candidate, mode: Mode) -> Option<(bool, Range<usize>)> {
+        let Candidate {
+            mut json,
+            span,
+            complete,
+        } = candidate;
+        if !complete {
+            self.report.dropped_truncated += 1;
+            self.diag(
+                "truncated_instruction",
+                Severity::Warning,
+                span,
+                "the text ended inside this instruction, so it was dropped rather than completed with a guessed value",
+            );
+            return None;
+        }
+        let op = json
+            .get("op")
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let patch = mode == Mode::Patch || PATCH_OPS.contains(&op.as_str());
+        if !patch {
+            if let Some(Json::String(text)) = json.get("path") {
+                let text = text.clone();
+                let path_span = member_span(self.text, &span, "path").unwrap_or(span.clone());
+                match parse_path(&text) {
+                    Ok((path, spelling)) => {
+                        self.report.normalised_paths += 1;
+                        let list = serde_json::to_value(&path).unwrap_or(Json::Null);
+                        self.diag(
+                            "path_normalised",
+                            Severity::Note,
+                            path_span,
+                            format!("read the {} path \"{text}\" as {list}", spelling.describe()),
+                        );
+                        if let Some(slot) = json.get_mut("path") {
+                            *slot = list;
+                        }
+                    }
+                    Err(message) => {
+                        self.valid = false;
+                        self.report.invalid_instructions += 1;
+                        self.diag("invalid_path", Severity::Error, path_span, message);
+                        return None;
+                    }
+                }
+            }
+        }
+        match Batch::from_json_lenient(&json, &self.options.limits) {
+            Ok(lenient) => {
+                for warning in &lenient.warnings {
+                    let field_span = warning_span(self.text, &span, warning);
+                    let kind = if warning.message.starts_with("unknown member") {
+                        "unknown_member"
+                    } else {
+                        "pointer_repaired"
+                    };
+                    self.report.unknown_members += usize::from(kind == "unknown_member");
+                    self.diag(kind, Severity::Warning, field_span, warning.message.clone());
+                }
+                self.report.instructions += lenient.batch.instructions.len();
+                self.instructions.extend(lenient.batch.instructions);
+                Some((patch, span))
+            }
+            Err(errors) => {
+                self.valid = false;
+                self.report.invalid_instructions += 1;
+                for error in errors {
+                    let field_span = warning_span(self.text, &span, &error);
+                    let message = match &error.field {
+                        Some(field) if !field.is_empty() => format!("{field}: {}", error.message),
+                        _ => error.message.clone(),
+                    };
+                    self.diag("invalid_instruction", Severity::Error, field_span, message);
+                }
+                None
+            }
+        }
+    }
+
+    fn finish(mut self) -> Extraction {
+        if self.instructions.is_empty() && self.report.blocks == 0 {
+            self.diag(
+                "no_instructions",
+                Severity::Warning,
+                0..0,
+                "found no instructions in the text",
+            );
+        }
+        let bare = self.report.fences == 0 && self.report.tags == 0 && self.report.mvu_blocks == 0;
+        let exact = bare
+            && self.valid
+            && self.report.blocks == 1
+            && self.report.prose_before_bytes == 0
+            && self.report.prose_after_bytes == 0
+            && self.diagnostics.is_empty();
+        self.report.score = self.report.cleanliness(exact, self.valid);
+        self.diagnostics.sort_by_key(|d| d.span.start);
+        let policies = if self.mvu_used {
+            Policies::mvu()
+        } else {
+            Policies::default()
+        };
+        Extraction {
+            batch: Batch::from(self.instructions),
+            diagnostics: self.diagnostics,
+            report: self.report,
+            valid: self.valid,
+            policies,
+        }
+    }
+}
+
+fn has_op(json: &Json) -> bool {
+    json.as_object().is_some_and(|map| map.contains_key("op"))
+}
+
+/// Finds the first tag named one of `names` (lower-case) at or after `from`: an opening tag `<name…>`
+/// or, with `closing`, `</name>`. Returns the tag's start and the byte after its `>`.
+fn find_tag(b: &[u8], from: usize, names: &[&str], closing: bool) -> Option<(usize, usize)> {
+    let mut pos = from;
+    while pos < b.len() {
+        let at = pos + b[pos..].iter().position(|&c| c == b'<')?;
+        let mut p = at + 1;
+        if closing {
+            if b.get(p) != Some(&b'/') {
+                pos = at + 1;
+                continue;
+            }
+            p += 1;
+        }
+        let name_len = b[p..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+            .count();
+        let name = &b[p..p + name_len];
+        if names
+            .iter()
+            .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
+        {
+            let after = p + name_len;
+            match b.get(after) {
+                Some(b'>') => return Some((at, after + 1)),
+                Some(b' ' | b'\t' | b'\n' | b'/') => {
+                    // Attributes: the tag ends at the next `>` on its line.
+                    let line = b[after..]
+                        .iter()
+                        .take_while(|&&c| c != b'\n' || !closing)
+                        .position(|&c| c == b'>');
+                    if let Some(gt) = line {
+                        return Some((at, after + gt + 1));
+                    }
+                }
+                _ => {}
+            }
+        }
+        pos = at + 1;
+    }
+    None
+}
+
+/// The span of the value of member `name` of the object spanning `span` in `text`, found by a light
+/// scan at depth one (quoted or bare keys). Time: O(n) in the span.
+fn member_span(text: &str, span: &Range<usize>, name: &str) -> Option<Range<usize>> {
+    let b = text.as_bytes();
+    let end = span.end.min(b.len());
+    let mut depth = 0usize;
+    let mut p = span.start;
+    let mut key_start: Option<usize> = None;
+    while p < end {
+        let c = b[p];
+        match c {
+            b'"' | b'\'' => {
+                let quote = c;
+                let start = p + 1;
+                p += 1;
+                while p < end && b[p] != quote {
+                    if b[p] == b'\\' {
+                        p += 1;
+                    }
+                    p += 1;
+                }
+                if depth == 1 {
+                    key_start = Some(start);
+                    let key = text.get(start..p.min(end)).unwrap_or_default();
+                    // A key is a string followed by a colon.
+                    let mut q = p + 1;
+                    while q < end && matches!(b[q], b' ' | b'\t' | b'\r' | b'\n') {
+                        q += 1;
+                    }
+                    if key == name && b.get(q) == Some(&b':') {
+                        return Some(value_span(b, q + 1, end));
+                    }
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ if depth == 1 && c.is_ascii_alphabetic() => {
+                let start = p;
+                while p < end && (b[p].is_ascii_alphanumeric() || b[p] == b'_') {
+                    p += 1;
+                }
+                let mut q = p;
+                while q < end && matches!(b[q], b' ' | b'\t') {
+                    q += 1;
+                }
+                if &text[start..p] == name && b.get(q) == Some(&b':') {
+                    return Some(value_span(b, q + 1, end));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        p += 1;
+    }
+    let _ = key_start;
+    None
+}
+
+/// The span of a value starting after `from` (spaces skipped) up to the next `,` or closer at its level.
+fn value_span(b: &[u8], from: usize, end: usize) -> Range<usize> {
+    let mut start = from;
+    while start < end && matches!(b[start], b' ' | b'\t' | b'\r' | b'\n') {
+        start += 1;
+    }
+    let mut depth = 0usize;
+    let mut p = start;
+    let mut quote: Option<u8> = None;
+    let mut last = start;
+    while p < end {
+        let c = b[p];
+        if let Some(q) = quote {
+            if c == b'\\' {
+                p += 1;
+            } else if c == q {
+                quote = None;
+                last = p + 1;
+            }
+            p += 1;
+            continue;
+        }
+        match c {
+            b'"' | b'\'' => quote = Some(c),
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth == 0 => break,
+            b'}' | b']' => depth -= 1,
+            b',' if depth == 0 => break,
+            _ => {}
+        }
+        if !matches!(c, b' ' | b'\t' | b'\r' | b'\n') {
+            last = p + 1;
+        }
+        p += 1;
+    }
+    start..last.max(start).min(end)
+}
+
+/// The span a decoding error or warning points at: its field inside the instruction, or the whole.
+fn warning_span(text: &str, span: &Range<usize>, error: &BatchError) -> Range<usize> {
+    let Some(field) = error.field.as_deref() else {
+        return span.clone();
+    };
+    let member = field
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    if member.is_empty() {
+        return span.clone();
+    }
+    member_span(text, span, member).unwrap_or(span.clone())
+}

@@ -1,0 +1,128 @@
+//! Data-driven extraction cases: each `tests/extract/*.txt` holds an input, the expected batch, whether
+//! it is valid, and the expected diagnostic kinds in text order.
+//!
+//! A case file has four sections, each opened by a line `=== name`: `input` (the raw reply, taken
+//! verbatim up to the next marker, without its final newline), `batch` (the canonical JSON array),
+//! `valid` (`true` or `false`) and `diagnostics` (one kind per line, `kind@start..end` where the span
+//! matters). Run with `UPDATE_EXPECT=1` to rewrite the expected sections from the current output, then
+//! review the diff.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as Json;
+use statecraft_translators::{ExtractOptions, extract};
+
+struct Case {
+    input: String,
+    batch: String,
+    valid: String,
+    diagnostics: String,
+}
+
+fn parse_case(text: &str) -> Case {
+    let mut sections: Vec<(String, String)> = Vec::new();
+    for line in text.split_inclusive('\n') {
+        if let Some(name) = line.strip_prefix("=== ") {
+            sections.push((name.trim().to_owned(), String::new()));
+        } else if let Some((_, body)) = sections.last_mut() {
+            body.push_str(line);
+        }
+    }
+    let get = |name: &str| -> String {
+        let body = sections
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.clone())
+            .unwrap_or_default();
+        body.strip_suffix('\n').unwrap_or(&body).to_owned()
+    };
+    Case {
+        input: get("input"),
+        batch: get("batch"),
+        valid: get("valid"),
+        diagnostics: get("diagnostics"),
+    }
+}
+
+fn render_diagnostics(extraction: &statecraft_translators::Extraction) -> String {
+    extraction
+        .diagnostics
+        .iter()
+        .map(|d| format!("{}@{}..{}", d.kind, d.span.start, d.span.end))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn case_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/extract");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn extraction_cases() {
+    let update = std::env::var_os("UPDATE_EXPECT").is_some();
+    let files = case_files();
+    assert!(
+        files.len() >= 30,
+        "expected the extraction cases, found {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let case = parse_case(&text);
+        let extraction = extract(&case.input, &ExtractOptions::default());
+        let batch = serde_json::to_string_pretty(&extraction.batch.to_json()).unwrap_or_default();
+        let valid = extraction.valid.to_string();
+        let diagnostics = render_diagnostics(&extraction);
+        // Every span must lie inside the input, on character boundaries.
+        for d in &extraction.diagnostics {
+            assert!(
+                d.span.start <= d.span.end && d.span.end <= case.input.len(),
+                "{}: span {:?}",
+                file.display(),
+                d.span
+            );
+            assert!(
+                case.input.is_char_boundary(d.span.start)
+                    && case.input.is_char_boundary(d.span.end),
+                "{}",
+                file.display()
+            );
+        }
+        if update {
+            let rewritten = format!(
+                "=== input\n{}\n=== batch\n{batch}\n=== valid\n{valid}\n=== diagnostics\n{diagnostics}\n",
+                case.input
+            );
+            std::fs::write(file, rewritten)
+                .unwrap_or_else(|error| panic!("cannot write {}: {error}", file.display()));
+            continue;
+        }
+        let expected_batch: Json = serde_json::from_str(&case.batch).unwrap_or(Json::Null);
+        if extraction.batch.to_json() != expected_batch {
+            failures.push(format!(
+                "{}: batch\n got {batch}\n expected {}",
+                file.display(),
+                case.batch
+            ));
+        }
+        if valid != case.valid.trim() {
+            failures.push(format!("{}: valid is {valid}", file.display()));
+        }
+        if diagnostics.trim() != case.diagnostics.trim() {
+            failures.push(format!(
+                "{}: diagnostics\n got\n{diagnostics}\n expected\n{}",
+                file.display(),
+                case.diagnostics
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
