@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value as Json, json};
-use statecraft_engine::{Batch, HistoryLimits, Instruction, Path, Segment, StateSchema, Store, Value};
+use statecraft_engine::{
+    Batch, HistoryLimits, Instruction, Path, Segment, StateSchema, Store, Value,
+};
 
 /// Counts live heap bytes so that retained history can be measured, not estimated.
 struct Counting;
@@ -31,7 +33,10 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -60,7 +65,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self, bound: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 33) as usize) % bound
     }
 }
@@ -69,7 +77,11 @@ impl Lcg {
 fn writes(count: usize, entities: usize, fields: usize) -> Vec<Vec<(usize, usize, i64)>> {
     let mut rng = Lcg(7);
     (0..count)
-        .map(|i| (0..BATCH).map(|j| (rng.next(entities), rng.next(fields), (i * BATCH + j) as i64)).collect())
+        .map(|i| {
+            (0..BATCH)
+                .map(|j| (rng.next(entities), rng.next(fields), (i * BATCH + j) as i64))
+                .collect()
+        })
         .collect()
 }
 
@@ -78,7 +90,11 @@ fn engine_batch(writes: &[(usize, usize, i64)]) -> Batch {
         writes
             .iter()
             .map(|&(e, f, v)| {
-                let path = Path::from(vec![Segment::key("entities"), Segment::key(&format!("e{e}")), Segment::key(&format!("f{f}"))]);
+                let path = Path::from(vec![
+                    Segment::key("entities"),
+                    Segment::key(&format!("e{e}")),
+                    Segment::key(&format!("f{f}")),
+                ]);
                 Instruction::assign(path, v)
             })
             .collect(),
@@ -94,7 +110,10 @@ fn patch_of(writes: &[(usize, usize, i64)]) -> json_patch::Patch {
 }
 
 fn unbounded() -> HistoryLimits {
-    HistoryLimits { max_steps: usize::MAX, max_bytes: usize::MAX }
+    HistoryLimits {
+        max_steps: usize::MAX,
+        max_bytes: usize::MAX,
+    }
 }
 
 fn apply_with_history(c: &mut Criterion) {
@@ -105,7 +124,10 @@ fn apply_with_history(c: &mut Criterion) {
     let mut group = c.benchmark_group("apply 10 assigns, history kept (1k entities x 100 fields)");
 
     group.bench_function("statecraft Store::apply", |b| {
-        let mut store = Store::builder(Value::from(&json_state)).history_limits(unbounded()).build().unwrap();
+        let mut store = Store::builder(Value::from(&json_state))
+            .history_limits(unbounded())
+            .build()
+            .unwrap();
         let mut i = 0;
         b.iter(|| {
             let outcome = store.apply(&batches[i % batches.len()]);
@@ -131,28 +153,33 @@ fn apply_with_history(c: &mut Criterion) {
         });
     });
 
-    group.bench_function("baseline (b) serde_json + json-patch + inverse patches", |b| {
-        let mut doc = json_state.clone();
-        let mut history: Vec<json_patch::Patch> = Vec::new();
-        let mut i = 0;
-        b.iter(|| {
-            let patch = &patches[i % patches.len()];
-            let inverse: Vec<Json> = patch
-                .0
-                .iter()
-                .rev()
-                .map(|op| {
-                    let json_patch::PatchOperation::Replace(op) = op else { unreachable!() };
-                    let old = doc.pointer(op.path.as_str()).cloned().unwrap_or(Json::Null);
-                    json!({"op": "replace", "path": op.path.to_string(), "value": old})
-                })
-                .collect();
-            json_patch::patch(&mut doc, patch).unwrap();
-            history.push(serde_json::from_value(Json::Array(inverse)).unwrap());
-            i += 1;
-            black_box(history.len())
-        });
-    });
+    group.bench_function(
+        "baseline (b) serde_json + json-patch + inverse patches",
+        |b| {
+            let mut doc = json_state.clone();
+            let mut history: Vec<json_patch::Patch> = Vec::new();
+            let mut i = 0;
+            b.iter(|| {
+                let patch = &patches[i % patches.len()];
+                let inverse: Vec<Json> = patch
+                    .0
+                    .iter()
+                    .rev()
+                    .map(|op| {
+                        let json_patch::PatchOperation::Replace(op) = op else {
+                            unreachable!()
+                        };
+                        let old = doc.pointer(op.path.as_str()).cloned().unwrap_or(Json::Null);
+                        json!({"op": "replace", "path": op.path.to_string(), "value": old})
+                    })
+                    .collect();
+                json_patch::patch(&mut doc, patch).unwrap();
+                history.push(serde_json::from_value(Json::Array(inverse)).unwrap());
+                i += 1;
+                black_box(history.len())
+            });
+        },
+    );
     group.finish();
 }
 
@@ -196,7 +223,10 @@ fn schema_checks(c: &mut Criterion) {
     });
     group.bench_function("incremental (Store with schema)", |b| {
         let schema = StateSchema::new(schema_json.clone()).unwrap();
-        let mut store = Store::builder(Value::from(&json_state)).schema(schema).build().unwrap();
+        let mut store = Store::builder(Value::from(&json_state))
+            .schema(schema)
+            .build()
+            .unwrap();
         let mut i = 0;
         b.iter(|| {
             let outcome = store.apply(&batches[i % batches.len()]);
@@ -226,9 +256,18 @@ fn history_memory() {
     let plan = writes(2_000, ENTITIES, FIELDS);
     let batches: Vec<Batch> = plan.iter().map(|w| engine_batch(w)).collect();
     let mut retained = Vec::new();
-    for limits in [HistoryLimits { max_steps: 0, max_bytes: 0 }, unbounded()] {
+    for limits in [
+        HistoryLimits {
+            max_steps: 0,
+            max_bytes: 0,
+        },
+        unbounded(),
+    ] {
         let start = LIVE.load(Ordering::Relaxed);
-        let mut store = Store::builder(Value::from(&json_state)).history_limits(limits).build().unwrap();
+        let mut store = Store::builder(Value::from(&json_state))
+            .history_limits(limits)
+            .build()
+            .unwrap();
         for batch in &batches {
             assert!(store.apply(batch).is_committed());
         }

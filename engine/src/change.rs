@@ -38,7 +38,18 @@ impl Change {
         const CAP: usize = 1 << 20;
         std::mem::size_of::<Change>()
             + self.path.len() * std::mem::size_of::<Segment>()
-            + self.path.segments().iter().map(|s| if let Segment::Key(k) = s { k.len() + 16 } else { 0 }).sum::<usize>()
+            + self
+                .path
+                .segments()
+                .iter()
+                .map(|s| {
+                    if let Segment::Key(k) = s {
+                        k.len() + 16
+                    } else {
+                        0
+                    }
+                })
+                .sum::<usize>()
             + self.old.as_ref().map_or(0, |v| v.estimated_bytes(CAP))
             + self.new.as_ref().map_or(0, |v| v.estimated_bytes(CAP))
     }
@@ -74,8 +85,16 @@ pub(crate) fn replay_backward(root: &mut Value, changes: &[Change]) -> Result<()
 /// Makes the slot at `path` hold `value` (or removes it), following the primitive-change rules:
 /// `occupied` says whether the slot exists now, which on an array tells a replacement from an insert.
 /// Time: O(depth × log n), no copying where `root` is not shared.
-fn put(root: &mut Value, path: &Path, occupied: bool, value: Option<Value>) -> Result<(), ReplayError> {
-    let fail = |problem: &str| ReplayError { path: path.to_pointer(), problem: problem.to_owned() };
+fn put(
+    root: &mut Value,
+    path: &Path,
+    occupied: bool,
+    value: Option<Value>,
+) -> Result<(), ReplayError> {
+    let fail = |problem: &str| ReplayError {
+        path: path.to_pointer(),
+        problem: problem.to_owned(),
+    };
     let Some((parents, last)) = path.split_last() else {
         *root = value.ok_or_else(|| fail("the root cannot be removed"))?;
         return Ok(());
@@ -83,10 +102,12 @@ fn put(root: &mut Value, path: &Path, occupied: bool, value: Option<Value>) -> R
     let mut cursor = root;
     for segment in parents {
         cursor = match (cursor, segment) {
-            (Value::Object(map), Segment::Key(key)) => map.get_mut(key).ok_or_else(|| fail("a parent key is missing"))?,
-            (Value::Array(items), Segment::Index(index)) => {
-                items.get_mut(*index).ok_or_else(|| fail("a parent index is out of range"))?
-            }
+            (Value::Object(map), Segment::Key(key)) => map
+                .get_mut(key)
+                .ok_or_else(|| fail("a parent key is missing"))?,
+            (Value::Array(items), Segment::Index(index)) => items
+                .get_mut(*index)
+                .ok_or_else(|| fail("a parent index is out of range"))?,
             _ => return Err(fail("a parent has the wrong type")),
         };
     }

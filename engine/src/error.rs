@@ -105,7 +105,12 @@ pub struct BatchError {
 
 impl BatchError {
     /// An error about an instruction's own text: `field` points into the instruction.
-    pub fn in_field(kind: ErrorKind, trail: &Trail, field: impl Into<String>, message: impl Into<String>) -> BatchError {
+    pub fn in_field(
+        kind: ErrorKind,
+        trail: &Trail,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> BatchError {
         BatchError {
             kind,
             instruction: Some(trail.clone()),
@@ -116,7 +121,12 @@ impl BatchError {
     }
 
     /// An error found while running: `path` points into the state.
-    pub fn at_path(kind: ErrorKind, trail: &Trail, path: impl Into<String>, message: impl Into<String>) -> BatchError {
+    pub fn at_path(
+        kind: ErrorKind,
+        trail: &Trail,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> BatchError {
         BatchError {
             kind,
             instruction: Some(trail.clone()),
@@ -127,8 +137,18 @@ impl BatchError {
     }
 
     /// An error about the whole batch.
-    pub fn whole_batch(kind: ErrorKind, path: Option<String>, message: impl Into<String>) -> BatchError {
-        BatchError { kind, instruction: None, field: None, path, message: message.into() }
+    pub fn whole_batch(
+        kind: ErrorKind,
+        path: Option<String>,
+        message: impl Into<String>,
+    ) -> BatchError {
+        BatchError {
+            kind,
+            instruction: None,
+            field: None,
+            path,
+            message: message.into(),
+        }
     }
 }
 
@@ -141,11 +161,21 @@ impl fmt::Display for BatchError {
             wrote = true;
         }
         if let Some(field) = &self.field {
-            write!(f, "{}field {}", if wrote { ", " } else { "" }, if field.is_empty() { "(whole)" } else { field })?;
+            write!(
+                f,
+                "{}field {}",
+                if wrote { ", " } else { "" },
+                if field.is_empty() { "(whole)" } else { field }
+            )?;
             wrote = true;
         }
         if let Some(path) = &self.path {
-            write!(f, "{}at {}", if wrote { ", " } else { "" }, if path.is_empty() { "(root)" } else { path })?;
+            write!(
+                f,
+                "{}at {}",
+                if wrote { ", " } else { "" },
+                if path.is_empty() { "(root)" } else { path }
+            )?;
             wrote = true;
         }
         if wrote {

@@ -26,7 +26,11 @@ pub(crate) struct Failure {
 }
 
 fn failure(kind: ErrorKind, segments: &[Segment], message: impl Into<String>) -> Failure {
-    Failure { kind, path: pointer_of(segments), message: message.into() }
+    Failure {
+        kind,
+        path: pointer_of(segments),
+        message: message.into(),
+    }
 }
 
 /// What running an instruction produced besides changes.
@@ -39,9 +43,18 @@ pub(crate) struct Ran {
 }
 
 /// Runs a non-callback instruction on `root`.
-pub(crate) fn run(root: &mut Value, instruction: &Instruction, policies: &Policies, log: &mut Vec<Change>) -> Result<Ran, Failure> {
+pub(crate) fn run(
+    root: &mut Value,
+    instruction: &Instruction,
+    policies: &Policies,
+    log: &mut Vec<Change>,
+) -> Result<Ran, Failure> {
     let mut ran = Ran::default();
-    let mut recorder = Recorder { log, reason: instruction.reason.as_deref().map(Arc::from), op: instruction.op };
+    let mut recorder = Recorder {
+        log,
+        reason: instruction.reason.as_deref().map(Arc::from),
+        op: instruction.op,
+    };
     let segments = instruction.path.segments();
     if let Some(old) = &instruction.old {
         let current = lookup(root, segments)?;
@@ -74,14 +87,21 @@ pub(crate) fn run(root: &mut Value, instruction: &Instruction, policies: &Polici
         Op::Replace => rfc_replace(root, segments, value(), &mut recorder).map(Some),
         Op::Move | Op::Copy => rfc_move_or_copy(root, instruction, &mut recorder),
         Op::Test => rfc_test(root, segments, instruction.value.as_ref()),
-        Op::Callback => Err(failure(ErrorKind::CallbackFailed, segments, "callbacks are dispatched by the store")),
+        Op::Callback => Err(failure(
+            ErrorKind::CallbackFailed,
+            segments,
+            "callbacks are dispatched by the store",
+        )),
     };
     match outcome {
         Ok(result) => {
             ran.result = result;
             Ok(ran)
         }
-        Err(missing) if missing.kind == ErrorKind::MissingTarget && policies.missing_target == MissingTarget::Skip => {
+        Err(missing)
+            if missing.kind == ErrorKind::MissingTarget
+                && policies.missing_target == MissingTarget::Skip =>
+        {
             ran.warnings.push(missing);
             Ok(ran)
         }
@@ -97,13 +117,22 @@ struct Recorder<'a> {
 
 impl Recorder<'_> {
     fn record(&mut self, path: Path, old: Option<Value>, new: Option<Value>) {
-        self.log.push(Change { path, old, new, reason: self.reason.clone(), op: self.op });
+        self.log.push(Change {
+            path,
+            old,
+            new,
+            reason: self.reason.clone(),
+            op: self.op,
+        });
     }
 }
 
 /// Reads the value at `segments`; absent is `Ok(None)`, a path through a scalar is an error.
 /// Time: O(depth × log n).
-pub(crate) fn lookup<'v>(root: &'v Value, segments: &[Segment]) -> Result<Option<&'v Value>, Failure> {
+pub(crate) fn lookup<'v>(
+    root: &'v Value,
+    segments: &[Segment],
+) -> Result<Option<&'v Value>, Failure> {
     let mut cursor = root;
     for (depth, segment) in segments.iter().enumerate() {
         let child = match cursor {
@@ -143,7 +172,9 @@ fn not_an_index(at: &[Segment], segment: &Segment) -> Failure {
     failure(
         ErrorKind::TypeMismatch,
         at,
-        format!("found an array, which has no key {segment:?}; array segments are indexes like 0 or \"0\""),
+        format!(
+            "found an array, which has no key {segment:?}; array segments are indexes like 0 or \"0\""
+        ),
     )
 }
 
@@ -152,14 +183,19 @@ fn through_scalar(at: &[Segment], found: &Value) -> Failure {
     failure(
         ErrorKind::TypeMismatch,
         parent,
-        format!("the path continues through a {}, which has no members", found.value_type()),
+        format!(
+            "the path continues through a {}, which has no members",
+            found.value_type()
+        ),
     )
 }
 
 /// The canonical segment for a slot in `container`: indexes on arrays, keys on objects.
 fn canonical(container: &Value, segment: &Segment) -> Segment {
     match container {
-        Value::Array(_) => segment.as_index().map_or_else(|| segment.clone(), Segment::Index),
+        Value::Array(_) => segment
+            .as_index()
+            .map_or_else(|| segment.clone(), Segment::Index),
         _ => Segment::Key(key_of(segment)),
     }
 }
@@ -173,19 +209,29 @@ fn parent_mut<'v>(
     create: Option<MissingParent>,
     recorder: &mut Recorder<'_>,
 ) -> Result<(&'v mut Value, Path), Failure> {
-    let (_, parents) = segments.split_last().expect("callers pass a non-empty path");
+    let (_, parents) = segments
+        .split_last()
+        .expect("callers pass a non-empty path");
     let mut canonical_path = Path::root();
     let mut cursor = root;
     for (depth, segment) in parents.iter().enumerate() {
         let next_is_index = matches!(segments[depth + 1], Segment::Index(_));
-        let fresh = || if next_is_index { Value::Array(Default::default()) } else { Value::object() };
+        let fresh = || {
+            if next_is_index {
+                Value::Array(Default::default())
+            } else {
+                Value::object()
+            }
+        };
         let slot = canonical(cursor, segment);
         canonical_path.push(slot.clone());
         let creating = create == Some(MissingParent::Create);
         cursor = match cursor {
             Value::Object(map) => {
                 let key = key_str(segment);
-                let needs = map.get(&*key).is_none_or(|child| matches!(child, Value::Null));
+                let needs = map
+                    .get(&*key)
+                    .is_none_or(|child| matches!(child, Value::Null));
                 if needs {
                     if !creating {
                         return Err(missing_parent(&segments[..=depth], create));
@@ -262,7 +308,12 @@ fn assign(
 /// Puts `value` in the last segment's slot of `parent`: replaces an existing key or element, appends
 /// at index == length, and with `insert` shifts array elements (RFC 6902 `add`). Returns the previous
 /// value at that slot when it was replaced.
-fn set_slot(parent: &mut Value, segments: &[Segment], value: Value, insert: bool) -> Result<Option<Value>, Failure> {
+fn set_slot(
+    parent: &mut Value,
+    segments: &[Segment],
+    value: Value,
+    insert: bool,
+) -> Result<Option<Value>, Failure> {
     let last = &segments[segments.len() - 1];
     match parent {
         Value::Object(map) => Ok(map.insert(key_of(last), value)),
@@ -285,7 +336,11 @@ fn set_slot(parent: &mut Value, segments: &[Segment], value: Value, insert: bool
     }
 }
 
-fn delete(root: &mut Value, segments: &[Segment], recorder: &mut Recorder<'_>) -> Result<Option<Value>, Failure> {
+fn delete(
+    root: &mut Value,
+    segments: &[Segment],
+    recorder: &mut Recorder<'_>,
+) -> Result<Option<Value>, Failure> {
     let (parent, path) = parent_mut(root, segments, None, recorder)?;
     let removed = remove_slot(parent, segments)?;
     recorder.record(path, Some(removed.clone()), None);
@@ -295,7 +350,13 @@ fn delete(root: &mut Value, segments: &[Segment], recorder: &mut Recorder<'_>) -
 /// Removes the last segment's slot from `parent`; absent is `MissingTarget`.
 fn remove_slot(parent: &mut Value, segments: &[Segment]) -> Result<Value, Failure> {
     let last = &segments[segments.len() - 1];
-    let missing = || failure(ErrorKind::MissingTarget, segments, "nothing exists at this path");
+    let missing = || {
+        failure(
+            ErrorKind::MissingTarget,
+            segments,
+            "nothing exists at this path",
+        )
+    };
     match parent {
         Value::Object(map) => map.remove(&*key_str(last)).ok_or_else(missing),
         Value::Array(items) => match last.as_index() {
@@ -316,7 +377,11 @@ fn merge(
     recorder: &mut Recorder<'_>,
 ) -> Result<Option<Value>, Failure> {
     let Value::Object(patch) = value else {
-        return Err(failure(ErrorKind::TypeMismatch, segments, "merge needs an object value"));
+        return Err(failure(
+            ErrorKind::TypeMismatch,
+            segments,
+            "merge needs an object value",
+        ));
     };
     if segments.is_empty() {
         let previous = root.clone();
@@ -355,7 +420,10 @@ fn merge(
 }
 
 /// The existing child of `parent` at the last segment, if any.
-fn slot_mut<'v>(parent: &'v mut Value, segments: &[Segment]) -> Result<Option<&'v mut Value>, Failure> {
+fn slot_mut<'v>(
+    parent: &'v mut Value,
+    segments: &[Segment],
+) -> Result<Option<&'v mut Value>, Failure> {
     let last = &segments[segments.len() - 1];
     match parent {
         Value::Object(map) => Ok(map.get_mut(&*key_str(last))),
@@ -369,7 +437,12 @@ fn slot_mut<'v>(parent: &'v mut Value, segments: &[Segment]) -> Result<Option<&'
 
 /// Deep-merges `patch` into the object `target`, whose canonical path is `base`: objects merge key by
 /// key, anything else replaces. Iterative so that a deep patch cannot exhaust the stack.
-fn merge_into(target: &mut Value, base: Path, patch: crate::value::Object, recorder: &mut Recorder<'_>) {
+fn merge_into(
+    target: &mut Value,
+    base: Path,
+    patch: crate::value::Object,
+    recorder: &mut Recorder<'_>,
+) {
     let mut work: Vec<(Vec<Segment>, crate::value::Object)> = vec![(Vec::new(), patch)];
     while let Some((relative, patch)) = work.pop() {
         // Re-walk from the target each time: a borrow of one level cannot outlive the loop.
@@ -444,7 +517,11 @@ fn existing_array<'v>(
     let (parent, path) = parent_mut(root, segments, None, recorder)?;
     match slot_mut(parent, segments)? {
         Some(Value::Array(items)) => Ok((items, path)),
-        None | Some(Value::Null) => Err(failure(ErrorKind::MissingTarget, segments, "nothing exists at this path")),
+        None | Some(Value::Null) => Err(failure(
+            ErrorKind::MissingTarget,
+            segments,
+            "nothing exists at this path",
+        )),
         Some(other) => Err(failure(
             ErrorKind::TypeMismatch,
             segments,
@@ -453,10 +530,18 @@ fn existing_array<'v>(
     }
 }
 
-fn pop(root: &mut Value, segments: &[Segment], recorder: &mut Recorder<'_>) -> Result<Option<Value>, Failure> {
+fn pop(
+    root: &mut Value,
+    segments: &[Segment],
+    recorder: &mut Recorder<'_>,
+) -> Result<Option<Value>, Failure> {
     let (items, path) = existing_array(root, segments, Op::Pop, recorder)?;
     let Some(last) = items.pop_back() else {
-        return Err(failure(ErrorKind::MissingTarget, segments, "the array is empty"));
+        return Err(failure(
+            ErrorKind::MissingTarget,
+            segments,
+            "the array is empty",
+        ));
     };
     let index = items.len();
     recorder.record(path.child(Segment::Index(index)), Some(last.clone()), None);
@@ -473,22 +558,34 @@ pub(crate) struct SpliceArgs {
 /// Reads `{start, deleteCount?, items?}`; the message says what is wrong.
 pub(crate) fn splice_args(value: Option<&Value>) -> Result<SpliceArgs, String> {
     let Some(Value::Object(map)) = value else {
-        return Err("splice needs a value like {\"start\": 0, \"deleteCount\": 1, \"items\": []}".into());
+        return Err(
+            "splice needs a value like {\"start\": 0, \"deleteCount\": 1, \"items\": []}".into(),
+        );
     };
     let integer = |name: &str| -> Result<Option<i64>, String> {
         match map.get(name) {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_i64() {
                 Some(i) => Ok(Some(i)),
-                None if n.as_f64().is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.0e15) => Ok(n.as_f64().map(|f| f as i64)),
+                None if n
+                    .as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.0e15) =>
+                {
+                    Ok(n.as_f64().map(|f| f as i64))
+                }
                 None => Err(format!("splice \"{name}\" must be an integer, not {n}")),
             },
-            Some(other) => Err(format!("splice \"{name}\" must be an integer, not a {}", other.value_type())),
+            Some(other) => Err(format!(
+                "splice \"{name}\" must be an integer, not a {}",
+                other.value_type()
+            )),
         }
     };
     for key in map.keys() {
         if !matches!(&**key, "start" | "deleteCount" | "items") {
-            return Err(format!("splice takes start, deleteCount and items, not \"{key}\""));
+            return Err(format!(
+                "splice takes start, deleteCount and items, not \"{key}\""
+            ));
         }
     }
     let start = integer("start")?.ok_or("splice needs \"start\"")?;
@@ -496,9 +593,18 @@ pub(crate) fn splice_args(value: Option<&Value>) -> Result<SpliceArgs, String> {
     let items = match map.get("items") {
         None => Vec::new(),
         Some(Value::Array(items)) => items.iter().cloned().collect(),
-        Some(other) => return Err(format!("splice \"items\" must be an array, not a {}", other.value_type())),
+        Some(other) => {
+            return Err(format!(
+                "splice \"items\" must be an array, not a {}",
+                other.value_type()
+            ));
+        }
     };
-    Ok(SpliceArgs { start, delete_count, items })
+    Ok(SpliceArgs {
+        start,
+        delete_count,
+        items,
+    })
 }
 
 fn splice(
@@ -507,12 +613,19 @@ fn splice(
     value: Option<&Value>,
     recorder: &mut Recorder<'_>,
 ) -> Result<Option<Value>, Failure> {
-    let args = splice_args(value).map_err(|message| failure(ErrorKind::InvalidField, segments, message))?;
+    let args = splice_args(value)
+        .map_err(|message| failure(ErrorKind::InvalidField, segments, message))?;
     let (items, path) = existing_array(root, segments, Op::Splice, recorder)?;
     // JavaScript semantics: a negative start counts from the end; both ends clamp.
     let len = items.len() as i64;
-    let start = if args.start < 0 { (len + args.start).max(0) } else { args.start.min(len) };
-    let delete_count = args.delete_count.map_or(len - start, |count| count.clamp(0, len - start));
+    let start = if args.start < 0 {
+        (len + args.start).max(0)
+    } else {
+        args.start.min(len)
+    };
+    let delete_count = args
+        .delete_count
+        .map_or(len - start, |count| count.clamp(0, len - start));
     let start = start as usize;
     let mut removed = crate::value::Array::new();
     for _ in 0..delete_count {
@@ -534,12 +647,22 @@ fn increment(
     recorder: &mut Recorder<'_>,
 ) -> Result<Option<Value>, Failure> {
     let Some(Value::Number(delta)) = delta else {
-        return Err(failure(ErrorKind::InvalidField, segments, "increment needs a number value"));
+        return Err(failure(
+            ErrorKind::InvalidField,
+            segments,
+            "increment needs a number value",
+        ));
     };
     let (parent, path) = parent_mut(root, segments, None, recorder)?;
     let current = match slot_mut(parent, segments)? {
         Some(Value::Number(n)) => n.clone(),
-        None => return Err(failure(ErrorKind::MissingTarget, segments, "nothing exists at this path to increment")),
+        None => {
+            return Err(failure(
+                ErrorKind::MissingTarget,
+                segments,
+                "nothing exists at this path to increment",
+            ));
+        }
         Some(other) => {
             return Err(failure(
                 ErrorKind::TypeMismatch,
@@ -549,7 +672,11 @@ fn increment(
         }
     };
     let sum = add_numbers(&current, delta).ok_or_else(|| {
-        failure(ErrorKind::Overflow, segments, format!("{current} + {delta} overflows"))
+        failure(
+            ErrorKind::Overflow,
+            segments,
+            format!("{current} + {delta} overflows"),
+        )
     })?;
     let new = Value::Number(sum);
     set_slot(parent, segments, new.clone(), false)?;
@@ -559,10 +686,17 @@ fn increment(
 
 /// Integer + integer stays an integer (overflow is `None`); otherwise a finite float.
 fn add_numbers(a: &Number, b: &Number) -> Option<Number> {
-    let as_int = |n: &Number| n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from));
+    let as_int = |n: &Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
     if let (Some(x), Some(y)) = (as_int(a), as_int(b)) {
         let sum = x + y;
-        return i64::try_from(sum).map(Number::from).or_else(|_| u64::try_from(sum).map(Number::from)).ok();
+        return i64::try_from(sum)
+            .map(Number::from)
+            .or_else(|_| u64::try_from(sum).map(Number::from))
+            .ok();
     }
     let sum = a.as_f64()? + b.as_f64()?;
     Number::from_f64(sum)
@@ -600,7 +734,12 @@ fn rfc_index(segments: &[Segment], len: usize, allow_end: bool) -> Result<usize,
     }
 }
 
-fn rfc_add(root: &mut Value, segments: &[Segment], value: Value, recorder: &mut Recorder<'_>) -> Result<Option<Value>, Failure> {
+fn rfc_add(
+    root: &mut Value,
+    segments: &[Segment],
+    value: Value,
+    recorder: &mut Recorder<'_>,
+) -> Result<Option<Value>, Failure> {
     if segments.is_empty() {
         let old = std::mem::replace(root, value.clone());
         recorder.record(Path::root(), Some(old.clone()), Some(value));
@@ -628,15 +767,27 @@ fn rfc_add(root: &mut Value, segments: &[Segment], value: Value, recorder: &mut 
     }
 }
 
-fn rfc_remove(root: &mut Value, segments: &[Segment], recorder: &mut Recorder<'_>) -> Result<Value, Failure> {
+fn rfc_remove(
+    root: &mut Value,
+    segments: &[Segment],
+    recorder: &mut Recorder<'_>,
+) -> Result<Value, Failure> {
     if segments.is_empty() {
-        return Err(failure(ErrorKind::EmptyPath, segments, "the whole document cannot be removed"));
+        return Err(failure(
+            ErrorKind::EmptyPath,
+            segments,
+            "the whole document cannot be removed",
+        ));
     }
     let (parent, path) = rfc_slot(root, segments, recorder)?;
     if let Value::Array(items) = parent {
         let index = rfc_index(segments, items.len(), false)?;
         if index >= items.len() {
-            return Err(failure(ErrorKind::MissingTarget, segments, "nothing exists at this path"));
+            return Err(failure(
+                ErrorKind::MissingTarget,
+                segments,
+                "nothing exists at this path",
+            ));
         }
     }
     let removed = remove_slot(parent, segments)?;
@@ -644,7 +795,12 @@ fn rfc_remove(root: &mut Value, segments: &[Segment], recorder: &mut Recorder<'_
     Ok(removed)
 }
 
-fn rfc_replace(root: &mut Value, segments: &[Segment], value: Value, recorder: &mut Recorder<'_>) -> Result<Value, Failure> {
+fn rfc_replace(
+    root: &mut Value,
+    segments: &[Segment],
+    value: Value,
+    recorder: &mut Recorder<'_>,
+) -> Result<Value, Failure> {
     if segments.is_empty() {
         let old = std::mem::replace(root, value.clone());
         recorder.record(Path::root(), Some(old.clone()), Some(value));
@@ -655,38 +811,72 @@ fn rfc_replace(root: &mut Value, segments: &[Segment], value: Value, recorder: &
         rfc_index(segments, items.len(), false)?;
     }
     if slot_mut(parent, segments)?.is_none() {
-        return Err(failure(ErrorKind::MissingTarget, segments, "nothing exists at this path to replace"));
+        return Err(failure(
+            ErrorKind::MissingTarget,
+            segments,
+            "nothing exists at this path to replace",
+        ));
     }
     let old = set_slot(parent, segments, value.clone(), false)?.expect("checked present");
     recorder.record(path, Some(old.clone()), Some(value));
     Ok(old)
 }
 
-fn rfc_move_or_copy(root: &mut Value, instruction: &Instruction, recorder: &mut Recorder<'_>) -> Result<Option<Value>, Failure> {
-    let from = instruction.from.as_ref().map(Path::segments).unwrap_or_default();
+fn rfc_move_or_copy(
+    root: &mut Value,
+    instruction: &Instruction,
+    recorder: &mut Recorder<'_>,
+) -> Result<Option<Value>, Failure> {
+    let from = instruction
+        .from
+        .as_ref()
+        .map(Path::segments)
+        .unwrap_or_default();
     let to = instruction.path.segments();
     let value = match lookup(root, from)? {
         Some(value) => value.clone(),
-        None => return Err(failure(ErrorKind::MissingTarget, from, "nothing exists at \"from\"")),
+        None => {
+            return Err(failure(
+                ErrorKind::MissingTarget,
+                from,
+                "nothing exists at \"from\"",
+            ));
+        }
     };
     if instruction.op == Op::Move {
         if from == to {
             return Ok(None);
         }
         if to.len() > from.len() && to.starts_with(from) {
-            return Err(failure(ErrorKind::InvalidPath, to, "a value cannot be moved into one of its own children"));
+            return Err(failure(
+                ErrorKind::InvalidPath,
+                to,
+                "a value cannot be moved into one of its own children",
+            ));
         }
         rfc_remove(root, from, recorder)?;
     }
     rfc_add(root, to, value, recorder)
 }
 
-fn rfc_test(root: &Value, segments: &[Segment], expected: Option<&Value>) -> Result<Option<Value>, Failure> {
+fn rfc_test(
+    root: &Value,
+    segments: &[Segment],
+    expected: Option<&Value>,
+) -> Result<Option<Value>, Failure> {
     let found = lookup(root, segments)?;
     let expected = expected.unwrap_or(&Value::Null);
     match found {
         Some(found) if found == expected => Ok(None),
-        Some(found) => Err(failure(ErrorKind::TestFailed, segments, format!("test expected {expected}, found {found}"))),
-        None => Err(failure(ErrorKind::TestFailed, segments, format!("test expected {expected}, found nothing"))),
+        Some(found) => Err(failure(
+            ErrorKind::TestFailed,
+            segments,
+            format!("test expected {expected}, found {found}"),
+        )),
+        None => Err(failure(
+            ErrorKind::TestFailed,
+            segments,
+            format!("test expected {expected}, found nothing"),
+        )),
     }
 }

@@ -33,7 +33,10 @@ pub struct HistoryLimits {
 
 impl Default for HistoryLimits {
     fn default() -> HistoryLimits {
-        HistoryLimits { max_steps: 1_000, max_bytes: 64 << 20 }
+        HistoryLimits {
+            max_steps: 1_000,
+            max_bytes: 64 << 20,
+        }
     }
 }
 
@@ -65,7 +68,14 @@ pub(crate) struct History {
 
 impl History {
     pub(crate) fn new(limits: HistoryLimits) -> History {
-        History { steps: SlotMap::with_key(), order: VecDeque::new(), applied: 0, bytes: 0, next_seq: 0, limits }
+        History {
+            steps: SlotMap::with_key(),
+            order: VecDeque::new(),
+            applied: 0,
+            bytes: 0,
+            next_seq: 0,
+            limits,
+        }
     }
 
     /// Records a new step after the applied ones, dropping the redo branch, then trims.
@@ -75,11 +85,20 @@ impl History {
                 self.forget(dropped);
             }
         }
-        let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>() + std::mem::size_of::<Step>();
+        let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>()
+            + std::mem::size_of::<Step>();
         // Consecutive after the newest kept step, so a dropped redo branch leaves no gap.
-        let seq = self.order.back().map_or(self.next_seq, |&id| self.steps[id].seq + 1);
+        let seq = self
+            .order
+            .back()
+            .map_or(self.next_seq, |&id| self.steps[id].seq + 1);
         self.next_seq = seq + 1;
-        let id = self.steps.insert(Step { label, changes, bytes, seq });
+        let id = self.steps.insert(Step {
+            label,
+            changes,
+            bytes,
+            seq,
+        });
         self.order.push_back(id);
         self.applied += 1;
         self.bytes += bytes;
@@ -95,7 +114,9 @@ impl History {
 
     /// Drops the oldest steps until both bounds hold; the newest step always stays.
     fn trim(&mut self) {
-        while self.order.len() > 1 && (self.order.len() > self.limits.max_steps || self.bytes > self.limits.max_bytes) {
+        while self.order.len() > 1
+            && (self.order.len() > self.limits.max_steps || self.bytes > self.limits.max_bytes)
+        {
             if let Some(oldest) = self.order.pop_front() {
                 self.forget(oldest);
                 self.applied = self.applied.saturating_sub(1);
@@ -148,12 +169,20 @@ impl History {
 
     /// The newest applied step with this label.
     pub(crate) fn find_label(&self, label: &str) -> Option<StepId> {
-        self.order.iter().take(self.applied).rev().copied().find(|&id| self.steps[id].label.as_deref() == Some(label))
+        self.order
+            .iter()
+            .take(self.applied)
+            .rev()
+            .copied()
+            .find(|&id| self.steps[id].label.as_deref() == Some(label))
     }
 
     /// Every retained step, oldest first, with whether it is applied.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (StepId, &Step, bool)> + '_ {
-        self.order.iter().enumerate().map(|(i, &id)| (id, &self.steps[id], i < self.applied))
+        self.order
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, &self.steps[id], i < self.applied))
     }
 
     pub(crate) fn bytes(&self) -> usize {

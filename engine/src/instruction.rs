@@ -97,15 +97,23 @@ impl Op {
 
     /// Whether this is an RFC 6902 op, which runs with JSON Patch semantics.
     pub fn is_json_patch(self) -> bool {
-        matches!(self, Op::Add | Op::Remove | Op::Replace | Op::Move | Op::Copy | Op::Test)
+        matches!(
+            self,
+            Op::Add | Op::Remove | Op::Replace | Op::Move | Op::Copy | Op::Test
+        )
     }
 
     /// Whether the op takes a `value`: `Some(true)` required, `Some(false)` optional, `None` refused.
     fn value_rule(self) -> Option<bool> {
         match self {
-            Op::Assign | Op::Merge | Op::Push | Op::Splice | Op::Increment | Op::Add | Op::Replace | Op::Test => {
-                Some(true)
-            }
+            Op::Assign
+            | Op::Merge
+            | Op::Push
+            | Op::Splice
+            | Op::Increment
+            | Op::Add
+            | Op::Replace
+            | Op::Test => Some(true),
             Op::Callback => Some(false),
             Op::Get | Op::Delete | Op::Pop | Op::Remove | Op::Move | Op::Copy => None,
         }
@@ -169,7 +177,15 @@ pub struct Instruction {
 impl Instruction {
     /// An instruction with no operand.
     pub fn new(op: Op, path: Path) -> Instruction {
-        Instruction { op, path, from: None, value: None, old: None, reason: None, metadata: None }
+        Instruction {
+            op,
+            path,
+            from: None,
+            value: None,
+            old: None,
+            reason: None,
+            metadata: None,
+        }
     }
 
     /// `assign` of `value` at `path`.
@@ -229,7 +245,11 @@ impl Batch {
     /// serde_json's line and column.
     pub fn parse(text: &str) -> Result<Batch, Vec<BatchError>> {
         let json: Json = serde_json::from_str(text).map_err(|error| {
-            vec![BatchError::whole_batch(ErrorKind::InvalidField, None, format!("not valid JSON: {error}"))]
+            vec![BatchError::whole_batch(
+                ErrorKind::InvalidField,
+                None,
+                format!("not valid JSON: {error}"),
+            )]
         })?;
         Batch::from_json(&json)
     }
@@ -238,7 +258,11 @@ impl Batch {
     /// Every problem is reported.
     pub fn from_json(json: &Json) -> Result<Batch, Vec<BatchError>> {
         let decoded = decode_batch(json, Mode::Strict, &Limits::default());
-        if decoded.problems.is_empty() { Ok(decoded.batch) } else { Err(decoded.problems) }
+        if decoded.problems.is_empty() {
+            Ok(decoded.batch)
+        } else {
+            Err(decoded.problems)
+        }
     }
 
     /// Decodes a batch leniently: unknown members and pointers without a leading `/` are accepted,
@@ -246,7 +270,10 @@ impl Batch {
     pub fn from_json_lenient(json: &Json, limits: &Limits) -> Result<Lenient, Vec<BatchError>> {
         let decoded = decode_batch(json, Mode::Lenient, limits);
         if decoded.problems.is_empty() {
-            Ok(Lenient { batch: decoded.batch, warnings: decoded.warnings })
+            Ok(Lenient {
+                batch: decoded.batch,
+                warnings: decoded.warnings,
+            })
         } else {
             Err(decoded.problems)
         }
@@ -315,19 +342,33 @@ fn decode_batch(json: &Json, mode: Mode, limits: &Limits) -> Decoded {
         problems.push(BatchError::whole_batch(
             ErrorKind::BatchTooLong,
             None,
-            format!("the batch has {} instructions; the limit is {}", items.len(), limits.max_batch_len),
+            format!(
+                "the batch has {} instructions; the limit is {}",
+                items.len(),
+                limits.max_batch_len
+            ),
         ));
-        return Decoded { batch: Batch::default(), problems, warnings };
+        return Decoded {
+            batch: Batch::default(),
+            problems,
+            warnings,
+        };
     }
     for (index, item) in items.iter().enumerate() {
         let trail = Trail(vec![index]);
         let mut report = Vec::new();
-        if let Some((instruction, patch_form)) = decode_instruction(item, &trail, limits, &mut report) {
+        if let Some((instruction, patch_form)) =
+            decode_instruction(item, &trail, limits, &mut report)
+        {
             patch_forms.push(patch_form);
             instructions.push(instruction);
         }
         for error in report {
-            if mode == Mode::Lenient && is_tolerable(&error) { warnings.push(error) } else { problems.push(error) }
+            if mode == Mode::Lenient && is_tolerable(&error) {
+                warnings.push(error)
+            } else {
+                problems.push(error)
+            }
         }
     }
     // One block is either instructions or a JSON Patch document (SPEC §2).
@@ -342,7 +383,11 @@ fn decode_batch(json: &Json, mode: Mode, limits: &Limits) -> Decoded {
             ),
         ));
     }
-    Decoded { batch: Batch { instructions }, problems, warnings }
+    Decoded {
+        batch: Batch { instructions },
+        problems,
+        warnings,
+    }
 }
 
 const MISSING_SLASH: &str = "a JSON Pointer must start with '/'";
@@ -365,7 +410,10 @@ fn decode_instruction(
             ErrorKind::NotAnInstruction,
             trail,
             "",
-            format!("an instruction must be an object with \"op\" and \"path\", not {}", json_type_name(json)),
+            format!(
+                "an instruction must be an object with \"op\" and \"path\", not {}",
+                json_type_name(json)
+            ),
         ));
         return None;
     };
@@ -376,14 +424,22 @@ fn decode_instruction(
                 ErrorKind::UnexpectedField,
                 trail,
                 crate::path::pointer_of(&[crate::Segment::key(key)]),
-                format!("unknown member \"{key}\"; an instruction has only {}", KNOWN_FIELDS.join(", ")),
+                format!(
+                    "unknown member \"{key}\"; an instruction has only {}",
+                    KNOWN_FIELDS.join(", ")
+                ),
             ));
         }
     }
     let mut patch_form = false;
     let op = match map.get("op") {
         None => {
-            report.push(BatchError::in_field(ErrorKind::MissingField, trail, "/op", "missing \"op\""));
+            report.push(BatchError::in_field(
+                ErrorKind::MissingField,
+                trail,
+                "/op",
+                "missing \"op\"",
+            ));
             None
         }
         Some(Json::String(name)) => match name.parse::<Op>() {
@@ -433,7 +489,12 @@ fn decode_instruction(
     };
     let value = match (op.value_rule(), map.get("value")) {
         (Some(true), None) => {
-            report.push(BatchError::in_field(ErrorKind::MissingField, trail, "/value", format!("{op} needs a \"value\"")));
+            report.push(BatchError::in_field(
+                ErrorKind::MissingField,
+                trail,
+                "/value",
+                format!("{op} needs a \"value\""),
+            ));
             None
         }
         (None, Some(_)) => {
@@ -474,18 +535,46 @@ fn decode_instruction(
             None
         }
     };
-    let metadata = map.get("metadata").and_then(|json| decode_value(json, "/metadata", trail, limits, report));
+    let metadata = map
+        .get("metadata")
+        .and_then(|json| decode_value(json, "/metadata", trail, limits, report));
     let fatal = report[before..].iter().any(|e| !is_tolerable(e));
     if fatal {
         return None;
     }
-    let from = if matches!(op, Op::Move | Op::Copy) { Some(from?) } else { None };
-    Some((Instruction { op, path: path?, from, value, old, reason, metadata }, patch_form))
+    let from = if matches!(op, Op::Move | Op::Copy) {
+        Some(from?)
+    } else {
+        None
+    };
+    Some((
+        Instruction {
+            op,
+            path: path?,
+            from,
+            value,
+            old,
+            reason,
+            metadata,
+        },
+        patch_form,
+    ))
 }
 
-fn decode_path(json: Option<&Json>, field: &str, pointer_form: bool, trail: &Trail, report: &mut Vec<BatchError>) -> Option<Path> {
+fn decode_path(
+    json: Option<&Json>,
+    field: &str,
+    pointer_form: bool,
+    trail: &Trail,
+    report: &mut Vec<BatchError>,
+) -> Option<Path> {
     let Some(json) = json else {
-        report.push(BatchError::in_field(ErrorKind::MissingField, trail, field, format!("missing \"{}\"", &field[1..])));
+        report.push(BatchError::in_field(
+            ErrorKind::MissingField,
+            trail,
+            field,
+            format!("missing \"{}\"", &field[1..]),
+        ));
         return None;
     };
     if pointer_form {
@@ -504,7 +593,12 @@ fn decode_path(json: Option<&Json>, field: &str, pointer_form: bool, trail: &Tra
             return match Path::from_pointer(pointer) {
                 Ok(path) => Some(path),
                 Err(error) => {
-                    report.push(BatchError::in_field(ErrorKind::InvalidPath, trail, field, format!("{error}: \"{pointer}\"")));
+                    report.push(BatchError::in_field(
+                        ErrorKind::InvalidPath,
+                        trail,
+                        field,
+                        format!("{error}: \"{pointer}\""),
+                    ));
                     None
                 }
             };
@@ -513,20 +607,35 @@ fn decode_path(json: Option<&Json>, field: &str, pointer_form: bool, trail: &Tra
             ErrorKind::InvalidPath,
             trail,
             field,
-            format!("a JSON Patch \"{}\" must be a JSON Pointer string, not {}", &field[1..], json_type_name(json)),
+            format!(
+                "a JSON Patch \"{}\" must be a JSON Pointer string, not {}",
+                &field[1..],
+                json_type_name(json)
+            ),
         ));
         return None;
     }
     match path_from_json(json) {
         Ok(path) => Some(path),
         Err(message) => {
-            report.push(BatchError::in_field(ErrorKind::InvalidPath, trail, field, message));
+            report.push(BatchError::in_field(
+                ErrorKind::InvalidPath,
+                trail,
+                field,
+                message,
+            ));
             None
         }
     }
 }
 
-fn decode_value(json: &Json, field: &str, trail: &Trail, limits: &Limits, report: &mut Vec<BatchError>) -> Option<Value> {
+fn decode_value(
+    json: &Json,
+    field: &str,
+    trail: &Trail,
+    limits: &Limits,
+    report: &mut Vec<BatchError>,
+) -> Option<Value> {
     // Measured before conversion, so a hostile depth never reaches recursive code.
     let depth = json_depth(json);
     if depth > limits.max_value_depth {
@@ -534,7 +643,10 @@ fn decode_value(json: &Json, field: &str, trail: &Trail, limits: &Limits, report
             ErrorKind::ValueTooDeep,
             trail,
             field,
-            format!("the value nests {depth} levels deep; the limit is {}", limits.max_value_depth),
+            format!(
+                "the value nests {depth} levels deep; the limit is {}",
+                limits.max_value_depth
+            ),
         ));
         return None;
     }
@@ -587,7 +699,11 @@ mod tests {
 
     #[test]
     fn lenient_decoding_reports_and_ignores_unknown_members() {
-        let lenient = Batch::from_json_lenient(&json!({"op": "delete", "path": ["a"], "note": "x"}), &Limits::default()).unwrap();
+        let lenient = Batch::from_json_lenient(
+            &json!({"op": "delete", "path": ["a"], "note": "x"}),
+            &Limits::default(),
+        )
+        .unwrap();
         assert_eq!(lenient.batch.len(), 1);
         assert_eq!(lenient.warnings[0].field.as_deref(), Some("/note"));
     }
@@ -600,7 +716,11 @@ mod tests {
         assert_eq!(delta.instructions[1].op, Op::Increment);
         let ok = Batch::from_json(&json!([{"op": "move", "from": "/a", "path": "/b"}])).unwrap();
         assert_eq!(ok.instructions[0].from, Some(crate::path!["a"]));
-        let repaired = Batch::from_json_lenient(&json!([{"op": "replace", "path": "a/b", "value": 1}]), &Limits::default()).unwrap();
+        let repaired = Batch::from_json_lenient(
+            &json!([{"op": "replace", "path": "a/b", "value": 1}]),
+            &Limits::default(),
+        )
+        .unwrap();
         assert_eq!(repaired.batch.instructions[0].path, crate::path!["a", "b"]);
         assert_eq!(repaired.warnings.len(), 1);
         assert!(Batch::from_json(&json!([{"op": "replace", "path": "a/b", "value": 1}])).is_err());

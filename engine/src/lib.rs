@@ -19,14 +19,18 @@ mod store;
 mod validate;
 mod value;
 
-pub use callback::{CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers, Response, WatchCall};
+pub use callback::{
+    CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers, Response, WatchCall,
+};
 pub use change::{Change, ReplayError};
 pub use error::{BatchError, ErrorKind, Trail};
 pub use history::{HistoryLimits, StepId};
-pub use schema::{SchemaError, StateSchema};
-pub use store::{ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder};
-pub use validate::DEFAULT_FORBIDDEN;
 pub use instruction::{Batch, Instruction, Lenient, Op};
 pub use limits::{Limits, MissingParent, MissingTarget, OldMismatch, Policies, UnknownCallback};
 pub use path::{Path, PointerError, Segment, decimal_index};
+pub use schema::{SchemaError, StateSchema};
+pub use store::{
+    ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder,
+};
+pub use validate::DEFAULT_FORBIDDEN;
 pub use value::{Array, Key, Object, Value, ValueType, json_depth, numbers_equal};

@@ -114,6 +114,9 @@ impl Policies {
     /// The defaults for instructions translated from MVU text: MVU ignores old values and models often
     /// write stale ones, so a mismatch only warns.
     pub fn mvu() -> Policies {
-        Policies { old_mismatch: OldMismatch::Warn, ..Policies::default() }
+        Policies {
+            old_mismatch: OldMismatch::Warn,
+            ..Policies::default()
+        }
     }
 }

@@ -37,7 +37,10 @@ impl Segment {
 /// Reads `"0"`, `"12"` as indexes; refuses `"-1"`, `"01"`, `"+1"`, `""`.
 pub fn decimal_index(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
-    if bytes.is_empty() || !bytes.iter().all(u8::is_ascii_digit) || (bytes.len() > 1 && bytes[0] == b'0') {
+    if bytes.is_empty()
+        || !bytes.iter().all(u8::is_ascii_digit)
+        || (bytes.len() > 1 && bytes[0] == b'0')
+    {
         return None;
     }
     text.parse().ok()
@@ -261,10 +264,16 @@ pub(crate) fn path_from_json(json: &serde_json::Value) -> Result<Path, String> {
     for (i, item) in items.iter().enumerate() {
         match item {
             serde_json::Value::String(key) => segments.push(Segment::key(key)),
-            serde_json::Value::Number(n) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
-                Some(index) => segments.push(Segment::Index(index)),
-                None => return Err(format!("segment {i} must be a non-negative integer index, not {n}")),
-            },
+            serde_json::Value::Number(n) => {
+                match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                    Some(index) => segments.push(Segment::Index(index)),
+                    None => {
+                        return Err(format!(
+                            "segment {i} must be a non-negative integer index, not {n}"
+                        ));
+                    }
+                }
+            }
             other => {
                 return Err(format!(
                     "segment {i} must be a string key or an integer index, not {}",
@@ -295,7 +304,10 @@ mod tests {
     fn pointer_round_trip_escapes() {
         let path = path!["a/b", "c~d", 3];
         assert_eq!(path.to_pointer(), "/a~1b/c~0d/3");
-        assert_eq!(Path::from_pointer("/a~1b/c~0d/3").unwrap(), path!["a/b", "c~d", "3"]);
+        assert_eq!(
+            Path::from_pointer("/a~1b/c~0d/3").unwrap(),
+            path!["a/b", "c~d", "3"]
+        );
         assert_eq!(Path::from_pointer("").unwrap(), Path::root());
         assert_eq!(Path::from_pointer("/").unwrap(), path![""]);
         assert_eq!(Path::from_pointer("a"), Err(PointerError::MissingSlash));

@@ -36,13 +36,22 @@ pub struct StateSchema {
 
 impl std::fmt::Debug for StateSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StateSchema").field("source", &self.source).finish_non_exhaustive()
+        f.debug_struct("StateSchema")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
     }
 }
 
 /// Keywords of a plain object schema: the ones the incremental check understands.
-const OBJECT_KEYWORDS: [&str; 7] =
-    ["type", "properties", "additionalProperties", "required", "minProperties", "maxProperties", "propertyNames"];
+const OBJECT_KEYWORDS: [&str; 7] = [
+    "type",
+    "properties",
+    "additionalProperties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "propertyNames",
+];
 /// Keywords that do not constrain the instance.
 const ANNOTATIONS: [&str; 13] = [
     "title",
@@ -71,16 +80,26 @@ impl StateSchema {
             _ => Draft::Draft202012,
         };
         let options = jsonschema::options().with_draft(draft);
-        let validators = options.build_map(&source).map_err(|error| SchemaError(error.to_string()))?;
+        let validators = options
+            .build_map(&source)
+            .map_err(|error| SchemaError(error.to_string()))?;
         let mut shallow = HashMap::new();
         for location in validators.keys() {
-            let Some(node) = resolve(&source, location) else { continue };
+            let Some(node) = resolve(&source, location) else {
+                continue;
+            };
             if is_plain_object(node) {
-                let validator = options.build(&shallow_schema(node)).map_err(|error| SchemaError(error.to_string()))?;
+                let validator = options
+                    .build(&shallow_schema(node))
+                    .map_err(|error| SchemaError(error.to_string()))?;
                 shallow.insert(location.to_owned(), validator);
             }
         }
-        Ok(StateSchema { source, validators, shallow })
+        Ok(StateSchema {
+            source,
+            validators,
+            shallow,
+        })
     }
 
     /// The schema as given.
@@ -103,8 +122,14 @@ impl StateSchema {
         // A subtree validated in full covers every check beneath it.
         full.sort_by(|a, b| a.0.cmp(&b.0));
         full.dedup();
-        let covered = |path: &Path, full: &[(Path, String)]| full.iter().any(|(p, _)| path.starts_with(p) && p != path);
-        let full_kept: Vec<_> = full.iter().filter(|(p, _)| !covered(p, &full)).cloned().collect();
+        let covered = |path: &Path, full: &[(Path, String)]| {
+            full.iter().any(|(p, _)| path.starts_with(p) && p != path)
+        };
+        let full_kept: Vec<_> = full
+            .iter()
+            .filter(|(p, _)| !covered(p, &full))
+            .cloned()
+            .collect();
         shallow.sort_by(|a, b| a.0.cmp(&b.0));
         shallow.dedup();
         let mut errors = Vec::new();
@@ -117,10 +142,12 @@ impl StateSchema {
             if full_kept.iter().any(|(p, _)| path.starts_with(p)) {
                 continue;
             }
-            if let (Ok(Some(Value::Object(map))), Some(validator)) =
-                (crate::exec::lookup(state, path.segments()), self.shallow.get(location))
-            {
-                let keys: Map<String, Json> = map.keys().map(|k| (k.to_string(), Json::Null)).collect();
+            if let (Ok(Some(Value::Object(map))), Some(validator)) = (
+                crate::exec::lookup(state, path.segments()),
+                self.shallow.get(location),
+            ) {
+                let keys: Map<String, Json> =
+                    map.keys().map(|k| (k.to_string(), Json::Null)).collect();
                 let instance = Json::Object(keys);
                 errors.extend(report(validator, &instance, path));
             }
@@ -129,7 +156,13 @@ impl StateSchema {
     }
 
     /// Decides what one change needs checked: full subtrees by schema location, shallow objects.
-    fn plan(&self, state: &Value, change: &Change, full: &mut Vec<(Path, String)>, shallow: &mut Vec<(Path, String)>) {
+    fn plan(
+        &self,
+        state: &Value,
+        change: &Change,
+        full: &mut Vec<(Path, String)>,
+        shallow: &mut Vec<(Path, String)>,
+    ) {
         let segments = change.path.segments();
         let mut location = String::from("#");
         let mut node = Some(state);
@@ -161,7 +194,11 @@ impl StateSchema {
             if depth + 1 == segments.len() && change.old.is_some() != change.new.is_some() {
                 shallow.push((here.clone(), location.clone()));
             }
-            let child = if schema.get("properties").and_then(|p| p.get(&**key)).is_some() {
+            let child = if schema
+                .get("properties")
+                .and_then(|p| p.get(&**key))
+                .is_some()
+            {
                 format!("{location}/properties/{}", escape(key))
             } else {
                 match schema.get("additionalProperties") {
@@ -199,8 +236,16 @@ fn report(validator: &Validator, instance: &Json, at: &Path) -> Vec<BatchError> 
         .iter_errors(instance)
         .map(|error| {
             let pointer = format!("{prefix}{}", error.instance_path());
-            let shown = if pointer.is_empty() { "(root)".to_owned() } else { pointer.clone() };
-            BatchError::whole_batch(ErrorKind::SchemaViolation, Some(pointer), format!("schema violation at {shown}: {error}"))
+            let shown = if pointer.is_empty() {
+                "(root)".to_owned()
+            } else {
+                pointer.clone()
+            };
+            BatchError::whole_batch(
+                ErrorKind::SchemaViolation,
+                Some(pointer),
+                format!("schema violation at {shown}: {error}"),
+            )
         })
         .collect()
 }
@@ -214,9 +259,15 @@ fn resolve<'s>(source: &'s Json, location: &str) -> Option<&'s Json> {
 /// A subschema that is only `{"$ref": "#/..."}` (plus annotations) stands for its target.
 fn follow_ref(source: &Json, mut location: String) -> String {
     for _ in 0..16 {
-        let Some(Json::Object(schema)) = resolve(source, &location) else { break };
-        let Some(Json::String(target)) = schema.get("$ref") else { break };
-        let only_ref = schema.keys().all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()));
+        let Some(Json::Object(schema)) = resolve(source, &location) else {
+            break;
+        };
+        let Some(Json::String(target)) = schema.get("$ref") else {
+            break;
+        };
+        let only_ref = schema
+            .keys()
+            .all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()));
         if !only_ref || !target.starts_with("#/") || resolve(source, target).is_none() {
             break;
         }
@@ -227,9 +278,13 @@ fn follow_ref(source: &Json, mut location: String) -> String {
 
 /// Whether the incremental check may descend through this schema.
 fn is_plain_object(schema: &Json) -> bool {
-    let Json::Object(map) = schema else { return false };
+    let Json::Object(map) = schema else {
+        return false;
+    };
     map.get("type") == Some(&Json::String("object".into()))
-        && map.keys().all(|k| OBJECT_KEYWORDS.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()))
+        && map
+            .keys()
+            .all(|k| OBJECT_KEYWORDS.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()))
         && map.get("properties").is_none_or(Json::is_object)
 }
 
@@ -240,7 +295,11 @@ fn shallow_schema(schema: &Json) -> Json {
     for (key, value) in schema.as_object().into_iter().flatten() {
         match key.as_str() {
             "properties" => {
-                let names = value.as_object().into_iter().flatten().map(|(k, _)| (k.clone(), Json::Bool(true)));
+                let names = value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, _)| (k.clone(), Json::Bool(true)));
                 out.insert(key.clone(), Json::Object(names.collect()));
             }
             "additionalProperties" if value.is_object() => {

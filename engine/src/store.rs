@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::callback::{CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers, Response, WatchCall};
+use crate::callback::{
+    CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers, Response, WatchCall,
+};
 use crate::change::{Change, ReplayError, replay_backward, replay_forward};
 use crate::error::{BatchError, ErrorKind, Trail};
 use crate::exec::{self, Failure};
@@ -135,7 +137,9 @@ pub struct StoreBuilder {
 
 impl std::fmt::Debug for StoreBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreBuilder").field("policies", &self.policies).finish_non_exhaustive()
+        f.debug_struct("StoreBuilder")
+            .field("policies", &self.policies)
+            .finish_non_exhaustive()
     }
 }
 
@@ -171,7 +175,10 @@ impl StoreBuilder {
     }
 
     /// Replaces the forbidden segments (default `__proto__`, `constructor`, `prototype`).
-    pub fn forbidden_segments(mut self, segments: impl IntoIterator<Item = impl Into<String>>) -> StoreBuilder {
+    pub fn forbidden_segments(
+        mut self,
+        segments: impl IntoIterator<Item = impl Into<String>>,
+    ) -> StoreBuilder {
         self.forbidden = segments.into_iter().map(Into::into).collect();
         self
     }
@@ -209,7 +216,10 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("root", &self.root).field("policies", &self.policies).finish_non_exhaustive()
+        f.debug_struct("Store")
+            .field("root", &self.root)
+            .field("policies", &self.policies)
+            .finish_non_exhaustive()
     }
 }
 
@@ -239,7 +249,9 @@ impl Store {
 
     /// A snapshot of the current state. Time: O(1).
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot { root: self.root.clone() }
+        Snapshot {
+            root: self.root.clone(),
+        }
     }
 
     /// The value at `path` now. Time: O(depth × log n).
@@ -279,7 +291,10 @@ impl Store {
 
     /// Applies a batch with per-batch options.
     pub fn apply_with(&mut self, batch: &Batch, options: &ApplyOptions) -> Outcome {
-        let rules = Rules { limits: &self.limits, forbidden: &self.forbidden };
+        let rules = Rules {
+            limits: &self.limits,
+            forbidden: &self.forbidden,
+        };
         let errors = rules.batch(&batch.instructions);
         // Best effort skips invalid instructions, but a problem with the batch as a whole still rejects.
         let tolerable = options.best_effort && errors.iter().all(|e| e.instruction.is_some());
@@ -297,7 +312,10 @@ impl Store {
             warnings: Vec::new(),
             emitted: 0,
         };
-        let invalid: Vec<usize> = errors.iter().filter_map(|e| e.instruction.as_ref().map(|t| t.0[0])).collect();
+        let invalid: Vec<usize> = errors
+            .iter()
+            .filter_map(|e| e.instruction.as_ref().map(|t| t.0[0]))
+            .collect();
         run.warnings.extend(errors);
         let mut results = Vec::with_capacity(batch.len());
         for (index, instruction) in batch.instructions.iter().enumerate() {
@@ -306,7 +324,9 @@ impl Store {
                 continue;
             }
             // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
-            let checkpoint = options.best_effort.then(|| (run.root.clone(), run.changes.len(), run.events.len()));
+            let checkpoint = options
+                .best_effort
+                .then(|| (run.root.clone(), run.changes.len(), run.events.len()));
             match run.top_level(instruction, index) {
                 Ok(result) => results.push(result),
                 Err(errors) if options.best_effort => {
@@ -329,18 +349,34 @@ impl Store {
                 return Outcome::Rejected(Rejection { errors });
             }
         }
-        let Run { root, changes, events, warnings, .. } = run;
+        let Run {
+            root,
+            changes,
+            events,
+            warnings,
+            ..
+        } = run;
         self.root = root;
         let changes: Arc<[Change]> = Arc::from(changes);
-        let step = (!changes.is_empty() && self.history.limits().max_steps > 0)
-            .then(|| self.history.push(options.label.clone(), Arc::clone(&changes)));
-        Outcome::Committed(Commit { step, changes, results, events, warnings })
+        let step = (!changes.is_empty() && self.history.limits().max_steps > 0).then(|| {
+            self.history
+                .push(options.label.clone(), Arc::clone(&changes))
+        });
+        Outcome::Committed(Commit {
+            step,
+            changes,
+            results,
+            events,
+            warnings,
+        })
     }
 
     /// Reverts the newest applied step. Returns its id, or `None` if there is nothing to undo.
     /// Time: O(size of the step × depth × log n), independent of the state's size.
     pub fn undo(&mut self) -> Result<Option<StepId>, ReplayError> {
-        let Some(id) = self.history.undoable() else { return Ok(None) };
+        let Some(id) = self.history.undoable() else {
+            return Ok(None);
+        };
         let changes = Arc::clone(&self.history.step(id).expect("listed step exists").changes);
         replay_backward(&mut self.root, &changes)?;
         self.history.moved_back();
@@ -350,7 +386,9 @@ impl Store {
     /// Re-applies the oldest undone step. Returns its id, or `None` if there is nothing to redo.
     /// Time: O(size of the step × depth × log n).
     pub fn redo(&mut self) -> Result<Option<StepId>, ReplayError> {
-        let Some(id) = self.history.redoable() else { return Ok(None) };
+        let Some(id) = self.history.redoable() else {
+            return Ok(None);
+        };
         let changes = Arc::clone(&self.history.step(id).expect("listed step exists").changes);
         replay_forward(&mut self.root, &changes)?;
         self.history.moved_forward();
@@ -361,7 +399,9 @@ impl Store {
     /// "swipe" case: undo to the message before the regenerated one). Returns how many steps were
     /// undone, or `None` if no applied step has that label.
     pub fn undo_to(&mut self, label: &str) -> Result<Option<usize>, ReplayError> {
-        let Some(id) = self.history.find_label(label) else { return Ok(None) };
+        let Some(id) = self.history.find_label(label) else {
+            return Ok(None);
+        };
         let target = self.history.position(id).expect("found step is listed") + 1;
         self.jump_to_position(target).map(Some)
     }
@@ -370,7 +410,9 @@ impl Store {
     /// O(1); the cost is that of the steps crossed, independent of the state's size. Returns how many
     /// steps were crossed, or `None` if the id is no longer retained.
     pub fn jump_to(&mut self, id: StepId) -> Result<Option<usize>, ReplayError> {
-        let Some(position) = self.history.position(id) else { return Ok(None) };
+        let Some(position) = self.history.position(id) else {
+            return Ok(None);
+        };
         self.jump_to_position(position + 1).map(Some)
     }
 
@@ -389,12 +431,14 @@ impl Store {
 
     /// The retained steps, oldest first.
     pub fn history(&self) -> impl Iterator<Item = StepInfo<'_>> + '_ {
-        self.history.iter().map(|(id, step, applied): (StepId, &Step, bool)| StepInfo {
-            id,
-            label: step.label.as_deref(),
-            changes: &step.changes,
-            applied,
-        })
+        self.history
+            .iter()
+            .map(|(id, step, applied): (StepId, &Step, bool)| StepInfo {
+                id,
+                label: step.label.as_deref(),
+                changes: &step.changes,
+                applied,
+            })
     }
 
     /// The estimate of the bytes history keeps alive.
@@ -404,7 +448,11 @@ impl Store {
 
     /// Rebuilds a step from a saved change log, as if `changes` had just been committed on the current
     /// state: they are replayed on the root and recorded. Used by saves to restore history.
-    pub fn replay_step(&mut self, label: Option<String>, changes: Vec<Change>) -> Result<StepId, ReplayError> {
+    pub fn replay_step(
+        &mut self,
+        label: Option<String>,
+        changes: Vec<Change>,
+    ) -> Result<StepId, ReplayError> {
         let mut root = self.root.clone();
         replay_forward(&mut root, &changes)?;
         self.root = root;
@@ -426,18 +474,33 @@ struct Run<'s> {
 
 impl Run<'_> {
     /// Runs one instruction of the batch and everything its callbacks emit.
-    fn top_level(&mut self, instruction: &Instruction, index: usize) -> Result<Option<Value>, Vec<BatchError>> {
+    fn top_level(
+        &mut self,
+        instruction: &Instruction,
+        index: usize,
+    ) -> Result<Option<Value>, Vec<BatchError>> {
         let trail = Trail(vec![index]);
         let result = self.one(instruction, &trail, 0)?;
         Ok(result)
     }
 
     /// Runs an instruction at cascade `depth`; callbacks run their emitted instructions right after.
-    fn one(&mut self, instruction: &Instruction, trail: &Trail, depth: usize) -> Result<Option<Value>, Vec<BatchError>> {
+    fn one(
+        &mut self,
+        instruction: &Instruction,
+        trail: &Trail,
+        depth: usize,
+    ) -> Result<Option<Value>, Vec<BatchError>> {
         if instruction.op != Op::Callback {
-            return match exec::run(&mut self.root, instruction, &self.policies, &mut self.changes) {
+            return match exec::run(
+                &mut self.root,
+                instruction,
+                &self.policies,
+                &mut self.changes,
+            ) {
                 Ok(ran) => {
-                    self.warnings.extend(ran.warnings.into_iter().map(|w| to_error(w, trail)));
+                    self.warnings
+                        .extend(ran.warnings.into_iter().map(|w| to_error(w, trail)));
                     Ok(ran.result)
                 }
                 Err(failure) => Err(vec![to_error(failure, trail)]),
@@ -445,17 +508,32 @@ impl Run<'_> {
         }
         let name = match instruction.path.segments().first() {
             Some(crate::path::Segment::Key(name)) => Arc::clone(name),
-            _ => return Err(vec![BatchError::in_field(ErrorKind::InvalidPath, trail, "/path/0", "a callback needs a name")]),
+            _ => {
+                return Err(vec![BatchError::in_field(
+                    ErrorKind::InvalidPath,
+                    trail,
+                    "/path/0",
+                    "a callback needs a name",
+                )]);
+            }
         };
         let args: Vec<Value> = match &instruction.value {
             None => Vec::new(),
             Some(Value::Array(items)) => items.iter().cloned().collect(),
             Some(one) => vec![one.clone()],
         };
-        let call = CallbackCall { name: &name, args: &args, state: &self.root, depth, limits: self.rules.limits };
+        let call = CallbackCall {
+            name: &name,
+            args: &args,
+            state: &self.root,
+            depth,
+            limits: self.rules.limits,
+        };
         let response = match self.handler.call(call) {
             Ok(response) => response,
-            Err(HandlerError::Unknown) if self.policies.unknown_callback == UnknownCallback::Skip => {
+            Err(HandlerError::Unknown)
+                if self.policies.unknown_callback == UnknownCallback::Skip =>
+            {
                 self.warnings.push(BatchError::in_field(
                     ErrorKind::UnknownCallback,
                     trail,
@@ -487,7 +565,12 @@ impl Run<'_> {
     }
 
     /// Queues a handler's events and runs its emitted instructions, validated, at `depth + 1`.
-    fn follow(&mut self, response: Response, trail: &Trail, depth: usize) -> Result<(), Vec<BatchError>> {
+    fn follow(
+        &mut self,
+        response: Response,
+        trail: &Trail,
+        depth: usize,
+    ) -> Result<(), Vec<BatchError>> {
         self.events.extend(response.events);
         if response.instructions.is_empty() {
             return Ok(());
@@ -497,7 +580,11 @@ impl Run<'_> {
                 ErrorKind::CascadeTooDeep,
                 trail,
                 "",
-                format!("callbacks emitted instructions {} levels deep; the limit is {}", depth + 1, self.rules.limits.max_cascade_depth),
+                format!(
+                    "callbacks emitted instructions {} levels deep; the limit is {}",
+                    depth + 1,
+                    self.rules.limits.max_cascade_depth
+                ),
             )]);
         }
         self.emitted += response.instructions.len();
@@ -506,12 +593,16 @@ impl Run<'_> {
                 ErrorKind::TooManyEmitted,
                 trail,
                 "",
-                format!("callbacks emitted {} instructions in this batch; the limit is {}", self.emitted, self.rules.limits.max_emitted),
+                format!(
+                    "callbacks emitted {} instructions in this batch; the limit is {}",
+                    self.emitted, self.rules.limits.max_emitted
+                ),
             )]);
         }
         let mut errors = Vec::new();
         for (i, emitted) in response.instructions.iter().enumerate() {
-            self.rules.instruction(emitted, &child(trail, i), &mut errors);
+            self.rules
+                .instruction(emitted, &child(trail, i), &mut errors);
         }
         if !errors.is_empty() {
             return Err(errors);
@@ -532,20 +623,34 @@ impl Run<'_> {
             }
             let fresh: Vec<Change> = self.changes[seen..].to_vec();
             seen = self.changes.len();
-            let call = WatchCall { changes: &fresh, state: &self.root, depth, limits: self.rules.limits };
+            let call = WatchCall {
+                changes: &fresh,
+                state: &self.root,
+                depth,
+                limits: self.rules.limits,
+            };
             let response = self.handler.watch(call).map_err(|error| {
-                vec![BatchError::whole_batch(ErrorKind::CallbackFailed, None, format!("a watcher failed: {error}"))]
+                vec![BatchError::whole_batch(
+                    ErrorKind::CallbackFailed,
+                    None,
+                    format!("a watcher failed: {error}"),
+                )]
             })?;
             // Watcher output has no instruction of the batch to point at: its errors say so instead.
-            self.follow(response, &Trail(Vec::new()), depth).map_err(|errors| {
-                errors
-                    .into_iter()
-                    .map(|mut error| {
-                        error.message = format!("emitted by a watcher ({}): {}", error.instruction.take().unwrap_or_default(), error.message);
-                        error
-                    })
-                    .collect::<Vec<_>>()
-            })?;
+            self.follow(response, &Trail(Vec::new()), depth)
+                .map_err(|errors| {
+                    errors
+                        .into_iter()
+                        .map(|mut error| {
+                            error.message = format!(
+                                "emitted by a watcher ({}): {}",
+                                error.instruction.take().unwrap_or_default(),
+                                error.message
+                            );
+                            error
+                        })
+                        .collect::<Vec<_>>()
+                })?;
         }
         Ok(())
     }

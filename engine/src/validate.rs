@@ -29,7 +29,11 @@ impl Rules<'_> {
             errors.push(BatchError::whole_batch(
                 ErrorKind::BatchTooLong,
                 None,
-                format!("the batch has {} instructions; the limit is {}", instructions.len(), self.limits.max_batch_len),
+                format!(
+                    "the batch has {} instructions; the limit is {}",
+                    instructions.len(),
+                    self.limits.max_batch_len
+                ),
             ));
             return errors;
         }
@@ -40,28 +44,46 @@ impl Rules<'_> {
     }
 
     /// Checks one instruction, appending every problem.
-    pub(crate) fn instruction(&self, instruction: &Instruction, trail: &Trail, errors: &mut Vec<BatchError>) {
+    pub(crate) fn instruction(
+        &self,
+        instruction: &Instruction,
+        trail: &Trail,
+        errors: &mut Vec<BatchError>,
+    ) {
         let op = instruction.op;
-        let mut error = |kind, field: String, message: String| errors.push(BatchError::in_field(kind, trail, field, message));
+        let mut error = |kind, field: String, message: String| {
+            errors.push(BatchError::in_field(kind, trail, field, message))
+        };
         self.path(instruction.path.segments(), "/path", &mut error);
         if let Some(from) = &instruction.from {
             self.path(from.segments(), "/from", &mut error);
         }
-        if instruction.path.is_empty() && !matches!(op, Op::Get | Op::Merge) && !op.is_json_patch() {
+        if instruction.path.is_empty() && !matches!(op, Op::Get | Op::Merge) && !op.is_json_patch()
+        {
             error(
                 ErrorKind::EmptyPath,
                 "/path".into(),
-                format!("{op} needs a path inside the state; only get and merge may target the root"),
+                format!(
+                    "{op} needs a path inside the state; only get and merge may target the root"
+                ),
             );
         }
-        for (field, value) in [("/value", &instruction.value), ("/old", &instruction.old), ("/metadata", &instruction.metadata)] {
+        for (field, value) in [
+            ("/value", &instruction.value),
+            ("/old", &instruction.old),
+            ("/metadata", &instruction.metadata),
+        ] {
             if let Some(value) = value {
                 self.value(value, field, &mut error);
             }
         }
         if let Some(reason) = &instruction.reason {
             if reason.len() > self.limits.max_string_bytes {
-                error(ErrorKind::StringTooLong, "/reason".into(), self.too_long(reason.len()));
+                error(
+                    ErrorKind::StringTooLong,
+                    "/reason".into(),
+                    self.too_long(reason.len()),
+                );
             }
         }
         match (op, &instruction.value) {
@@ -73,7 +95,10 @@ impl Rules<'_> {
             (Op::Increment, Some(value)) if !matches!(value, Value::Number(_)) => error(
                 ErrorKind::InvalidField,
                 "/value".into(),
-                format!("increment needs a number value, not a {}", value.value_type()),
+                format!(
+                    "increment needs a number value, not a {}",
+                    value.value_type()
+                ),
             ),
             (Op::Splice, value @ Some(_)) => {
                 if let Err(message) = splice_args(value.as_ref()) {
@@ -93,24 +118,44 @@ impl Rules<'_> {
     }
 
     fn too_long(&self, len: usize) -> String {
-        format!("a string of {len} bytes; the limit is {}", self.limits.max_string_bytes)
+        format!(
+            "a string of {len} bytes; the limit is {}",
+            self.limits.max_string_bytes
+        )
     }
 
-    fn path(&self, segments: &[Segment], field: &str, error: &mut impl FnMut(ErrorKind, String, String)) {
+    fn path(
+        &self,
+        segments: &[Segment],
+        field: &str,
+        error: &mut impl FnMut(ErrorKind, String, String),
+    ) {
         if segments.len() > self.limits.max_path_depth {
             error(
                 ErrorKind::PathTooDeep,
                 field.into(),
-                format!("the path has {} segments; the limit is {}", segments.len(), self.limits.max_path_depth),
+                format!(
+                    "the path has {} segments; the limit is {}",
+                    segments.len(),
+                    self.limits.max_path_depth
+                ),
             );
             return;
         }
         for (i, segment) in segments.iter().enumerate() {
             if let Segment::Key(key) = segment {
                 if self.is_forbidden(key) {
-                    error(ErrorKind::ForbiddenSegment, format!("{field}/{i}"), forbidden_message(key));
+                    error(
+                        ErrorKind::ForbiddenSegment,
+                        format!("{field}/{i}"),
+                        forbidden_message(key),
+                    );
                 } else if key.len() > self.limits.max_string_bytes {
-                    error(ErrorKind::StringTooLong, format!("{field}/{i}"), self.too_long(key.len()));
+                    error(
+                        ErrorKind::StringTooLong,
+                        format!("{field}/{i}"),
+                        self.too_long(key.len()),
+                    );
                 }
             }
         }
@@ -131,7 +176,10 @@ impl Rules<'_> {
             error(
                 ErrorKind::ValueTooDeep,
                 field.into(),
-                format!("the value nests {depth} levels deep; the limit is {}", self.limits.max_value_depth),
+                format!(
+                    "the value nests {depth} levels deep; the limit is {}",
+                    self.limits.max_value_depth
+                ),
             );
             return;
         }
@@ -140,7 +188,11 @@ impl Rules<'_> {
             let pointer = || format!("{field}{}", pointer_of(&at));
             match value {
                 Value::String(text) if text.len() > self.limits.max_string_bytes => {
-                    error(ErrorKind::StringTooLong, pointer(), self.too_long(text.len()));
+                    error(
+                        ErrorKind::StringTooLong,
+                        pointer(),
+                        self.too_long(text.len()),
+                    );
                 }
                 Value::Array(items) => {
                     for (i, item) in items.iter().enumerate().rev() {
@@ -156,9 +208,17 @@ impl Rules<'_> {
                         let mut child = at.clone();
                         child.push(Segment::Key(key.clone()));
                         if self.is_forbidden(key) {
-                            error(ErrorKind::ForbiddenSegment, format!("{field}{}", pointer_of(&child)), forbidden_message(key));
+                            error(
+                                ErrorKind::ForbiddenSegment,
+                                format!("{field}{}", pointer_of(&child)),
+                                forbidden_message(key),
+                            );
                         } else if key.len() > self.limits.max_string_bytes {
-                            error(ErrorKind::StringTooLong, format!("{field}{}", pointer_of(&child)), self.too_long(key.len()));
+                            error(
+                                ErrorKind::StringTooLong,
+                                format!("{field}{}", pointer_of(&child)),
+                                self.too_long(key.len()),
+                            );
                         }
                         stack.push((item, child));
                     }
@@ -170,5 +230,7 @@ impl Rules<'_> {
 }
 
 fn forbidden_message(key: &str) -> String {
-    format!("\"{key}\" is a forbidden key (front ends are JavaScript; it would reach the object prototype)")
+    format!(
+        "\"{key}\" is a forbidden key (front ends are JavaScript; it would reach the object prototype)"
+    )
 }

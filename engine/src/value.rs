@@ -189,9 +189,13 @@ impl Value {
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Number(n) => serde_json::Value::Number(n.clone()),
             Value::String(s) => serde_json::Value::String(s.to_string()),
-            Value::Array(items) => serde_json::Value::Array(items.iter().map(Value::to_json).collect()),
+            Value::Array(items) => {
+                serde_json::Value::Array(items.iter().map(Value::to_json).collect())
+            }
             Value::Object(map) => serde_json::Value::Object(
-                map.iter().map(|(k, v)| (k.to_string(), v.to_json())).collect(),
+                map.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_json()))
+                    .collect(),
             ),
         }
     }
@@ -205,9 +209,13 @@ impl Value {
             serde_json::Value::Bool(b) => Value::Bool(*b),
             serde_json::Value::Number(n) => Value::Number(n.clone()),
             serde_json::Value::String(s) => Value::String(Arc::from(s.as_str())),
-            serde_json::Value::Array(items) => Value::Array(items.iter().map(Value::from_json).collect()),
+            serde_json::Value::Array(items) => {
+                Value::Array(items.iter().map(Value::from_json).collect())
+            }
             serde_json::Value::Object(map) => Value::Object(
-                map.iter().map(|(k, v)| (Key::from(k.as_str()), Value::from_json(v))).collect(),
+                map.iter()
+                    .map(|(k, v)| (Key::from(k.as_str()), Value::from_json(v)))
+                    .collect(),
             ),
         }
     }
@@ -245,7 +253,9 @@ pub fn numbers_equal(a: &Number, b: &Number) -> bool {
 }
 
 fn as_i128(n: &Number) -> Option<i128> {
-    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
 }
 
 /// Deep equality with numeric comparison of numbers (`{"hp": 100}` equals `{"hp": 100.0}`).
@@ -262,7 +272,9 @@ impl PartialEq for Value {
             (Value::Object(a), Value::Object(b)) => {
                 a.ptr_eq(b)
                     || (a.len() == b.len()
-                        && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka == kb && va == vb))
+                        && a.iter()
+                            .zip(b.iter())
+                            .all(|((ka, va), (kb, vb))| ka == kb && va == vb))
             }
             _ => false,
         }
@@ -365,8 +377,14 @@ mod tests {
 
     #[test]
     fn equality_is_numeric() {
-        assert_eq!(Value::from(json!({"hp": 100})), Value::from(json!({"hp": 100.0})));
-        assert_ne!(Value::from(json!(u64::MAX)), Value::from(json!(u64::MAX - 1)));
+        assert_eq!(
+            Value::from(json!({"hp": 100})),
+            Value::from(json!({"hp": 100.0}))
+        );
+        assert_ne!(
+            Value::from(json!(u64::MAX)),
+            Value::from(json!(u64::MAX - 1))
+        );
         assert_ne!(Value::from(json!("1")), Value::from(json!(1)));
     }
 

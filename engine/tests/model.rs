@@ -23,9 +23,19 @@ struct Op {
 
 impl Op {
     fn to_json(&self) -> Json {
-        let path: Vec<Json> = self.path.iter().map(|s| match s { Seg::Key(k) => json!(k), Seg::Index(i) => json!(i) }).collect();
+        let path: Vec<Json> = self
+            .path
+            .iter()
+            .map(|s| match s {
+                Seg::Key(k) => json!(k),
+                Seg::Index(i) => json!(i),
+            })
+            .collect();
         let mut out = json!({"op": self.name, "path": path});
-        if matches!(self.name, "assign" | "push" | "merge" | "increment" | "splice") {
+        if matches!(
+            self.name,
+            "assign" | "push" | "merge" | "increment" | "splice"
+        ) {
             out["value"] = self.value.clone();
         }
         if let Some(old) = &self.old {
@@ -69,17 +79,28 @@ fn op() -> impl Strategy<Value = Op> {
         Just("merge"),
         Just("splice"),
     ];
-    (name, prop::collection::vec(seg(), 1..4), leaf(), prop::option::weighted(0.2, leaf()), -3i64..4, 0i64..3).prop_map(
-        |(name, path, value, old, start, count)| {
+    (
+        name,
+        prop::collection::vec(seg(), 1..4),
+        leaf(),
+        prop::option::weighted(0.2, leaf()),
+        -3i64..4,
+        0i64..3,
+    )
+        .prop_map(|(name, path, value, old, start, count)| {
             let value = match name {
                 "increment" => json!(start),
                 "merge" if !value.is_object() => json!({"a": value}),
                 "splice" => json!({"start": start, "deleteCount": count, "items": [value]}),
                 _ => value,
             };
-            Op { name, path, value, old }
-        },
-    )
+            Op {
+                name,
+                path,
+                value,
+                old,
+            }
+        })
 }
 
 /// The naive model: plain recursion on serde_json, following SPEC §1–§3 directly.
@@ -102,7 +123,9 @@ mod model {
     }
 
     fn get<'a>(state: &'a Json, path: &[Seg]) -> Result<Option<&'a Json>, ()> {
-        let Some((first, rest)) = path.split_first() else { return Ok(Some(state)) };
+        let Some((first, rest)) = path.split_first() else {
+            return Ok(Some(state));
+        };
         let child = match state {
             Json::Object(map) => map.get(&key_of(first)),
             Json::Array(items) => items.get(index_of(first).ok_or(())?),
@@ -120,7 +143,11 @@ mod model {
         if path.len() == 1 {
             return Ok(state);
         }
-        let fresh = if matches!(path[1], Seg::Index(_)) { json!([]) } else { json!({}) };
+        let fresh = if matches!(path[1], Seg::Index(_)) {
+            json!([])
+        } else {
+            json!({})
+        };
         let child = match state {
             Json::Object(map) => {
                 let key = key_of(&path[0]);
@@ -193,9 +220,13 @@ mod model {
     fn numbers_equal(a: &Json, b: &Json) -> bool {
         match (a, b) {
             (Json::Number(x), Json::Number(y)) => x.as_f64() == y.as_f64(),
-            (Json::Array(x), Json::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| numbers_equal(p, q)),
+            (Json::Array(x), Json::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| numbers_equal(p, q))
+            }
             (Json::Object(x), Json::Object(y)) => {
-                x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| numbers_equal(v, w)))
+                x.len() == y.len()
+                    && x.iter()
+                        .all(|(k, v)| y.get(k).is_some_and(|w| numbers_equal(v, w)))
             }
             _ => a == b,
         }
@@ -217,12 +248,20 @@ mod model {
                 Json::Object(map) => map.remove(&key_of(last)).map(drop).ok_or(()),
                 Json::Array(items) => {
                     let i = index_of(last).ok_or(())?;
-                    if i < items.len() { items.remove(i); Ok(()) } else { Err(()) }
+                    if i < items.len() {
+                        items.remove(i);
+                        Ok(())
+                    } else {
+                        Err(())
+                    }
                 }
                 _ => Err(()),
             },
             "push" => match slot(parent, last)? {
-                Some(Json::Array(items)) => { items.push(op.value.clone()); Ok(()) }
+                Some(Json::Array(items)) => {
+                    items.push(op.value.clone());
+                    Ok(())
+                }
                 None | Some(Json::Null) => put(parent, last, json!([op.value.clone()])),
                 Some(_) => Err(()),
             },
@@ -244,7 +283,10 @@ mod model {
             "merge" => {
                 let patch = op.value.as_object().unwrap();
                 match slot(parent, last)? {
-                    Some(Json::Object(map)) => { merge(map, patch); Ok(()) }
+                    Some(Json::Object(map)) => {
+                        merge(map, patch);
+                        Ok(())
+                    }
                     None | Some(Json::Null) => put(parent, last, op.value.clone()),
                     Some(_) => Err(()),
                 }
@@ -253,8 +295,15 @@ mod model {
                 Some(Json::Array(items)) => {
                     let len = items.len() as i64;
                     let start = op.value["start"].as_i64().unwrap();
-                    let start = if start < 0 { (len + start).max(0) } else { start.min(len) } as usize;
-                    let count = op.value["deleteCount"].as_i64().unwrap().clamp(0, len - start as i64) as usize;
+                    let start = if start < 0 {
+                        (len + start).max(0)
+                    } else {
+                        start.min(len)
+                    } as usize;
+                    let count = op.value["deleteCount"]
+                        .as_i64()
+                        .unwrap()
+                        .clamp(0, len - start as i64) as usize;
                     let new: Vec<Json> = op.value["items"].as_array().unwrap().clone();
                     items.splice(start..start + count, new);
                     Ok(())

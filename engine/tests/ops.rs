@@ -2,27 +2,41 @@
 
 use rstest::rstest;
 use serde_json::{Value as Json, json};
-use statecraft_engine::{ApplyOptions, Batch, MissingParent, MissingTarget, OldMismatch, Outcome, Policies, Store, Value};
+use statecraft_engine::{
+    ApplyOptions, Batch, MissingParent, MissingTarget, OldMismatch, Outcome, Policies, Store, Value,
+};
 
 /// Applies `batch` to `state` and returns the new state and the results, or the rendered errors.
 fn apply(state: Json, batch: Json, policies: Policies) -> Result<(Json, Vec<Json>), Vec<String>> {
-    let batch = Batch::from_json(&batch).map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-    let mut store = Store::builder(Value::from(state)).policies(policies).build().unwrap();
+    let batch = Batch::from_json(&batch)
+        .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let mut store = Store::builder(Value::from(state))
+        .policies(policies)
+        .build()
+        .unwrap();
     let before = store.snapshot();
     match store.apply(&batch) {
         Outcome::Committed(commit) => Ok((
             store.state().to_json(),
-            commit.results.iter().map(|r| r.as_ref().map_or(json!("<absent>"), Value::to_json)).collect(),
+            commit
+                .results
+                .iter()
+                .map(|r| r.as_ref().map_or(json!("<absent>"), Value::to_json))
+                .collect(),
         )),
         Outcome::Rejected(rejection) => {
-            assert!(store.state().ptr_eq(before.value()), "a rejected batch must leave the root untouched");
+            assert!(
+                store.state().ptr_eq(before.value()),
+                "a rejected batch must leave the root untouched"
+            );
             Err(rejection.errors.iter().map(ToString::to_string).collect())
         }
     }
 }
 
 fn check(state: Json, batch: Json, expected_state: Json, expected_results: Json) {
-    let (got, results) = apply(state, batch, Policies::default()).unwrap_or_else(|e| panic!("rejected: {e:#?}"));
+    let (got, results) =
+        apply(state, batch, Policies::default()).unwrap_or_else(|e| panic!("rejected: {e:#?}"));
     assert_eq!(got, expected_state);
     assert_eq!(Json::Array(results), expected_results);
 }
@@ -65,7 +79,12 @@ fn check(state: Json, batch: Json, expected_state: Json, expected_results: Json)
 #[case::rfc_copy(json!({"a": [1]}), json!([{"op": "copy", "from": "/a", "path": "/b"}]), json!({"a": [1], "b": [1]}), json!(["<absent>"]))]
 #[case::rfc_replace_root(json!({"a": 1}), json!([{"op": "replace", "path": "", "value": [1]}]), json!([1]), json!([{"a": 1}]))]
 #[case::mvu_delta(json!({"n": 1}), json!([{"op": "delta", "path": "/n", "value": 2}]), json!({"n": 3}), json!([3]))]
-fn op_effects(#[case] state: Json, #[case] batch: Json, #[case] expected: Json, #[case] results: Json) {
+fn op_effects(
+    #[case] state: Json,
+    #[case] batch: Json,
+    #[case] expected: Json,
+    #[case] results: Json,
+) {
     check(state, batch, expected, results);
 }
 
@@ -135,16 +154,45 @@ fn validation_reports_every_error() {
 
 #[test]
 fn policies_change_soft_failures() {
-    let warn = Policies { old_mismatch: OldMismatch::Warn, ..Policies::default() };
-    let (state, _) = apply(json!({"hp": 90}), json!({"op": "assign", "path": ["hp"], "value": 80, "old": 100}), warn).unwrap();
+    let warn = Policies {
+        old_mismatch: OldMismatch::Warn,
+        ..Policies::default()
+    };
+    let (state, _) = apply(
+        json!({"hp": 90}),
+        json!({"op": "assign", "path": ["hp"], "value": 80, "old": 100}),
+        warn,
+    )
+    .unwrap();
     assert_eq!(state, json!({"hp": 80}));
 
-    let reject_parents = Policies { missing_parent: MissingParent::Reject, ..Policies::default() };
-    let errors = apply(json!({}), json!({"op": "assign", "path": ["a", "b"], "value": 1}), reject_parents).unwrap_err();
-    assert_eq!(errors, ["instruction 0, at /a: this parent does not exist and the missing_parent policy is reject"]);
+    let reject_parents = Policies {
+        missing_parent: MissingParent::Reject,
+        ..Policies::default()
+    };
+    let errors = apply(
+        json!({}),
+        json!({"op": "assign", "path": ["a", "b"], "value": 1}),
+        reject_parents,
+    )
+    .unwrap_err();
+    assert_eq!(
+        errors,
+        [
+            "instruction 0, at /a: this parent does not exist and the missing_parent policy is reject"
+        ]
+    );
 
-    let skip = Policies { missing_target: MissingTarget::Skip, ..Policies::default() };
-    let (state, results) = apply(json!({"a": 1}), json!([{"op": "delete", "path": ["b"]}, {"op": "delete", "path": ["a"]}]), skip).unwrap();
+    let skip = Policies {
+        missing_target: MissingTarget::Skip,
+        ..Policies::default()
+    };
+    let (state, results) = apply(
+        json!({"a": 1}),
+        json!([{"op": "delete", "path": ["b"]}, {"op": "delete", "path": ["a"]}]),
+        skip,
+    )
+    .unwrap();
     assert_eq!(state, json!({}));
     assert_eq!(results, [json!("<absent>"), json!(1)]);
 }
@@ -152,16 +200,31 @@ fn policies_change_soft_failures() {
 #[test]
 fn old_mismatch_warning_is_reported() {
     let mut store = Store::new(Value::from(json!({"hp": 90})));
-    let batch = Batch::from_json(&json!({"op": "assign", "path": ["hp"], "value": 80, "old": 100})).unwrap();
-    let options = ApplyOptions { policies: Some(Policies::mvu()), ..ApplyOptions::default() };
+    let batch = Batch::from_json(&json!({"op": "assign", "path": ["hp"], "value": 80, "old": 100}))
+        .unwrap();
+    let options = ApplyOptions {
+        policies: Some(Policies::mvu()),
+        ..ApplyOptions::default()
+    };
     let commit = store.apply_with(&batch, &options).committed().unwrap();
-    assert_eq!(commit.warnings[0].to_string(), "instruction 0, at /hp: expected old value 100, found 90");
+    assert_eq!(
+        commit.warnings[0].to_string(),
+        "instruction 0, at /hp: expected old value 100, found 90"
+    );
 }
 
 #[test]
 fn test_failure_rejects_whatever_the_old_policy() {
-    let ignore = Policies { old_mismatch: OldMismatch::Ignore, ..Policies::default() };
-    let errors = apply(json!({"a": 1}), json!([{"op": "test", "path": "/a", "value": 2}]), ignore).unwrap_err();
+    let ignore = Policies {
+        old_mismatch: OldMismatch::Ignore,
+        ..Policies::default()
+    };
+    let errors = apply(
+        json!({"a": 1}),
+        json!([{"op": "test", "path": "/a", "value": 2}]),
+        ignore,
+    )
+    .unwrap_err();
     assert_eq!(errors.len(), 1);
 }
 
@@ -175,7 +238,10 @@ fn best_effort_applies_what_succeeds() {
         {"op": "push", "path": ["l"], "value": 2},
     ]))
     .unwrap();
-    let options = ApplyOptions { best_effort: true, ..ApplyOptions::default() };
+    let options = ApplyOptions {
+        best_effort: true,
+        ..ApplyOptions::default()
+    };
     let commit = store.apply_with(&batch, &options).committed().unwrap();
     assert_eq!(store.state().to_json(), json!({"a": 2, "l": [1, 2]}));
     let warnings: Vec<String> = commit.warnings.iter().map(ToString::to_string).collect();

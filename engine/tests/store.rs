@@ -2,8 +2,9 @@
 
 use serde_json::{Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, CallbackCall, CallbackHandler, ErrorKind, HandlerError, HistoryLimits, HostEvent, Instruction,
-    Limits, Outcome, Policies, Response, StateSchema, Store, UnknownCallback, Value, WatchCall, path,
+    ApplyOptions, Batch, CallbackCall, CallbackHandler, ErrorKind, HandlerError, HistoryLimits,
+    HostEvent, Instruction, Limits, Outcome, Policies, Response, StateSchema, Store,
+    UnknownCallback, Value, WatchCall, path,
 };
 
 fn store(state: Json) -> Store {
@@ -15,51 +16,91 @@ fn batch(json: Json) -> Batch {
 }
 
 fn kinds(outcome: Outcome) -> Vec<ErrorKind> {
-    outcome.rejected().expect("rejected").iter().map(|e| e.kind).collect()
+    outcome
+        .rejected()
+        .expect("rejected")
+        .iter()
+        .map(|e| e.kind)
+        .collect()
 }
 
 // Limits and hostile input.
 
 #[test]
 fn a_hundred_thousand_levels_of_nesting_is_a_clear_error() {
-    let text = format!("{{\"op\":\"assign\",\"path\":[\"a\"],\"value\":{}1{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    let text = format!(
+        "{{\"op\":\"assign\",\"path\":[\"a\"],\"value\":{}1{}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
     let errors = Batch::parse(&text).unwrap_err();
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].message.starts_with("not valid JSON: recursion limit exceeded"), "{}", errors[0]);
+    assert!(
+        errors[0]
+            .message
+            .starts_with("not valid JSON: recursion limit exceeded"),
+        "{}",
+        errors[0]
+    );
 }
 
 #[test]
 fn value_depth_limit() {
-    let limits = Limits { max_value_depth: 3, ..Limits::default() };
-    let mut store = Store::builder(Value::object()).limits(limits).build().unwrap();
+    let limits = Limits {
+        max_value_depth: 3,
+        ..Limits::default()
+    };
+    let mut store = Store::builder(Value::object())
+        .limits(limits)
+        .build()
+        .unwrap();
     let ok = batch(json!({"op": "assign", "path": ["a"], "value": [[[1]]]}));
     assert!(store.apply(&ok).is_committed());
     let deep = batch(json!({"op": "assign", "path": ["a"], "value": [[[[1]]]]}));
     let errors = store.apply(&deep).rejected().unwrap();
-    assert_eq!(errors[0].to_string(), "instruction 0, field /value: the value nests 4 levels deep; the limit is 3");
+    assert_eq!(
+        errors[0].to_string(),
+        "instruction 0, field /value: the value nests 4 levels deep; the limit is 3"
+    );
 }
 
 #[test]
 fn path_depth_limit_with_ten_thousand_segments() {
     let segments: Vec<Json> = (0..10_000).map(|i| json!(format!("k{i}"))).collect();
     let mut store = store(json!({}));
-    let outcome = store.apply(&batch(json!({"op": "assign", "path": segments, "value": 1})));
+    let outcome = store.apply(&batch(
+        json!({"op": "assign", "path": segments, "value": 1}),
+    ));
     let errors = outcome.rejected().unwrap();
     assert_eq!(errors[0].kind, ErrorKind::PathTooDeep);
-    assert_eq!(errors[0].to_string(), "instruction 0, field /path: the path has 10000 segments; the limit is 32");
+    assert_eq!(
+        errors[0].to_string(),
+        "instruction 0, field /path: the path has 10000 segments; the limit is 32"
+    );
 }
 
 #[test]
 fn string_length_limit_covers_values_keys_and_reasons() {
-    let limits = Limits { max_string_bytes: 8, ..Limits::default() };
-    let mut store = Store::builder(Value::object()).limits(limits).build().unwrap();
+    let limits = Limits {
+        max_string_bytes: 8,
+        ..Limits::default()
+    };
+    let mut store = Store::builder(Value::object())
+        .limits(limits)
+        .build()
+        .unwrap();
     let huge = "x".repeat(50_000_000);
     let outcome = store.apply(&Batch::new(vec![
         Instruction::assign(path!["a"], huge.as_str()),
         Instruction::assign(path!["a"], Value::from(json!({"long key here": 1}))),
         Instruction::assign(path!["a"], 1).with_reason("far too long a reason"),
     ]));
-    let errors: Vec<String> = outcome.rejected().unwrap().iter().map(ToString::to_string).collect();
+    let errors: Vec<String> = outcome
+        .rejected()
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(
         errors,
         [
@@ -72,18 +113,41 @@ fn string_length_limit_covers_values_keys_and_reasons() {
 
 #[test]
 fn batch_length_limit() {
-    let limits = Limits { max_batch_len: 2, ..Limits::default() };
-    let mut store = Store::builder(Value::object()).limits(limits).build().unwrap();
+    let limits = Limits {
+        max_batch_len: 2,
+        ..Limits::default()
+    };
+    let mut store = Store::builder(Value::object())
+        .limits(limits)
+        .build()
+        .unwrap();
     let three = Batch::new(vec![Instruction::assign(path!["a"], 1); 3]);
     let errors = store.apply(&three).rejected().unwrap();
-    assert_eq!(errors[0].to_string(), "the batch has 3 instructions; the limit is 2");
+    assert_eq!(
+        errors[0].to_string(),
+        "the batch has 3 instructions; the limit is 2"
+    );
 }
 
 #[test]
 fn forbidden_segments_are_configurable() {
-    let mut store = Store::builder(Value::object()).forbidden_segments(["secret"]).build().unwrap();
-    assert_eq!(kinds(store.apply(&batch(json!({"op": "assign", "path": ["secret"], "value": 1})))), [ErrorKind::ForbiddenSegment]);
-    assert!(store.apply(&batch(json!({"op": "assign", "path": ["__proto__"], "value": 1}))).is_committed());
+    let mut store = Store::builder(Value::object())
+        .forbidden_segments(["secret"])
+        .build()
+        .unwrap();
+    assert_eq!(
+        kinds(store.apply(&batch(
+            json!({"op": "assign", "path": ["secret"], "value": 1})
+        ))),
+        [ErrorKind::ForbiddenSegment]
+    );
+    assert!(
+        store
+            .apply(&batch(
+                json!({"op": "assign", "path": ["__proto__"], "value": 1})
+            ))
+            .is_committed()
+    );
 }
 
 // Callbacks.
@@ -98,34 +162,66 @@ struct Game {
 impl CallbackHandler for Game {
     fn call(&mut self, call: CallbackCall<'_>) -> Result<Response, HandlerError> {
         self.calls.push(call.name.to_owned());
-        let level = |state: &Value| state.as_object().and_then(|m| m.get("level")).cloned().unwrap_or(Value::from(0));
+        let level = |state: &Value| {
+            state
+                .as_object()
+                .and_then(|m| m.get("level"))
+                .cloned()
+                .unwrap_or(Value::from(0))
+        };
         match call.name {
             "levelUp" => {
-                let Value::Number(n) = level(call.state) else { return Err(HandlerError::Failed("level is not a number".into())) };
+                let Value::Number(n) = level(call.state) else {
+                    return Err(HandlerError::Failed("level is not a number".into()));
+                };
                 let next = n.as_i64().unwrap_or(0) + 1;
                 Ok(Response {
                     value: Some(Value::from(next)),
-                    instructions: vec![Instruction::assign(path!["level"], next).with_reason("level up")],
-                    events: vec![HostEvent { name: "message".into(), payload: call.args.first().cloned().unwrap_or_default() }],
+                    instructions: vec![
+                        Instruction::assign(path!["level"], next).with_reason("level up"),
+                    ],
+                    events: vec![HostEvent {
+                        name: "message".into(),
+                        payload: call.args.first().cloned().unwrap_or_default(),
+                    }],
                 })
             }
-            "boom" => Err(HandlerError::Failed("script.lua:3: attempt to index nil".into())),
+            "boom" => Err(HandlerError::Failed(
+                "script.lua:3: attempt to index nil".into(),
+            )),
             "chain" => Ok(Response {
-                instructions: vec![Instruction::new(statecraft_engine::Op::Callback, path!["chain"])],
+                instructions: vec![Instruction::new(
+                    statecraft_engine::Op::Callback,
+                    path!["chain"],
+                )],
                 ..Response::default()
             }),
-            "spam" => Ok(Response { instructions: vec![Instruction::assign(path!["x"], 1); 1_000], ..Response::default() }),
-            "bad" => Ok(Response { instructions: vec![Instruction::assign(path![], 1)], ..Response::default() }),
+            "spam" => Ok(Response {
+                instructions: vec![Instruction::assign(path!["x"], 1); 1_000],
+                ..Response::default()
+            }),
+            "bad" => Ok(Response {
+                instructions: vec![Instruction::assign(path![], 1)],
+                ..Response::default()
+            }),
             _ => Err(HandlerError::Unknown),
         }
     }
 
     fn watch(&mut self, call: WatchCall<'_>) -> Result<Response, HandlerError> {
-        let touched_hp = call.changes.iter().any(|c| c.path.starts_with(&path!["hp"]));
+        let touched_hp = call
+            .changes
+            .iter()
+            .any(|c| c.path.starts_with(&path!["hp"]));
         if !touched_hp {
             return Ok(Response::default());
         }
-        let hp = call.state.as_object().and_then(|m| m.get("hp")).and_then(Value::as_number).and_then(|n| n.as_i64());
+        let hp = call
+            .state
+            .as_object()
+            .and_then(|m| m.get("hp"))
+            .and_then(Value::as_number)
+            .and_then(|n| n.as_i64());
         Ok(Response {
             instructions: vec![Instruction::assign(path!["alive"], hp.unwrap_or(0) > 0)],
             ..Response::default()
@@ -135,7 +231,10 @@ impl CallbackHandler for Game {
 
 #[test]
 fn callbacks_emit_into_the_same_batch_and_events_arrive_on_commit() {
-    let mut store = Store::builder(Value::from(json!({"level": 1}))).handler(Game::default()).build().unwrap();
+    let mut store = Store::builder(Value::from(json!({"level": 1})))
+        .handler(Game::default())
+        .build()
+        .unwrap();
     let commit = store
         .apply(&batch(json!([
             {"op": "callback", "path": ["levelUp"], "value": "Level up!"},
@@ -145,13 +244,22 @@ fn callbacks_emit_into_the_same_batch_and_events_arrive_on_commit() {
         .unwrap();
     assert_eq!(store.state().to_json(), json!({"level": 2}));
     assert_eq!(commit.results, [Some(Value::from(2)), Some(Value::from(2))]);
-    assert_eq!(commit.events, [HostEvent { name: "message".into(), payload: Value::from("Level up!") }]);
+    assert_eq!(
+        commit.events,
+        [HostEvent {
+            name: "message".into(),
+            payload: Value::from("Level up!")
+        }]
+    );
     assert_eq!(commit.changes[0].reason.as_deref(), Some("level up"));
 }
 
 #[test]
 fn events_of_a_rejected_batch_never_arrive_and_the_state_is_untouched() {
-    let mut store = Store::builder(Value::from(json!({"level": 1}))).handler(Game::default()).build().unwrap();
+    let mut store = Store::builder(Value::from(json!({"level": 1})))
+        .handler(Game::default())
+        .build()
+        .unwrap();
     let before = store.snapshot();
     let errors = store
         .apply(&batch(json!([
@@ -160,14 +268,23 @@ fn events_of_a_rejected_batch_never_arrive_and_the_state_is_untouched() {
         ])))
         .rejected()
         .unwrap();
-    assert_eq!(errors[0].to_string(), "instruction 1, field (whole): callback \"boom\" failed: script.lua:3: attempt to index nil");
+    assert_eq!(
+        errors[0].to_string(),
+        "instruction 1, field (whole): callback \"boom\" failed: script.lua:3: attempt to index nil"
+    );
     assert!(store.state().ptr_eq(before.value()));
 }
 
 #[test]
 fn emitted_instructions_are_validated() {
-    let mut store = Store::builder(Value::object()).handler(Game::default()).build().unwrap();
-    let errors = store.apply(&batch(json!({"op": "callback", "path": ["bad"]}))).rejected().unwrap();
+    let mut store = Store::builder(Value::object())
+        .handler(Game::default())
+        .build()
+        .unwrap();
+    let errors = store
+        .apply(&batch(json!({"op": "callback", "path": ["bad"]})))
+        .rejected()
+        .unwrap();
     assert_eq!(
         errors[0].to_string(),
         "instruction 0 > emitted 0, field /path: assign needs a path inside the state; only get and merge may target the root"
@@ -176,38 +293,84 @@ fn emitted_instructions_are_validated() {
 
 #[test]
 fn cascade_depth_and_emitted_count_are_limited() {
-    let mut store = Store::builder(Value::object()).handler(Game::default()).build().unwrap();
-    let errors = store.apply(&batch(json!({"op": "callback", "path": ["chain"]}))).rejected().unwrap();
+    let mut store = Store::builder(Value::object())
+        .handler(Game::default())
+        .build()
+        .unwrap();
+    let errors = store
+        .apply(&batch(json!({"op": "callback", "path": ["chain"]})))
+        .rejected()
+        .unwrap();
     assert_eq!(errors[0].kind, ErrorKind::CascadeTooDeep);
     assert_eq!(
         errors[0].to_string(),
         "instruction 0 > emitted 0 > emitted 0 > emitted 0 > emitted 0 > emitted 0 > emitted 0 > emitted 0 > emitted 0, \
          field (whole): callbacks emitted instructions 9 levels deep; the limit is 8"
     );
-    let limits = Limits { max_emitted: 1_500, ..Limits::default() };
-    let mut store = Store::builder(Value::object()).handler(Game::default()).limits(limits).build().unwrap();
-    let errors = store.apply(&batch(json!([{"op": "callback", "path": ["spam"]}, {"op": "callback", "path": ["spam"]}]))).rejected().unwrap();
-    assert_eq!(errors[0].to_string(), "instruction 1, field (whole): callbacks emitted 2000 instructions in this batch; the limit is 1500");
+    let limits = Limits {
+        max_emitted: 1_500,
+        ..Limits::default()
+    };
+    let mut store = Store::builder(Value::object())
+        .handler(Game::default())
+        .limits(limits)
+        .build()
+        .unwrap();
+    let errors = store
+        .apply(&batch(
+            json!([{"op": "callback", "path": ["spam"]}, {"op": "callback", "path": ["spam"]}]),
+        ))
+        .rejected()
+        .unwrap();
+    assert_eq!(
+        errors[0].to_string(),
+        "instruction 1, field (whole): callbacks emitted 2000 instructions in this batch; the limit is 1500"
+    );
 }
 
 #[test]
 fn unknown_callbacks_follow_the_policy() {
     let mut store = store(json!({}));
-    assert_eq!(kinds(store.apply(&batch(json!({"op": "callback", "path": ["nope"]})))), [ErrorKind::UnknownCallback]);
-    let skip = Policies { unknown_callback: UnknownCallback::Skip, ..Policies::default() };
-    let options = ApplyOptions { policies: Some(skip), ..ApplyOptions::default() };
-    let commit = store.apply_with(&batch(json!({"op": "callback", "path": ["nope"]})), &options).committed().unwrap();
+    assert_eq!(
+        kinds(store.apply(&batch(json!({"op": "callback", "path": ["nope"]})))),
+        [ErrorKind::UnknownCallback]
+    );
+    let skip = Policies {
+        unknown_callback: UnknownCallback::Skip,
+        ..Policies::default()
+    };
+    let options = ApplyOptions {
+        policies: Some(skip),
+        ..ApplyOptions::default()
+    };
+    let commit = store
+        .apply_with(
+            &batch(json!({"op": "callback", "path": ["nope"]})),
+            &options,
+        )
+        .committed()
+        .unwrap();
     assert_eq!(commit.warnings[0].kind, ErrorKind::UnknownCallback);
 }
 
 #[test]
 fn watchers_run_inside_the_batch() {
-    let mut store = Store::builder(Value::from(json!({"hp": 5, "alive": true}))).handler(Game::default()).build().unwrap();
-    let commit = store.apply(&batch(json!({"op": "assign", "path": ["hp"], "value": 0}))).committed().unwrap();
+    let mut store = Store::builder(Value::from(json!({"hp": 5, "alive": true})))
+        .handler(Game::default())
+        .build()
+        .unwrap();
+    let commit = store
+        .apply(&batch(json!({"op": "assign", "path": ["hp"], "value": 0})))
+        .committed()
+        .unwrap();
     assert_eq!(store.state().to_json(), json!({"hp": 0, "alive": false}));
     assert_eq!(commit.changes.len(), 2);
     store.undo().unwrap();
-    assert_eq!(store.state().to_json(), json!({"hp": 5, "alive": true}), "one undo reverts the watcher's changes too");
+    assert_eq!(
+        store.state().to_json(),
+        json!({"hp": 5, "alive": true}),
+        "one undo reverts the watcher's changes too"
+    );
 }
 
 // History.
@@ -216,14 +379,28 @@ fn watchers_run_inside_the_batch() {
 fn undo_to_label_rolls_back_later_steps() {
     let mut store = store(json!({"n": 0}));
     for (i, label) in ["m1", "m2", "m3"].iter().enumerate() {
-        let options = ApplyOptions { label: Some((*label).into()), ..ApplyOptions::default() };
-        assert!(store.apply_with(&batch(json!({"op": "assign", "path": ["n"], "value": i + 1})), &options).is_committed());
+        let options = ApplyOptions {
+            label: Some((*label).into()),
+            ..ApplyOptions::default()
+        };
+        assert!(
+            store
+                .apply_with(
+                    &batch(json!({"op": "assign", "path": ["n"], "value": i + 1})),
+                    &options
+                )
+                .is_committed()
+        );
     }
     assert_eq!(store.undo_to("m1").unwrap(), Some(2));
     assert_eq!(store.state().to_json(), json!({"n": 1}));
     assert_eq!(store.undo_to("nope").unwrap(), None);
     // A new commit after undo drops the redo branch.
-    assert!(store.apply(&batch(json!({"op": "assign", "path": ["n"], "value": 9}))).is_committed());
+    assert!(
+        store
+            .apply(&batch(json!({"op": "assign", "path": ["n"], "value": 9})))
+            .is_committed()
+    );
     assert_eq!(store.redo().unwrap(), None);
     let labels: Vec<Option<&str>> = store.history().map(|s| s.label).collect();
     assert_eq!(labels, [Some("m1"), None]);
@@ -234,7 +411,14 @@ fn jump_to_any_retained_step() {
     let mut store = store(json!({"n": 0}));
     let mut ids = Vec::new();
     for i in 1..=5 {
-        ids.push(store.apply(&batch(json!({"op": "assign", "path": ["n"], "value": i}))).committed().unwrap().step.unwrap());
+        ids.push(
+            store
+                .apply(&batch(json!({"op": "assign", "path": ["n"], "value": i})))
+                .committed()
+                .unwrap()
+                .step
+                .unwrap(),
+        );
     }
     assert_eq!(store.jump_to(ids[1]).unwrap(), Some(3));
     assert_eq!(store.state().to_json(), json!({"n": 2}));
@@ -245,21 +429,32 @@ fn jump_to_any_retained_step() {
 #[test]
 fn history_is_bounded_by_steps_and_bytes_keeping_the_newest() {
     let mut store = Store::builder(Value::object())
-        .history_limits(HistoryLimits { max_steps: 3, max_bytes: usize::MAX })
+        .history_limits(HistoryLimits {
+            max_steps: 3,
+            max_bytes: usize::MAX,
+        })
         .build()
         .unwrap();
     for i in 0..10 {
         let _ = store.apply(&batch(json!({"op": "assign", "path": ["n"], "value": i})));
     }
     assert_eq!(store.history().count(), 3);
-    assert_eq!(store.history().last().unwrap().changes[0].new, Some(Value::from(9)));
+    assert_eq!(
+        store.history().last().unwrap().changes[0].new,
+        Some(Value::from(9))
+    );
 
     let mut store = Store::builder(Value::object())
-        .history_limits(HistoryLimits { max_steps: 1_000, max_bytes: 20_000 })
+        .history_limits(HistoryLimits {
+            max_steps: 1_000,
+            max_bytes: 20_000,
+        })
         .build()
         .unwrap();
     for i in 0..100 {
-        let _ = store.apply(&batch(json!({"op": "assign", "path": ["text"], "value": "x".repeat(1_000 + i)})));
+        let _ = store.apply(&batch(
+            json!({"op": "assign", "path": ["text"], "value": "x".repeat(1_000 + i)}),
+        ));
     }
     assert!(store.history_bytes() <= 20_000, "{}", store.history_bytes());
     assert!(store.history().count() >= 5);
@@ -269,7 +464,13 @@ fn history_is_bounded_by_steps_and_bytes_keeping_the_newest() {
 fn snapshots_do_not_see_later_changes_and_undo_works_while_they_are_held() {
     let mut store = store(json!({"a": {"b": 1}}));
     let before = store.snapshot();
-    assert!(store.apply(&batch(json!({"op": "assign", "path": ["a", "b"], "value": 2}))).is_committed());
+    assert!(
+        store
+            .apply(&batch(
+                json!({"op": "assign", "path": ["a", "b"], "value": 2})
+            ))
+            .is_committed()
+    );
     let after = store.snapshot();
     store.undo().unwrap();
     assert_eq!(before.get(&path!["a", "b"]), Some(&Value::from(1)));
@@ -312,7 +513,11 @@ fn schema_violations_reject_and_list_every_location() {
         .unwrap();
     let mut paths: Vec<&str> = errors.iter().map(|e| e.path.as_deref().unwrap()).collect();
     paths.sort();
-    assert_eq!(paths, ["/npcs/bob/mood", "/player", "/player"], "{errors:#?}");
+    assert_eq!(
+        paths,
+        ["/npcs/bob/mood", "/player", "/player"],
+        "{errors:#?}"
+    );
     assert!(errors.iter().all(|e| e.kind == ErrorKind::SchemaViolation));
 }
 
@@ -335,7 +540,9 @@ fn incremental_schema_check_agrees_with_a_full_check() {
         let batch = batch(case.clone());
         let mut full = Store::new(store.state().clone());
         let would_be = full.apply(&batch).committed().map(|_| full.state().clone());
-        let expected_ok = would_be.as_ref().is_some_and(|state| schema().check_full(state).is_empty());
+        let expected_ok = would_be
+            .as_ref()
+            .is_some_and(|state| schema().check_full(state).is_empty());
         let outcome = store.apply(&batch);
         assert_eq!(outcome.is_committed(), expected_ok, "{case}");
     }
@@ -343,7 +550,10 @@ fn incremental_schema_check_agrees_with_a_full_check() {
 
 #[test]
 fn an_initial_state_that_violates_the_schema_is_refused() {
-    let errors = Store::builder(Value::from(json!({"player": {}}))).schema(schema()).build().unwrap_err();
+    let errors = Store::builder(Value::from(json!({"player": {}})))
+        .schema(schema())
+        .build()
+        .unwrap_err();
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].path.as_deref(), Some("/player"));
 }
