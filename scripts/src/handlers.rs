@@ -1,0 +1,807 @@
+//! Lua handlers: loading a scripts folder into one sandboxed VM and answering the engine's calls.
+//!
+//! Scripts register callbacks with `on(name, fn)` and watchers with `watch(path, fn)` while they load,
+//! and only then. A call sets up the call state that `ctx.get`, `ctx.emit` and `ctx.event` work on,
+//! starts a fresh step/time budget, runs the Lua function and turns what it queued and returned into
+//! a [`Response`]. Every failure (an error, a limit, a value that cannot cross) becomes
+//! `HandlerError::Failed` with the handler, the script line and the cause, cut to
+//! `Limits::max_error_text`; the VM is collected and stays usable. This module never changes the
+//! state itself: it only answers with instructions that the engine validates and runs.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::rc::Rc;
+
+use mlua::chunk::ChunkMode;
+use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
+use serde_json::Value as Json;
+use statecraft_engine::{
+    CallbackCall, CallbackHandler, Change, HandlerError, HostEvent, Instruction, Limits, Path,
+    Response, Segment, Value, WatchCall,
+};
+
+use crate::convert::{ConvertError, Inbound, Outbound, dotted, path_from_lua, type_name};
+use crate::error::LoadError;
+use crate::limiter::{Limiter, where_running};
+use crate::sandbox;
+
+/// A registered callback.
+struct Registered {
+    function: Function,
+    /// `file.lua:line` of its definition.
+    origin: String,
+}
+
+/// A registered watcher.
+struct Watcher {
+    path: Path,
+    /// The path as the script wrote it, for messages.
+    spelled: String,
+    function: Function,
+    origin: String,
+}
+
+/// What scripts register while they load.
+#[derive(Default)]
+struct Registrations {
+    open: bool,
+    handlers: Vec<(String, Registered)>,
+    watchers: Vec<Watcher>,
+}
+
+/// What the call in progress reads and queues.
+struct CallState {
+    active: bool,
+    state: Value,
+    emitted: Vec<Instruction>,
+    events: Vec<HostEvent>,
+    out: Option<Outbound>,
+    max_emitted: usize,
+    /// The first failure of a `ctx` function. Sticky: a script that catches it with `pcall` still
+    /// fails the call, since an invalid emitted value must reject the batch.
+    failure: Option<String>,
+}
+
+impl CallState {
+    fn idle() -> CallState {
+        CallState {
+            active: false,
+            state: Value::Null,
+            emitted: Vec::new(),
+            events: Vec::new(),
+            out: None,
+            max_emitted: 0,
+            failure: None,
+        }
+    }
+
+    fn converter(&mut self) -> Result<&mut Outbound, String> {
+        self.out
+            .as_mut()
+            .ok_or_else(|| "ctx can only be used while a handler runs".to_owned())
+    }
+
+    fn queue_instruction(&mut self, instruction: Instruction) -> Result<(), String> {
+        if self.emitted.len() >= self.max_emitted {
+            return Err(format!(
+                "more than {} instructions were emitted in one call",
+                self.max_emitted
+            ));
+        }
+        self.emitted.push(instruction);
+        Ok(())
+    }
+}
+
+/// The Lua callback handlers of one game: one sandboxed Luau VM loaded from a scripts folder.
+///
+/// Give it to the engine with `Store::builder(state).handler(handlers)`. Each value owns its own VM,
+/// so two games never see each other's globals. Script globals live as long as the VM and are not
+/// rolled back with a rejected batch: game state belongs in the engine's state.
+pub struct LuaHandlers {
+    lua: Lua,
+    handlers: HashMap<String, Registered>,
+    watchers: Vec<Watcher>,
+    call: Rc<RefCell<CallState>>,
+    limiter: Rc<Limiter>,
+    ctx: Table,
+    array_marker: Table,
+}
+
+impl fmt::Debug for LuaHandlers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&str> = self.handler_names().collect();
+        names.sort_unstable();
+        f.debug_struct("LuaHandlers")
+            .field("handlers", &names)
+            .field(
+                "watchers",
+                &self
+                    .watchers
+                    .iter()
+                    .map(|w| w.spelled.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl LuaHandlers {
+    /// Loads every `*.lua` file of `dir` (not its subfolders), in file-name order, into a new VM. Each
+    /// file's top level runs under `limits`' step, time and memory limits.
+    pub fn load_dir(
+        dir: impl AsRef<std::path::Path>,
+        limits: &Limits,
+    ) -> Result<LuaHandlers, LoadError> {
+        let dir = dir.as_ref();
+        let listing = std::fs::read_dir(dir).map_err(|source| LoadError::Folder {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let mut files = Vec::new();
+        for entry in listing {
+            let entry = entry.map_err(|source| LoadError::Folder {
+                path: dir.to_owned(),
+                source,
+            })?;
+            let path = entry.path();
+            let is_lua = path.extension().is_some_and(|ext| ext == "lua");
+            if is_lua && path.is_file() {
+                files.push((entry.file_name(), path));
+            }
+        }
+        files.sort();
+        let mut sources = Vec::with_capacity(files.len());
+        for (name, path) in files {
+            let bytes = std::fs::read(&path).map_err(|source| LoadError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let name = name.to_string_lossy().into_owned();
+            let text =
+                String::from_utf8(bytes).map_err(|_| LoadError::NotText { file: name.clone() })?;
+            sources.push((name, text));
+        }
+        LuaHandlers::from_sources(sources, limits)
+    }
+
+    /// Loads scripts given as `(file name, source text)` pairs, in the order given, into a new VM.
+    /// The file name is what error messages show.
+    pub fn from_sources<I, N, S>(sources: I, limits: &Limits) -> Result<LuaHandlers, LoadError>
+    where
+        I: IntoIterator<Item = (N, S)>,
+        N: Into<String>,
+        S: AsRef<str>,
+    {
+        let vm_error = |error: mlua::Error| LoadError::Vm(error.to_string());
+        let lua = sandbox::new_vm().map_err(vm_error)?;
+        lua.set_memory_limit(limits.max_callback_memory)
+            .map_err(vm_error)?;
+        let limiter = Limiter::install(&lua);
+        let call = Rc::new(RefCell::new(CallState::idle()));
+        let registrations = Rc::new(RefCell::new(Registrations {
+            open: true,
+            ..Registrations::default()
+        }));
+        let array_marker = lua.create_table().map_err(vm_error)?;
+        // A protected metatable: `getmetatable` shows a string and `setmetatable` refuses to replace it.
+        array_marker
+            .raw_set("__metatable", "array")
+            .map_err(vm_error)?;
+        array_marker.set_readonly(true);
+        let ctx = make_ctx(&lua, &call, &array_marker).map_err(vm_error)?;
+        install_globals(&lua, &registrations, &array_marker).map_err(vm_error)?;
+        sandbox::seal(&lua).map_err(vm_error)?;
+
+        for (name, text) in sources {
+            let name: String = name.into();
+            limiter.start(limits.max_callback_steps, limits.max_callback_time);
+            let result = lua
+                .load(text.as_ref())
+                .set_name(format!("@{name}"))
+                .set_mode(ChunkMode::Text)
+                .exec();
+            if let Some(reason) = limiter.tripped() {
+                return Err(script_error(&name, reason));
+            }
+            if let Err(error) = result {
+                return Err(script_error(&name, describe_error(&error, limits)));
+            }
+        }
+        let registered = std::mem::take(&mut *registrations.borrow_mut());
+        let _ = lua.gc_collect();
+        Ok(LuaHandlers {
+            lua,
+            handlers: registered.handlers.into_iter().collect(),
+            watchers: registered.watchers,
+            call,
+            limiter,
+            ctx,
+            array_marker,
+        })
+    }
+
+    /// The names registered with `on`, in no particular order.
+    pub fn handler_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.handlers.keys().map(String::as_str)
+    }
+
+    /// How many watchers were registered with `watch`.
+    pub fn watcher_count(&self) -> usize {
+        self.watchers.len()
+    }
+
+    /// The bytes the VM holds now (scripts, their globals, garbage not yet collected).
+    pub fn used_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    fn begin(&self, state: &Value, limits: &Limits) {
+        // Memory control is always available on a VM this crate created, so this cannot fail.
+        let _ = self.lua.set_memory_limit(limits.max_callback_memory);
+        self.limiter
+            .start(limits.max_callback_steps, limits.max_callback_time);
+        *self.call.borrow_mut() = CallState {
+            active: true,
+            state: state.clone(),
+            emitted: Vec::new(),
+            events: Vec::new(),
+            out: Some(Outbound::new(
+                &self.array_marker,
+                limits.max_value_depth,
+                limits.max_callback_memory,
+            )),
+            max_emitted: limits.max_emitted,
+            failure: None,
+        };
+    }
+
+    fn end(&self) -> CallState {
+        std::mem::replace(&mut *self.call.borrow_mut(), CallState::idle())
+    }
+
+    /// Runs one Lua function with `ctx` and the arguments `args` builds, and reads what it returned.
+    fn invoke(
+        &self,
+        function: &Function,
+        limits: &Limits,
+        args: impl FnOnce(&Inbound<'_>) -> mlua::Result<Vec<LuaValue>>,
+    ) -> Result<Option<Value>, String> {
+        let inbound = Inbound {
+            lua: &self.lua,
+            array_marker: &self.array_marker,
+        };
+        let returned = args(&inbound).and_then(|args| {
+            let mut all = MultiValue::with_capacity(args.len() + 1);
+            all.push_back(LuaValue::Table(self.ctx.clone()));
+            all.extend(args);
+            function.call::<LuaValue>(all)
+        });
+        if let Some(reason) = self.limiter.tripped() {
+            return Err(reason);
+        }
+        let mut state = self.call.borrow_mut();
+        if let Some(failure) = state.failure.take() {
+            return Err(failure);
+        }
+        let returned = returned.map_err(|error| describe_error(&error, limits))?;
+        take_return(&mut state, &returned)
+    }
+
+    /// Turns a call's outcome into the engine's answer, collecting garbage after a failure so that the
+    /// next call starts from a healthy VM.
+    fn answer(
+        &self,
+        label: &str,
+        result: Result<Option<Value>, String>,
+        limits: &Limits,
+    ) -> Result<Response, HandlerError> {
+        let state = self.end();
+        match result {
+            Ok(value) => Ok(Response {
+                value,
+                instructions: state.emitted,
+                events: state.events,
+            }),
+            Err(cause) => {
+                drop(state);
+                let _ = self.lua.gc_collect();
+                Err(HandlerError::Failed(cut(
+                    format!("{label}: {cause}"),
+                    limits.max_error_text,
+                )))
+            }
+        }
+    }
+}
+
+impl CallbackHandler for LuaHandlers {
+    fn call(&mut self, call: CallbackCall<'_>) -> Result<Response, HandlerError> {
+        let Some(handler) = self.handlers.get(call.name) else {
+            return Err(HandlerError::Unknown);
+        };
+        let label = format!("handler \"{}\" ({})", call.name, handler.origin);
+        self.begin(call.state, call.limits);
+        let result = self.invoke(&handler.function, call.limits, |inbound| {
+            call.args.iter().map(|arg| inbound.top(Some(arg))).collect()
+        });
+        self.answer(&label, result, call.limits)
+    }
+
+    fn watch(&mut self, call: WatchCall<'_>) -> Result<Response, HandlerError> {
+        let mut hits = Vec::new();
+        for change in call.changes {
+            for (index, watcher) in self.watchers.iter().enumerate() {
+                if let Some(hit) = relevant(&watcher.path, change) {
+                    hits.push((index, hit));
+                }
+            }
+        }
+        if hits.is_empty() {
+            return Ok(Response::default());
+        }
+        // One budget for the whole round: a watcher that fires for many changes shares it.
+        self.begin(call.state, call.limits);
+        for (index, (path, old, new)) in hits {
+            let watcher = &self.watchers[index];
+            let result = self.invoke(&watcher.function, call.limits, |inbound| {
+                Ok(vec![
+                    inbound.top(old.as_ref())?,
+                    inbound.top(new.as_ref())?,
+                    inbound.path(&path)?,
+                ])
+            });
+            if let Err(cause) = result {
+                let label = format!("watcher on \"{}\" ({})", watcher.spelled, watcher.origin);
+                return self.answer(&label, Err(cause), call.limits);
+            }
+        }
+        self.answer("", Ok(None), call.limits)
+    }
+}
+
+/// Which part of `change` a watcher on `watch` sees: the changed path and its old and new values. A
+/// change under the watched path is seen as it is; a change that replaced a parent of the watched path
+/// is seen at the watched path, and only if the value there differs.
+fn relevant(watch: &Path, change: &Change) -> Option<(Path, Option<Value>, Option<Value>)> {
+    let watched = watch.segments();
+    let changed = change.path.segments();
+    if changed.len() >= watched.len() && prefix_matches(watched, changed) {
+        return Some((change.path.clone(), change.old.clone(), change.new.clone()));
+    }
+    if changed.len() < watched.len() && prefix_matches(changed, watched) {
+        let rest = &watched[changed.len()..];
+        let old = change
+            .old
+            .as_ref()
+            .and_then(|value| lookup(value, rest))
+            .cloned();
+        let new = change
+            .new
+            .as_ref()
+            .and_then(|value| lookup(value, rest))
+            .cloned();
+        return (old != new).then(|| (watch.clone(), old, new));
+    }
+    None
+}
+
+/// Whether `prefix` leads `path`, reading decimal keys as indexes as the engine does (SPEC §1).
+fn prefix_matches(prefix: &[Segment], path: &[Segment]) -> bool {
+    prefix
+        .iter()
+        .zip(path)
+        .all(|(a, b)| a == b || (a.as_index().is_some() && a.as_index() == b.as_index()))
+}
+
+/// The value at `segments` under `value`, if any. Time: O(depth × log n).
+fn lookup<'v>(mut value: &'v Value, segments: &[Segment]) -> Option<&'v Value> {
+    for segment in segments {
+        value = match (value, segment) {
+            (Value::Object(map), Segment::Key(key)) => map.get(key)?,
+            (Value::Array(items), segment) => items.get(segment.as_index()?)?,
+            _ => return None,
+        };
+    }
+    Some(value)
+}
+
+/// Reads a handler's return value: a list of instruction tables (or one instruction table) is run
+/// after what `ctx.emit` queued; anything else non-nil is the callback's result.
+fn take_return(state: &mut CallState, returned: &LuaValue) -> Result<Option<Value>, String> {
+    let LuaValue::Table(table) = returned else {
+        return match returned {
+            LuaValue::Nil => Ok(None),
+            other => value_out(state, other, "the returned value").map(Some),
+        };
+    };
+    if has_op(table) {
+        let instruction = instruction_out(state, returned)
+            .map_err(|e| format!("the returned instruction {e}"))?;
+        state.queue_instruction(instruction)?;
+        return Ok(None);
+    }
+    let first: LuaValue = table.raw_get(1).unwrap_or(LuaValue::Nil);
+    if let LuaValue::Table(first) = &first
+        && has_op(first)
+    {
+        for i in 1..=table.raw_len() {
+            let item: LuaValue = table.raw_get(i).unwrap_or(LuaValue::Nil);
+            let instruction = instruction_out(state, &item)
+                .map_err(|e| format!("returned instruction {} {e}", i - 1))?;
+            state.queue_instruction(instruction)?;
+        }
+        return Ok(None);
+    }
+    value_out(state, returned, "the returned value").map(Some)
+}
+
+fn has_op(table: &Table) -> bool {
+    matches!(table.raw_get::<LuaValue>("op"), Ok(LuaValue::String(_)))
+}
+
+fn value_out(state: &mut CallState, value: &LuaValue, what: &str) -> Result<Value, String> {
+    let out = state.converter()?;
+    let json = out
+        .convert(value, 0)
+        .map_err(|e| format!("{what} cannot be converted: {e}"))?;
+    Ok(Value::from_json(&json))
+}
+
+/// Converts an instruction table and decodes it strictly, as the engine decodes JSON instructions. A
+/// string path not starting with `/` is read as dotted keys, like `ctx.get`'s.
+fn instruction_out(state: &mut CallState, value: &LuaValue) -> Result<Instruction, String> {
+    if !matches!(value, LuaValue::Table(_)) {
+        return Err(format!("is a {}, not a table", type_name(value)));
+    }
+    let out = state.converter()?;
+    let mut json = out
+        .convert(value, 0)
+        .map_err(|e: ConvertError| format!("cannot be converted: {e}"))?;
+    if let Json::Object(map) = &mut json
+        && let Some(Json::String(spelled)) = map.get("path")
+        && !spelled.starts_with('/')
+    {
+        let keys = dotted(spelled)
+            .segments()
+            .iter()
+            .map(|segment| match segment {
+                Segment::Key(key) => Json::String(key.to_string()),
+                Segment::Index(index) => Json::from(*index),
+            })
+            .collect();
+        map.insert("path".to_owned(), Json::Array(keys));
+    }
+    Instruction::from_json(&json).map_err(|errors| {
+        let reasons: Vec<String> = errors
+            .iter()
+            .map(|error| match error.field.as_deref() {
+                Some(field) if !field.is_empty() => format!("field {field}: {}", error.message),
+                _ => error.message.clone(),
+            })
+            .collect();
+        format!("is invalid: {}", reasons.join("; "))
+    })
+}
+
+/// The `ctx` table every handler receives: one shared, read-only table whose functions work on the
+/// call in progress (so a call costs no closure allocation).
+fn make_ctx(lua: &Lua, call: &Rc<RefCell<CallState>>, array_marker: &Table) -> mlua::Result<Table> {
+    let ctx = lua.create_table()?;
+
+    let shared = Rc::clone(call);
+    let marker = array_marker.clone();
+    ctx.raw_set(
+        "get",
+        lua.create_function(move |lua, path: LuaValue| {
+            let state = shared.borrow();
+            if !state.active {
+                return Err(raised(
+                    lua,
+                    "ctx.get: ctx can only be used while a handler runs",
+                ));
+            }
+            let path = path_from_lua(&path).map_err(|e| raised(lua, &format!("ctx.get: {e}")))?;
+            let found = lookup(&state.state, path.segments());
+            Inbound {
+                lua,
+                array_marker: &marker,
+            }
+            .top(found)
+        })?,
+    )?;
+
+    let shared = Rc::clone(call);
+    ctx.raw_set(
+        "emit",
+        lua.create_function(move |lua, instruction: LuaValue| {
+            let mut state = shared.borrow_mut();
+            let result = check_active(&state)
+                .and_then(|()| {
+                    instruction_out(&mut state, &instruction)
+                        .map_err(|e| format!("the instruction {e}"))
+                })
+                .and_then(|instruction| state.queue_instruction(instruction));
+            fail_sticky(lua, &mut state, "ctx.emit", result)
+        })?,
+    )?;
+
+    let shared = Rc::clone(call);
+    ctx.raw_set(
+        "event",
+        lua.create_function(move |lua, (name, payload): (LuaValue, LuaValue)| {
+            let mut state = shared.borrow_mut();
+            let result = check_active(&state).and_then(|()| {
+                let LuaValue::String(name) = &name else {
+                    return Err(format!(
+                        "the event name must be a string, not a {}",
+                        type_name(&name)
+                    ));
+                };
+                let name = name
+                    .to_str()
+                    .map_err(|_| "the event name is not valid utf-8".to_owned())?
+                    .to_owned();
+                if name.is_empty() {
+                    return Err("the event name is empty".to_owned());
+                }
+                let payload = value_out(&mut state, &payload, "the event payload")?;
+                if state.events.len() >= state.max_emitted {
+                    return Err(format!(
+                        "more than {} events were queued in one call",
+                        state.max_emitted
+                    ));
+                }
+                state.events.push(HostEvent { name, payload });
+                Ok(())
+            });
+            fail_sticky(lua, &mut state, "ctx.event", result)
+        })?,
+    )?;
+
+    ctx.set_readonly(true);
+    Ok(ctx)
+}
+
+fn check_active(state: &CallState) -> Result<(), String> {
+    if state.active {
+        Ok(())
+    } else {
+        Err("ctx can only be used while a handler runs".to_owned())
+    }
+}
+
+/// Records the first failure of a `ctx` function (see [`CallState::failure`]) and raises it in Lua.
+fn fail_sticky(
+    lua: &Lua,
+    state: &mut CallState,
+    what: &str,
+    result: Result<(), String>,
+) -> mlua::Result<()> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(problem) => {
+            let error = raised(lua, &format!("{what}: {problem}"));
+            if state.active && state.failure.is_none() {
+                state.failure = Some(error.to_string());
+            }
+            Err(error)
+        }
+    }
+}
+
+/// A Lua error carrying the script location of the caller.
+fn raised(lua: &Lua, message: &str) -> mlua::Error {
+    match caller(lua) {
+        Some(place) => mlua::Error::runtime(format!("{place}: {message}")),
+        None => mlua::Error::runtime(message.to_owned()),
+    }
+}
+
+/// The innermost script frame on the stack, as `file.lua:line`.
+fn caller(lua: &Lua) -> Option<String> {
+    (0..4).find_map(|level| where_running(lua, level))
+}
+
+/// `on`, `watch`, `array` and `null`: the globals the script contract adds to Luau's safe libraries.
+fn install_globals(
+    lua: &Lua,
+    registrations: &Rc<RefCell<Registrations>>,
+    array_marker: &Table,
+) -> mlua::Result<()> {
+    let globals = lua.globals();
+
+    let shared = Rc::clone(registrations);
+    globals.raw_set(
+        "on",
+        lua.create_function(move |lua, (name, function): (LuaValue, LuaValue)| {
+            let mut registered = shared.borrow_mut();
+            if !registered.open {
+                return Err(raised(
+                    lua,
+                    "on: handlers can only be registered while the scripts load",
+                ));
+            }
+            let LuaValue::String(name) = name else {
+                return Err(raised(
+                    lua,
+                    &format!(
+                        "on: the handler name must be a string, not a {}",
+                        type_name(&name)
+                    ),
+                ));
+            };
+            let name = name
+                .to_str()
+                .map_err(|_| raised(lua, "on: the handler name is not valid utf-8"))?
+                .to_owned();
+            if name.is_empty() {
+                return Err(raised(lua, "on: the handler name is empty"));
+            }
+            let LuaValue::Function(function) = function else {
+                return Err(raised(
+                    lua,
+                    &format!(
+                        "on: the handler must be a function, not a {}",
+                        type_name(&function)
+                    ),
+                ));
+            };
+            if let Some((_, earlier)) = registered.handlers.iter().find(|(known, _)| *known == name)
+            {
+                return Err(raised(
+                    lua,
+                    &format!("on: \"{name}\" is already registered at {}", earlier.origin),
+                ));
+            }
+            let origin = origin(&function);
+            registered
+                .handlers
+                .push((name, Registered { function, origin }));
+            Ok(())
+        })?,
+    )?;
+
+    let shared = Rc::clone(registrations);
+    globals.raw_set(
+        "watch",
+        lua.create_function(move |lua, (path, function): (LuaValue, LuaValue)| {
+            let mut registered = shared.borrow_mut();
+            if !registered.open {
+                return Err(raised(
+                    lua,
+                    "watch: watchers can only be registered while the scripts load",
+                ));
+            }
+            let spelled = match &path {
+                LuaValue::String(text) => text.to_string_lossy(),
+                _ => String::new(),
+            };
+            let path = path_from_lua(&path).map_err(|e| raised(lua, &format!("watch: {e}")))?;
+            let spelled = if spelled.is_empty() {
+                path.to_pointer()
+            } else {
+                spelled
+            };
+            let LuaValue::Function(function) = function else {
+                return Err(raised(
+                    lua,
+                    &format!(
+                        "watch: the watcher must be a function, not a {}",
+                        type_name(&function)
+                    ),
+                ));
+            };
+            let origin = origin(&function);
+            registered.watchers.push(Watcher {
+                path,
+                spelled,
+                function,
+                origin,
+            });
+            Ok(())
+        })?,
+    )?;
+
+    let marker = array_marker.clone();
+    globals.raw_set(
+        "array",
+        lua.create_function(move |lua, table: Option<Table>| {
+            let table = match table {
+                Some(table) => table,
+                None => lua.create_table()?,
+            };
+            // Read-only tables (the libraries) and tables with a metatable of their own are refused:
+            // marking them would change what a script does not own or lose its behaviour.
+            if table.is_readonly() {
+                return Err(raised(lua, "array: the table is read-only"));
+            }
+            match table.metatable() {
+                Some(meta) if meta.to_pointer() != marker.to_pointer() => {
+                    return Err(raised(lua, "array: the table already has a metatable"));
+                }
+                _ => table.set_metatable(Some(marker.clone()))?,
+            }
+            Ok(table)
+        })?,
+    )?;
+
+    globals.raw_set("null", LuaValue::NULL)?;
+    Ok(())
+}
+
+/// `file.lua:line` where a function was defined.
+fn origin(function: &Function) -> String {
+    let info = function.info();
+    let file = info.short_src.unwrap_or_else(|| "?".to_owned());
+    match info.line_defined {
+        Some(line) => format!("{file}:{line}"),
+        None => file,
+    }
+}
+
+/// The cause of a Lua error, in words, without Rust-side noise (tracebacks, wrapper layers).
+fn describe_error(error: &mlua::Error, limits: &Limits) -> String {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => describe_error(cause, limits),
+        mlua::Error::WithContext { cause, .. } => describe_error(cause, limits),
+        mlua::Error::MemoryError(_) => format!(
+            "the memory limit of {} bytes was exceeded",
+            limits.max_callback_memory
+        ),
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(message) if message.starts_with('<') => {
+            // mlua renders a non-string error value as `<table 0x…>`: keep its type, drop the address.
+            let kind: String = message[1..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .collect();
+            format!("the script raised a {kind} as its error instead of a message")
+        }
+        mlua::Error::RuntimeError(message) => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn script_error(file: &str, message: String) -> LoadError {
+    // Interpreter messages start with `file:line:`; lift the line out so callers can point at it.
+    let rest = message
+        .strip_prefix(file)
+        .and_then(|rest| rest.strip_prefix(':'));
+    if let Some(rest) = rest {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let (Ok(line), Some(text)) = (
+            digits.parse::<usize>(),
+            rest[digits.len()..].strip_prefix(':'),
+        ) {
+            return LoadError::Script {
+                file: file.to_owned(),
+                line: Some(line),
+                message: text.trim_start().to_owned(),
+            };
+        }
+    }
+    LoadError::Script {
+        file: file.to_owned(),
+        line: None,
+        message,
+    }
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary, marking the cut.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    const MARK: &str = "…";
+    let mut end = max.saturating_sub(MARK.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    if max >= MARK.len() {
+        text.push_str(MARK);
+    }
+    text
+}
