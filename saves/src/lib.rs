@@ -1,5 +1,23 @@
-//! Durable games on disk (owned by the saves issue).
+//! Durable games on disk: a statecraft store whose every commit, undo and redo survives a crash.
 //!
-//! This crate owns the on-disk save format, the journal of committed steps and compaction. It is the only
-//! crate with file IO and on-disk types. It must not interpret instructions itself: it records what the
-//! engine committed and rebuilds a store from it.
+//! A [`Game`] owns one save file and the engine's [`statecraft_engine::Store`]. Every change is
+//! appended to the file as a checksummed record and fsynced before the call returns; opening the save
+//! replays the base snapshot and the records, so history (undo, redo, `undo_to`) survives restarts. A
+//! torn tail left by a crash is dropped; any other damage is an error that names the file, the byte
+//! offset and the problem, and the file is then left alone. An exclusive lock keeps two processes
+//! from interleaving, and compaction (write beside, fsync, rename, fsync the folder) keeps the file
+//! proportional to the retained history. The format is described in `saves/FORMAT.md`.
+//!
+//! This crate is the only one with file IO and on-disk types. It must not interpret instructions
+//! itself: it records what the engine committed and rebuilds a store from it.
+
+mod error;
+mod format;
+mod game;
+mod lock;
+
+pub use error::SaveError;
+pub use game::{Durability, Game, NewGame, OpenOptions, Setup};
+
+/// The save format version this build writes; it reads every version from 1 up to this one.
+pub const FORMAT_VERSION: u32 = format::FORMAT_VERSION;
