@@ -1,3 +1,62 @@
-//! The statecraft command.
+//! The `statecraft` command: the engine, the translators, Lua handlers and saves behind one binary.
+//!
+//! `main` parses the command line (`args`), runs one command and maps the result to the exit codes of
+//! SPEC §7: 0 success, 1 a rejected batch (or a failed expectation in `play`), 2 a usage or IO error.
+//! Every command module returns `Ok(code)` for an expected outcome and `Err` only for usage and IO
+//! problems, so that no path can print a state and still exit non-zero, or the reverse. This crate is the
+//! only `anyhow` user; it must not hold instruction semantics of its own.
 
-fn main() {}
+mod apply;
+mod args;
+mod convert;
+mod extract;
+mod files;
+mod play;
+mod render;
+mod reply;
+mod save_commands;
+mod scripting;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::render::Output;
+
+/// A rejected batch, or a failed expectation in `play`.
+pub(crate) const EXIT_REJECTED: u8 = 1;
+/// A usage or IO error.
+pub(crate) const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    // clap exits with 2 on its own usage errors and 0 for `--help`, which is the contract already.
+    let cli = Cli::parse();
+    let out = Output::detect(cli.format);
+    match run(&cli.command, &out) {
+        Ok(code) => code,
+        Err(error) => {
+            render::print_error(&out, &error);
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// Runs one command.
+fn run(command: &Command, out: &Output) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Apply(args) => match (&args.state, &args.save) {
+            (Some(state), _) => apply::run(args, state, out),
+            (None, Some(save)) => save_commands::apply(args, save, out),
+            // clap's argument group requires one of the two; this arm keeps the match total.
+            (None, None) => anyhow::bail!("apply needs --state STATE.json or --save GAME"),
+        },
+        Command::Extract(args) => extract::run(args, out),
+        Command::Convert(args) => convert::run(args, out),
+        Command::New(args) => save_commands::new(args, out),
+        Command::Undo(args) => save_commands::undo(args, out),
+        Command::Redo(args) => save_commands::redo(args, out),
+        Command::Show(args) => save_commands::show(args, out),
+        Command::Play(args) => play::run(args, out),
+    }
+}

@@ -1,0 +1,160 @@
+//! `statecraft apply --state`: one model reply or JSON batch applied atomically to a state file.
+//!
+//! The contract (SPEC §7): on commit exit 0 with the new state on stdout (or written back atomically with
+//! `--in-place`); on a rejected batch exit 1 with nothing on stdout, the reasons on stderr and the state
+//! file untouched; usage and IO errors exit 2. `apply --save` is the save engineer's and lives in
+//! `save_commands.rs`. This module must not write the state file anywhere but through
+//! [`files::write_atomic`].
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use serde_json::json;
+use statecraft_engine::{ApplyOptions, BatchError, Commit, Outcome, StateSchema, Store, Value};
+
+use crate::args::ApplyArgs;
+use crate::files;
+use crate::render::{self, Output};
+use crate::reply::{self, Reading};
+use crate::{EXIT_REJECTED, scripting};
+
+/// Runs `apply --state`.
+pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<ExitCode> {
+    let state = files::read_state(state_path)?;
+    let schema = args.schema.as_deref().map(files::read_schema).transpose()?;
+    let text = files::read_input(args.input.as_deref())?;
+    let origin = files::origin(args.input.as_deref());
+    let mut store = build_store(state.clone(), schema, args.scripts.as_deref())?;
+    let reading = reply::read(&text, Some(&state));
+    report_reading(out, &text, &origin, &reading);
+    if !reading.valid() {
+        report_invalid(out, &reading);
+        return Ok(ExitCode::from(EXIT_REJECTED));
+    }
+    let options = ApplyOptions {
+        label: args.label.clone(),
+        policies: Some(reading.policies()),
+        best_effort: false,
+    };
+    match store.apply_with(reading.batch(), &options) {
+        Outcome::Rejected(rejection) => {
+            report_rejection(out, &rejection.errors);
+            Ok(ExitCode::from(EXIT_REJECTED))
+        }
+        Outcome::Committed(commit) => {
+            report_commit(out, &commit);
+            let text = files::state_text(store.state())?;
+            if args.in_place {
+                files::write_atomic(state_path, text.as_bytes())?;
+            } else {
+                print!("{text}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A store for `state` with the schema and the scripts folder's handlers. A state that violates the
+/// schema is a usage error: the file given is not a valid starting point.
+pub(crate) fn build_store(
+    state: Value,
+    schema: Option<StateSchema>,
+    scripts: Option<&Path>,
+) -> Result<Store> {
+    let mut builder = Store::builder(state);
+    if let Some(schema) = schema {
+        builder = builder.schema(schema);
+    }
+    if let Some(folder) = scripts {
+        builder = scripting::attach(builder, folder)?;
+    }
+    match builder.build() {
+        Ok(store) => Ok(store),
+        Err(errors) => bail!(
+            "the state does not satisfy the schema:\n{}",
+            render::errors_text(&errors).trim_end()
+        ),
+    }
+}
+
+/// Prints the reading's diagnostics on stderr, when there are any.
+pub(crate) fn report_reading(out: &Output, text: &str, origin: &str, reading: &Reading) {
+    if reading.diagnostics().is_empty() {
+        return;
+    }
+    if out.json() {
+        eprintln!(
+            "{}",
+            json!({
+                "diagnostics": render::diagnostics_json(reading.diagnostics()),
+                "score": reading.score(),
+                "report": reading.extraction.report,
+            })
+        );
+    } else {
+        eprint!(
+            "{}",
+            out.diagnostics(text, origin, reading.diagnostics(), out.colour_err)
+        );
+    }
+}
+
+/// Prints why a reply with invalid instructions was refused (its error diagnostics were just shown).
+pub(crate) fn report_invalid(out: &Output, reading: &Reading) {
+    let errors: Vec<_> = reading.errors().cloned().collect();
+    if out.json() {
+        eprintln!(
+            "{}",
+            json!({"rejected": true, "errors": render::diagnostics_json(&errors)})
+        );
+    } else {
+        eprintln!(
+            "rejected: the input holds invalid instructions, so the batch changed nothing ({} problem{})",
+            errors.len(),
+            plural(errors.len())
+        );
+    }
+}
+
+/// Prints why a batch was rejected on stderr.
+pub(crate) fn report_rejection(out: &Output, errors: &[BatchError]) {
+    if out.json() {
+        eprintln!(
+            "{}",
+            json!({"rejected": true, "errors": render::errors_json(errors)})
+        );
+    } else {
+        eprintln!(
+            "rejected: the batch changed nothing ({} problem{})",
+            errors.len(),
+            plural(errors.len())
+        );
+        eprint!("{}", render::errors_text(errors));
+    }
+}
+
+/// Prints a commit's warnings and host events on stderr (stdout carries only the state).
+pub(crate) fn report_commit(out: &Output, commit: &Commit) {
+    if out.json() {
+        if !commit.warnings.is_empty() || !commit.events.is_empty() {
+            eprintln!(
+                "{}",
+                json!({"warnings": render::errors_json(&commit.warnings), "events": commit.events, "changes": commit.changes})
+            );
+        }
+        return;
+    }
+    if !commit.warnings.is_empty() {
+        eprintln!("warnings:");
+        eprint!("{}", render::errors_text(&commit.warnings));
+    }
+    for event in &commit.events {
+        eprintln!("event: {}", render::event_text(event));
+    }
+}
+
+/// `s` for counts other than one.
+pub(crate) fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
+}

@@ -1,0 +1,236 @@
+//! The command line grammar: every command of SPEC §7 and its options, as clap derive types.
+//!
+//! This module owns names, help texts and examples, nothing else: the commands themselves live in their
+//! own modules, and the save commands in `save_commands.rs`, which receive these structs. The grammar is
+//! a stable interface (scripts and tests depend on it), so options are only ever added, never renamed.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The statecraft command.
+#[derive(Debug, Parser)]
+#[command(
+    name = "statecraft",
+    version,
+    about = "Apply state-update instructions written by language models, atomically, with undo.",
+    long_about = "Apply state-update instructions written by language models to a JSON state, atomically, \
+with undo.\n\nA model reply (JSON instructions, possibly broken, in fences or tags, or MVU `_.set` \
+commands) is read into one batch of instructions; the batch either commits whole or changes nothing.",
+    after_help = "Examples:\n  \
+statecraft apply --state state.json reply.txt          print the new state\n  \
+statecraft apply --state state.json --in-place -       apply a reply from stdin to the file\n  \
+statecraft extract reply.txt                           show the instructions found in a reply\n  \
+statecraft convert --from mvu --to json commands.txt   MVU commands as JSON instructions\n  \
+statecraft play examples/fantasy                       run a scripted scenario\n\n\
+Exit codes: 0 success, 1 batch rejected (nothing changed), 2 usage or IO error."
+)]
+pub(crate) struct Cli {
+    /// How to print diagnostics and errors on stderr: for people, or one JSON document per problem set.
+    #[arg(long, value_enum, global = true, default_value_t = Format::Human)]
+    pub(crate) format: Format,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Output format for diagnostics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// Readable text, with source lines and carets; colour only on a terminal.
+    Human,
+    /// Machine-readable JSON on stderr.
+    Json,
+}
+
+/// A command.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Apply a model reply or a JSON batch to a state file or a save, as one atomic batch.
+    #[command(after_help = "Examples:\n  \
+statecraft apply --state state.json reply.txt\n  \
+echo '[{\"op\":\"assign\",\"path\":[\"hp\"],\"value\":9}]' | statecraft apply --state state.json -\n  \
+statecraft apply --state state.json --schema schema.json --scripts scripts/ --in-place reply.txt\n  \
+statecraft apply --save game.save --label msg-42 reply.txt\n\n\
+With --state: on commit exit 0 and the new state on stdout; on rejection exit 1, nothing on stdout, \
+the reasons on stderr, and STATE.json untouched. With --save: exit 0 only once the step is on disk.")]
+    Apply(ApplyArgs),
+
+    /// Show the instructions found in a model reply, as a JSON array of canonical instructions.
+    #[command(after_help = "Examples:\n  \
+statecraft extract reply.txt\n  \
+statecraft extract --format json - < reply.txt\n\n\
+The batch goes to stdout, diagnostics and the repair score to stderr; exit 0 even when the batch is empty.")]
+    Extract(ExtractArgs),
+
+    /// Translate between MVU commands, JSON instructions and JSON Patch, without a state.
+    #[command(after_help = "Examples:\n  \
+statecraft convert --from mvu --to json commands.txt\n  \
+statecraft convert --from json --to mvu batch.json\n  \
+statecraft convert --from jsonpatch --to json patch.json\n\n\
+Whatever the target format cannot express is reported on stderr, never silently mangled.")]
+    Convert(ConvertArgs),
+
+    /// Create a save file holding a game: state, schema, scripts folder and history.
+    #[command(
+        after_help = "Example:\n  statecraft new game.save --state state.json --schema schema.json --scripts scripts/"
+    )]
+    New(NewArgs),
+
+    /// Undo the newest step of a save, or every step after a label.
+    #[command(
+        after_help = "Examples:\n  statecraft undo --save game.save\n  statecraft undo --save game.save --to msg-41"
+    )]
+    Undo(UndoArgs),
+
+    /// Redo the oldest undone step of a save.
+    #[command(after_help = "Example:\n  statecraft redo --save game.save")]
+    Redo(RedoArgs),
+
+    /// Print a save's state, or its history, as JSON.
+    #[command(
+        after_help = "Examples:\n  statecraft show --save game.save\n  statecraft show --save game.save --history"
+    )]
+    Show(ShowArgs),
+
+    /// Run a scripted scenario: a state, optional schema and scripts, and numbered model replies.
+    #[command(after_help = "Examples:\n  \
+statecraft play examples/fantasy\n  \
+statecraft play --quiet examples/rules\n\n\
+A scenario folder holds state.json, optionally schema.json and scripts/*.lua, and turns/01.txt, \
+turns/02.txt, ... with optional turns/NN.expect.json (see examples/README.md). Exit 1 when an \
+expectation fails.")]
+    Play(PlayArgs),
+}
+
+/// `statecraft apply`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["state", "save"])))]
+pub(crate) struct ApplyArgs {
+    /// The state file (JSON) to apply to.
+    #[arg(long, value_name = "STATE.json")]
+    pub(crate) state: Option<PathBuf>,
+
+    /// The save file to apply to durably.
+    #[arg(long, value_name = "GAME", conflicts_with_all = ["schema", "scripts", "in_place"])]
+    pub(crate) save: Option<PathBuf>,
+
+    /// A JSON Schema the new state must satisfy (with --state).
+    #[arg(long, value_name = "SCHEMA.json")]
+    pub(crate) schema: Option<PathBuf>,
+
+    /// A folder of Lua scripts whose handlers serve `callback` instructions (with --state).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) scripts: Option<PathBuf>,
+
+    /// A label for the history step (a chat message id), for `undo --to`.
+    #[arg(long, value_name = "L")]
+    pub(crate) label: Option<String>,
+
+    /// Write the new state back to STATE.json atomically instead of printing it.
+    #[arg(long, requires = "state")]
+    pub(crate) in_place: bool,
+
+    /// The model reply or JSON batch; `-` or nothing reads stdin.
+    #[arg(value_name = "INPUT")]
+    pub(crate) input: Option<PathBuf>,
+}
+
+/// `statecraft extract`.
+#[derive(Debug, Args)]
+pub(crate) struct ExtractArgs {
+    /// The model reply; `-` or nothing reads stdin.
+    #[arg(value_name = "INPUT")]
+    pub(crate) input: Option<PathBuf>,
+}
+
+/// A notation `convert` reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Notation {
+    /// MVU command text: `_.set('path', old, new);//reason`.
+    Mvu,
+    /// A JSON array of statecraft instructions.
+    Json,
+    /// An RFC 6902 JSON Patch document.
+    Jsonpatch,
+}
+
+/// `statecraft convert`.
+#[derive(Debug, Args)]
+pub(crate) struct ConvertArgs {
+    /// What the input is written in.
+    #[arg(long, value_enum)]
+    pub(crate) from: Notation,
+
+    /// What to write.
+    #[arg(long, value_enum)]
+    pub(crate) to: Notation,
+
+    /// The text to translate; `-` or nothing reads stdin.
+    #[arg(value_name = "INPUT")]
+    pub(crate) input: Option<PathBuf>,
+}
+
+/// `statecraft new`.
+#[derive(Debug, Args)]
+pub(crate) struct NewArgs {
+    /// The save file to create.
+    #[arg(value_name = "GAME")]
+    pub(crate) game: PathBuf,
+
+    /// The initial state (JSON).
+    #[arg(long, value_name = "STATE.json")]
+    pub(crate) state: PathBuf,
+
+    /// A JSON Schema every state of the game must satisfy.
+    #[arg(long, value_name = "SCHEMA.json")]
+    pub(crate) schema: Option<PathBuf>,
+
+    /// The folder of Lua scripts the game uses.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) scripts: Option<PathBuf>,
+}
+
+/// `statecraft undo`.
+#[derive(Debug, Args)]
+pub(crate) struct UndoArgs {
+    /// The save file.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: PathBuf,
+
+    /// Undo every step after the newest step with this label, instead of one step.
+    #[arg(long, value_name = "LABEL")]
+    pub(crate) to: Option<String>,
+}
+
+/// `statecraft redo`.
+#[derive(Debug, Args)]
+pub(crate) struct RedoArgs {
+    /// The save file.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: PathBuf,
+}
+
+/// `statecraft show`.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The save file.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: PathBuf,
+
+    /// Print the history (labels and change logs) instead of the state.
+    #[arg(long)]
+    pub(crate) history: bool,
+}
+
+/// `statecraft play`.
+#[derive(Debug, Args)]
+pub(crate) struct PlayArgs {
+    /// The scenario folder.
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: PathBuf,
+
+    /// Print only failed expectations and the summary.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+}

@@ -1,0 +1,51 @@
+//! `statecraft extract`: the batch found in a model reply, as canonical JSON, without applying it.
+//!
+//! stdout gets a JSON array of canonical instructions (paths as lists); stderr gets the diagnostics (and
+//! the repair score when the reader gives one). Exit 0 even when the batch is empty, because finding
+//! nothing is an answer; exit 1 only when an instruction was recognisable but invalid.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::EXIT_REJECTED;
+use crate::apply::{plural, report_invalid, report_reading};
+use crate::args::ExtractArgs;
+use crate::files;
+use crate::render::{self, Output};
+use crate::reply;
+
+/// Runs `extract`.
+pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
+    let text = files::read_input(args.input.as_deref())?;
+    let origin = files::origin(args.input.as_deref());
+    let reading = reply::read(&text, None);
+    if out.json() {
+        eprintln!(
+            "{}",
+            json!({
+                "diagnostics": render::diagnostics_json(reading.diagnostics()),
+                "score": reading.score(),
+                "valid": reading.valid(),
+                "report": reading.extraction.report,
+            })
+        );
+    } else {
+        report_reading(out, &text, &origin, &reading);
+        let count = reading.batch().len();
+        eprintln!(
+            "repair score {}/100, {count} instruction{}",
+            reading.score(),
+            plural(count)
+        );
+    }
+    if !reading.valid() {
+        report_invalid(out, &reading);
+        return Ok(ExitCode::from(EXIT_REJECTED));
+    }
+    let batch = serde_json::to_string_pretty(&reading.batch().to_json())
+        .context("cannot write the batch as json")?;
+    println!("{batch}");
+    Ok(ExitCode::SUCCESS)
+}

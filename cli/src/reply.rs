@@ -1,0 +1,73 @@
+//! From the text the user gives to one batch, through the translators' extractor.
+//!
+//! A JSON batch, a raw model reply (fences, tags, prose, broken JSON, `<think>` sections) and MVU
+//! command text all go through `statecraft_translators::extract`, which finds every block, repairs what
+//! can be repaired and scores how clean the text was. This module only gathers what it says; every text
+//! heuristic lives in the translators. It never invents an instruction.
+
+use statecraft_engine::{Batch, BatchError, Policies, Value};
+use statecraft_translators::{
+    Diagnostic, ExtractOptions, Extraction, MvuOptions, Severity, extract, feedback,
+};
+
+/// What was read from a text.
+#[derive(Debug)]
+pub(crate) struct Reading {
+    /// What the extractor returned.
+    pub(crate) extraction: Extraction,
+}
+
+impl Reading {
+    /// The batch to apply. Must not be applied when [`Reading::valid`] is false.
+    pub(crate) fn batch(&self) -> &Batch {
+        &self.extraction.batch
+    }
+
+    /// What the extractor noticed, with spans into the text.
+    pub(crate) fn diagnostics(&self) -> &[Diagnostic] {
+        &self.extraction.diagnostics
+    }
+
+    /// The repair report's cleanliness score: 100 when the text was exactly one valid JSON batch.
+    pub(crate) fn score(&self) -> u8 {
+        self.extraction.report.score
+    }
+
+    /// The policies the text calls for: MVU text runs with `old_mismatch = warn` (SPEC §3).
+    pub(crate) fn policies(&self) -> Policies {
+        self.extraction.policies
+    }
+
+    /// Whether the batch may be applied: an instruction with an `op` that is invalid makes the whole
+    /// reply invalid (SPEC §4), and the error diagnostics say why.
+    pub(crate) fn valid(&self) -> bool {
+        self.extraction.valid
+    }
+
+    /// The diagnostics that made the reply invalid.
+    pub(crate) fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.extraction
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+    }
+
+    /// A message for the model naming each problem and how to write it right (empty when none).
+    pub(crate) fn feedback(&self, validation_errors: &[BatchError]) -> String {
+        feedback(&self.extraction, validation_errors)
+    }
+}
+
+/// Reads `text` as instructions. `state` lets MVU's type-dependent commands resolve exactly.
+pub(crate) fn read(text: &str, state: Option<&Value>) -> Reading {
+    let options = ExtractOptions {
+        mvu: MvuOptions {
+            state: state.cloned(),
+            ..MvuOptions::default()
+        },
+        ..ExtractOptions::default()
+    };
+    Reading {
+        extraction: extract(text, &options),
+    }
+}

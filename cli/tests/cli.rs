@@ -1,0 +1,838 @@
+//! The `statecraft` binary as users and scripts see it: stdout, stderr and exit codes of every command
+//! (SPEC §7), on fixtures and on every scenario in `examples/`.
+//!
+//! Each test runs the built binary in a temporary folder, so files the commands write (`--in-place`,
+//! saves) never touch the repository. Exit codes: 0 success, 1 rejected batch or failed expectation,
+//! 2 usage or IO error.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `statecraft args…` in `dir` with `stdin` piped in.
+fn run_in(dir: &Path, args: &[&str], stdin: &str) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    // A command that fails before reading stdin closes the pipe; that is its business, not a test failure.
+    let _ = child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes());
+    let output = child.wait_with_output().expect("the binary finishes");
+    Run {
+        code: output.status.code().expect("the binary exits with a code"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is utf-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is utf-8"),
+    }
+}
+
+/// A temporary folder holding `state.json` with `state`.
+fn folder_with_state(state: &Value) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    fs::write(
+        dir.path().join("state.json"),
+        serde_json::to_string(state).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
+fn hero() -> Value {
+    json!({"player": {"hp": 100, "gold": 5, "bag": []}})
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not json ({e}): {text}"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+// ---- apply --state -------------------------------------------------------------------------------
+
+#[test]
+fn apply_commits_a_raw_reply_and_prints_the_new_state() {
+    let dir = folder_with_state(&hero());
+    let reply = "The goblin strikes.\n```json\n[{\"op\":\"assign\",\"path\":\"player.hp\",\"value\":90,},]\n```\nOuch.";
+    let run = run_in(dir.path(), &["apply", "--state", "state.json", "-"], reply);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        parse(&run.stdout),
+        json!({"player": {"hp": 90, "gold": 5, "bag": []}})
+    );
+    // The repairs are shown with the source line and a caret.
+    assert!(run.stderr.contains("trailing_comma"), "{}", run.stderr);
+    assert!(run.stderr.contains("<stdin>:3:"), "{}", run.stderr);
+    assert!(run.stderr.contains('^'), "{}", run.stderr);
+    // Without --in-place the file is left as it was.
+    assert_eq!(
+        parse(&fs::read_to_string(dir.path().join("state.json")).unwrap()),
+        hero()
+    );
+}
+
+#[test]
+fn apply_reads_a_json_batch_from_a_file_and_keeps_number_kinds() {
+    let dir = folder_with_state(&json!({"a": 1, "b": 2.5}));
+    fs::write(
+        dir.path().join("batch.json"),
+        r#"[{"op":"increment","path":["a"],"value":2},{"op":"assign","path":["c"],"value":5.0}]"#,
+    )
+    .unwrap();
+    let run = run_in(
+        dir.path(),
+        &["apply", "--state", "state.json", "batch.json"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "{\n  \"a\": 3,\n  \"b\": 2.5,\n  \"c\": 5.0\n}\n"
+    );
+    assert_eq!(run.stderr, "");
+}
+
+#[test]
+fn apply_rejects_an_old_value_conflict_with_exit_1_and_nothing_on_stdout() {
+    let dir = folder_with_state(&hero());
+    let before = fs::read(dir.path().join("state.json")).unwrap();
+    let batch = r#"[{"op":"assign","path":["player","gold"],"value":9},{"op":"assign","path":["player","hp"],"value":1,"old":50}]"#;
+    let run = run_in(
+        dir.path(),
+        &["apply", "--state", "state.json", "--in-place", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .contains("rejected: the batch changed nothing (1 problem)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("instruction 1, at /player/hp:"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("[old_mismatch]"), "{}", run.stderr);
+    assert_eq!(
+        fs::read(dir.path().join("state.json")).unwrap(),
+        before,
+        "the state file is untouched"
+    );
+}
+
+#[test]
+fn apply_rejects_an_invalid_instruction_with_exit_1() {
+    let dir = folder_with_state(&hero());
+    let run = run_in(
+        dir.path(),
+        &["apply", "--state", "state.json", "-"],
+        r#"[{"op":"explode","path":["player"]}]"#,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("error"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("rejected: the input holds invalid instructions"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn apply_rejects_a_schema_violation_and_names_the_location() {
+    let dir = folder_with_state(&hero());
+    fs::write(
+        dir.path().join("schema.json"),
+        r#"{"type":"object","properties":{"player":{"type":"object","properties":{"hp":{"type":"integer","minimum":0}}}}}"#,
+    )
+    .unwrap();
+    let batch = r#"{"op":"increment","path":["player","hp"],"value":-150}"#;
+    let run = run_in(
+        dir.path(),
+        &[
+            "apply",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "-",
+        ],
+        batch,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("/player/hp"), "{}", run.stderr);
+    assert!(run.stderr.contains("[schema_violation]"), "{}", run.stderr);
+}
+
+#[test]
+fn apply_in_place_writes_the_state_back_and_prints_nothing() {
+    let dir = folder_with_state(&hero());
+    let run = run_in(
+        dir.path(),
+        &["apply", "--state", "state.json", "--in-place", "-"],
+        r#"{"op":"push","path":["player","bag"],"value":"rope"}"#,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "");
+    let written = parse(&fs::read_to_string(dir.path().join("state.json")).unwrap());
+    assert_eq!(
+        written,
+        json!({"player": {"hp": 100, "gold": 5, "bag": ["rope"]}})
+    );
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        1,
+        "no temporary file is left behind: {leftovers:?}"
+    );
+}
+
+#[test]
+fn apply_translates_mvu_commands_and_only_warns_about_stale_old_values() {
+    let dir = folder_with_state(&json!({"悠纪": {"好感度": 33}}));
+    let reply = "<UpdateVariable>\n_.set('悠纪.好感度', 30, 35);//愉快的讨论\n</UpdateVariable>";
+    let run = run_in(dir.path(), &["apply", "--state", "state.json", "-"], reply);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(parse(&run.stdout), json!({"悠纪": {"好感度": 35}}));
+    assert!(run.stderr.contains("warnings:"), "{}", run.stderr);
+    assert!(run.stderr.contains("[old_mismatch]"), "{}", run.stderr);
+}
+
+#[test]
+fn apply_runs_lua_handlers_and_reports_their_events() {
+    let dir = folder_with_state(&json!({"player": {"xp": 90, "level": 1}}));
+    fs::create_dir(dir.path().join("scripts")).unwrap();
+    fs::write(
+        dir.path().join("scripts/xp.lua"),
+        "on('gain', function(ctx, n)\n  ctx.emit({op = 'increment', path = {'player', 'xp'}, value = n})\n  \
+         ctx.event('level_up', {level = 2})\nend)\n",
+    )
+    .unwrap();
+    let reply = r#"{"op":"callback","path":["gain"],"value":[20]}"#;
+    let run = run_in(
+        dir.path(),
+        &[
+            "apply",
+            "--state",
+            "state.json",
+            "--scripts",
+            "scripts",
+            "-",
+        ],
+        reply,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        parse(&run.stdout),
+        json!({"player": {"xp": 110, "level": 1}})
+    );
+    assert_eq!(run.stderr, "event: level_up {\"level\":2}\n");
+}
+
+#[test]
+fn apply_without_scripts_rejects_a_callback() {
+    let dir = folder_with_state(&hero());
+    let run = run_in(
+        dir.path(),
+        &["apply", "--state", "state.json", "-"],
+        r#"{"op":"callback","path":["gain"]}"#,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("[unknown_callback]"), "{}", run.stderr);
+}
+
+#[test]
+fn apply_reports_rejections_as_json_with_format_json() {
+    let dir = folder_with_state(&hero());
+    let batch = r#"{"op":"pop","path":["player","bag"]}"#;
+    let run = run_in(
+        dir.path(),
+        &["apply", "--format", "json", "--state", "state.json", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "");
+    let report = parse(run.stderr.trim());
+    assert_eq!(report["rejected"], json!(true));
+    assert_eq!(report["errors"][0]["kind"], json!("missing_target"));
+    assert_eq!(report["errors"][0]["path"], json!("/player/bag"));
+}
+
+#[test]
+fn apply_with_a_missing_state_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path(), &["apply", "--state", "nowhere.json", "-"], "[]");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .starts_with("error: cannot read the state file nowhere.json"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn apply_with_an_invalid_json_state_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("state.json"), "{\"hp\": 1,,}").unwrap();
+    let run = run_in(dir.path(), &["apply", "--state", "state.json", "-"], "[]");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .contains("the state file state.json is not valid json"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn apply_with_a_missing_input_file_is_a_usage_error() {
+    let dir = folder_with_state(&hero());
+    let run = run_in(
+        dir.path(),
+        &["apply", "--state", "state.json", "reply.txt"],
+        "",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("cannot read the input file reply.txt"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn apply_with_a_state_that_breaks_the_schema_is_a_usage_error() {
+    let dir = folder_with_state(&json!({"hp": -1}));
+    fs::write(
+        dir.path().join("schema.json"),
+        r#"{"properties":{"hp":{"minimum":0}}}"#,
+    )
+    .unwrap();
+    let run = run_in(
+        dir.path(),
+        &[
+            "apply",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "-",
+        ],
+        "[]",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("the state does not satisfy the schema"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn apply_with_a_broken_script_is_a_usage_error_naming_the_file() {
+    let dir = folder_with_state(&hero());
+    fs::create_dir(dir.path().join("scripts")).unwrap();
+    fs::write(
+        dir.path().join("scripts/bad.lua"),
+        "on('x', function(ctx)\n  return (\nend)\n",
+    )
+    .unwrap();
+    let run = run_in(
+        dir.path(),
+        &[
+            "apply",
+            "--state",
+            "state.json",
+            "--scripts",
+            "scripts",
+            "-",
+        ],
+        "[]",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("cannot load the scripts folder scripts"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("bad.lua"), "{}", run.stderr);
+}
+
+#[test]
+fn apply_needs_a_state_or_a_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path(), &["apply", "-"], "[]");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--state"), "{}", run.stderr);
+}
+
+// ---- extract -------------------------------------------------------------------------------------
+
+#[test]
+fn extract_prints_canonical_instructions_and_the_score() {
+    let dir = tempfile::tempdir().unwrap();
+    let reply = "<think>{\"op\":\"assign\",\"path\":[\"x\"],\"value\":0}</think>\nSure!\n<UpdateVariable>\n\
+                 {'op': 'assign', 'path': 'inventory[0].name', 'value': 'rope'}\n</UpdateVariable>";
+    let run = run_in(dir.path(), &["extract", "-"], reply);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        parse(&run.stdout),
+        json!([{"op": "assign", "path": ["inventory", 0, "name"], "value": "rope"}])
+    );
+    assert!(run.stderr.contains("[single_quotes]"), "{}", run.stderr);
+    assert!(run.stderr.contains("repair score "), "{}", run.stderr);
+    assert!(
+        run.stderr.ends_with("/100, 1 instruction\n"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn extract_of_plain_prose_is_an_empty_batch_with_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(
+        dir.path(),
+        &["extract", "--format", "json", "-"],
+        "Nothing happens. Use the {name} template.",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(parse(&run.stdout), json!([]));
+    let report = parse(run.stderr.trim());
+    assert_eq!(report["valid"], json!(true));
+    assert!(
+        report["diagnostics"]
+            .as_array()
+            .is_some_and(|d| !d.is_empty()),
+        "{report}"
+    );
+    assert!(report["score"].is_u64(), "{report}");
+}
+
+#[test]
+fn extract_keeps_complete_instructions_and_drops_the_cut_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let reply = r#"[{"op":"assign","path":["a"],"value":1},{"op":"assign","path":["hp"],"value":8"#;
+    let run = run_in(dir.path(), &["extract", "-"], reply);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        parse(&run.stdout),
+        json!([{"op": "assign", "path": ["a"], "value": 1}])
+    );
+    assert!(
+        run.stderr.contains("truncated_instruction"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn extract_with_a_missing_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path(), &["extract", "missing.txt"], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("missing.txt"), "{}", run.stderr);
+}
+
+#[test]
+fn usage_errors_are_json_with_format_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(
+        dir.path(),
+        &["extract", "--format", "json", "missing.txt"],
+        "",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    let error = parse(run.stderr.trim());
+    assert!(
+        error["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("missing.txt")),
+        "{error}"
+    );
+}
+
+// ---- convert -------------------------------------------------------------------------------------
+
+#[test]
+fn convert_mvu_to_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let mvu = "_.set('悠纪.好感度', 33, 35);//愉快的讨论\n_.add('金钱', -20);\n";
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "mvu", "--to", "json", "-"],
+        mvu,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        parse(&run.stdout),
+        json!([
+            {"op": "assign", "path": ["悠纪", "好感度"], "old": 33, "value": 35, "reason": "愉快的讨论"},
+            {"op": "increment", "path": ["金钱"], "value": -20}
+        ])
+    );
+}
+
+#[test]
+fn convert_json_to_mvu() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = r#"[{"op":"assign","path":["a","b"],"old":1,"value":2,"reason":"why"},{"op":"increment","path":["n"],"value":3}]"#;
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "json", "--to", "mvu", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "_.set('a.b', 1, 2);//why\n_.add('n', 3);\n");
+    assert_eq!(run.stderr, "");
+}
+
+#[test]
+fn convert_reports_what_mvu_cannot_express_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = r#"[{"op":"assign","path":["a.b"],"value":1}]"#;
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "json", "--to", "mvu", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(!run.stderr.is_empty());
+}
+
+#[test]
+fn convert_jsonpatch_to_json_writes_canonical_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let patch =
+        r#"[{"op":"replace","path":"/hp","value":5},{"op":"move","from":"/a~1b","path":"/c"}]"#;
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "jsonpatch", "--to", "json", "-"],
+        patch,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        parse(&run.stdout),
+        json!([{"op": "replace", "path": ["hp"], "value": 5}, {"op": "move", "from": ["a/b"], "path": ["c"]}])
+    );
+}
+
+#[test]
+fn convert_jsonpatch_to_jsonpatch_keeps_pointers_and_repairs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let patch =
+        r#"[{"op":"replace","path":"hp","value":5},{"op":"move","from":"/a~1b","path":"/c"}]"#;
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "jsonpatch", "--to", "jsonpatch", "-"],
+        patch,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        parse(&run.stdout),
+        json!([{"op": "replace", "path": "/hp", "value": 5}, {"op": "move", "from": "/a~1b", "path": "/c"}])
+    );
+    assert!(
+        run.stderr.contains("warning"),
+        "the missing leading slash is reported: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn convert_instructions_to_jsonpatch_explains_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = r#"[{"op":"increment","path":["hp"],"value":1}]"#;
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "json", "--to", "jsonpatch", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .contains("`increment` has no json patch form without a state"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn convert_of_invalid_json_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "json", "--to", "mvu", "-"],
+        "{not json",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("<stdin> is not valid json"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn convert_needs_from_and_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "yaml", "--to", "json", "-"],
+        "",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("yaml"), "{}", run.stderr);
+}
+
+// ---- help ----------------------------------------------------------------------------------------
+
+#[test]
+fn help_shows_examples_on_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = run_in(dir.path(), &["--help"], "");
+    assert_eq!(top.code, 0);
+    assert!(
+        top.stdout.contains("Examples:") && top.stdout.contains("Exit codes:"),
+        "{}",
+        top.stdout
+    );
+    for command in [
+        "apply", "extract", "convert", "new", "undo", "redo", "show", "play",
+    ] {
+        let run = run_in(dir.path(), &[command, "--help"], "");
+        assert_eq!(run.code, 0, "{command}: {run:?}");
+        assert!(
+            run.stdout.contains("Example"),
+            "{command} --help has no example: {}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains(&format!("statecraft {command}")),
+            "{command}: {}",
+            run.stdout
+        );
+    }
+}
+
+// ---- play ----------------------------------------------------------------------------------------
+
+/// Every scenario folder in `examples/`.
+fn scenarios() -> Vec<PathBuf> {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut found: Vec<PathBuf> = fs::read_dir(&examples)
+        .expect("examples/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("turns").is_dir())
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn every_example_scenario_plays_with_all_expectations_met() {
+    let scenarios = scenarios();
+    let names: Vec<String> = scenarios
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for wanted in ["fantasy", "romance", "rules"] {
+        assert!(
+            names.iter().any(|n| n == wanted),
+            "examples/{wanted} is missing: {names:?}"
+        );
+    }
+    for scenario in scenarios {
+        let dir = scenario.to_string_lossy().into_owned();
+        let run = run_in(Path::new("."), &["play", &dir], "");
+        assert_eq!(
+            run.code, 0,
+            "play {dir} failed:\n{}\n{}",
+            run.stdout, run.stderr
+        );
+        assert!(run.stdout.contains("final state:"), "{}", run.stdout);
+        assert!(run.stdout.contains(" 0 failed"), "{}", run.stdout);
+        assert!(!run.stdout.contains('✗'), "{}", run.stdout);
+        assert_eq!(run.stderr, "", "play {dir}");
+    }
+}
+
+#[test]
+fn play_fantasy_shows_changes_events_rejections_and_the_swipe() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fantasy");
+    let run = run_in(Path::new("."), &["play", &dir.to_string_lossy()], "");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("player.hp: 30 -> 22 (goblin ambush)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("event: level_up {\"level\":2,\"max_hp\":40}"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("not enough gold for leather armor"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("undo_to(turn-03) rolled back 1 step"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("repair score "), "{}", run.stdout);
+}
+
+#[test]
+fn play_exits_1_when_an_expectation_fails() {
+    let run = run_in(
+        Path::new("."),
+        &["play", &fixture("failing").to_string_lossy()],
+        "",
+    );
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("✗ turn 01: /hp = 99 (found 90)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("✗ turn 02: expected committed, was rejected"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("expectations: 1 passed, 2 failed"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn play_quiet_prints_only_failures_and_the_summary() {
+    let run = run_in(
+        Path::new("."),
+        &["play", "--quiet", &fixture("failing").to_string_lossy()],
+        "",
+    );
+    assert_eq!(run.code, 1);
+    let lines: Vec<&str> = run.stdout.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    assert!(
+        lines[2].starts_with("summary: 2 turns, 1 committed, 1 rejected"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn play_refuses_a_misspelt_expectation() {
+    let run = run_in(
+        Path::new("."),
+        &["play", &fixture("misspelt").to_string_lossy()],
+        "",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("01.expect.json is not valid"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("valeus"), "{}", run.stderr);
+}
+
+#[test]
+fn play_of_a_missing_folder_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path(), &["play", "no-such-scenario"], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr
+            .contains("cannot play no-such-scenario: it is not a scenario folder"),
+        "{}",
+        run.stderr
+    );
+}
+
+// ---- saves ---------------------------------------------------------------------------------------
+
+#[test]
+fn save_commands_on_an_unreadable_save_are_usage_errors() {
+    let dir = folder_with_state(&hero());
+    fs::write(
+        dir.path().join("game.save"),
+        b"\x00\x01 definitely not a save",
+    )
+    .unwrap();
+    for args in [
+        &["show", "--save", "game.save"][..],
+        &["undo", "--save", "game.save"][..],
+        &["redo", "--save", "game.save"][..],
+        &["apply", "--save", "game.save", "-"][..],
+    ] {
+        let run = run_in(dir.path(), args, "[]");
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert_eq!(run.stdout, "", "{args:?}");
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    let missing = run_in(dir.path(), &["show", "--save", "missing.save"], "");
+    assert_eq!(missing.code, 2, "{missing:?}");
+    assert_eq!(missing.stdout, "");
+}
+
+#[test]
+fn apply_save_refuses_state_only_options() {
+    let dir = folder_with_state(&hero());
+    let run = run_in(
+        dir.path(),
+        &["apply", "--save", "game.save", "--in-place", "-"],
+        "[]",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--in-place"), "{}", run.stderr);
+}
