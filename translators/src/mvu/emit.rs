@@ -59,10 +59,11 @@ pub fn to_mvu(batch: &Batch) -> (String, Vec<Diagnostic>) {
             )),
         }
     }
-    let diagnostics = problems
+    let mut diagnostics: Vec<Diagnostic> = problems
         .into_iter()
-        .map(|(at, kind, severity, message)| Diagnostic::new(&out, kind, severity, at..at, message))
+        .map(|(at, kind, severity, message)| super::unplaced(kind, severity, at..at, message))
         .collect();
+    super::place(&out, &mut diagnostics);
     (out, diagnostics)
 }
 

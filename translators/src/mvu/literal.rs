@@ -360,7 +360,10 @@ impl<'t> Parser<'t, '_> {
             self.at += stop;
             if self.bytes[self.at] == quote {
                 self.at += 1;
-                return Some(expand(&out, self.macros).into_owned());
+                return Some(match expand(&out, self.macros) {
+                    Cow::Borrowed(_) => out,
+                    Cow::Owned(expanded) => expanded,
+                });
             }
             self.at += 1;
             let escaped = self.text[self.at..].chars().next()?;

@@ -90,8 +90,7 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
         for range in &command.args[1..] {
             let read = literal::read_value(&text[range.clone()], &options.macros);
             if let Some(note) = read.note {
-                diagnostics.push(Diagnostic::new(
-                    text,
+                diagnostics.push(unplaced(
                     note.kind,
                     note.severity,
                     range.clone(),
@@ -114,8 +113,7 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
                 literal: true,
                 ..
             } => {
-                diagnostics.push(Diagnostic::new(
-                    text,
+                diagnostics.push(unplaced(
                     "mvu_unquoted_path",
                     Severity::Note,
                     path_range,
@@ -128,8 +126,7 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
                 let trimmed =
                     path_text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
                 if trimmed == path_text {
-                    diagnostics.push(Diagnostic::new(
-                        text,
+                    diagnostics.push(unplaced(
                         "mvu_unquoted_path",
                         Severity::Note,
                         path_range,
@@ -141,9 +138,7 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
         };
         if command.reason_on_later_line {
             if let Some(range) = &command.reason {
-                diagnostics.push(Diagnostic::new(
-                    text,
-                    "mvu_reason_on_next_line",
+                diagnostics.push(unplaced("mvu_reason_on_next_line",
                     Severity::Note,
                     range.clone(),
                     "this comment is on a later line than the command; mvu takes it as the command's reason, and so does this",
@@ -163,6 +158,7 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
             reason,
         });
     }
+    place(text, &mut diagnostics);
     (commands, diagnostics)
 }
 
@@ -173,11 +169,53 @@ pub fn translate(text: &str, options: &MvuOptions) -> MvuTranslation {
     let (commands, mut diagnostics) = parse_commands(text, options);
     let mut instructions = Vec::with_capacity(commands.len());
     for command in &commands {
-        resolve::resolve(text, command, options, &mut instructions, &mut diagnostics);
+        resolve::resolve(command, options, &mut instructions, &mut diagnostics);
     }
-    diagnostics.sort_by_key(|d| d.span.start);
+    place(text, &mut diagnostics);
     MvuTranslation {
         instructions,
         diagnostics,
+    }
+}
+
+/// A diagnostic whose line and column are filled in later by [`place`].
+pub(crate) fn unplaced(
+    kind: &'static str,
+    severity: Severity,
+    span: Range<usize>,
+    message: impl Into<String>,
+) -> Diagnostic {
+    Diagnostic {
+        kind: kind.into(),
+        severity,
+        span,
+        line: 0,
+        column: 0,
+        message: message.into(),
+    }
+}
+
+/// Sorts diagnostics by position and computes every line and column in one pass over `text`.
+/// `Diagnostic::new` scans from the start of the text for each diagnostic, which is quadratic on a
+/// long text with a diagnostic per command. Time: O(n + d log d).
+pub(crate) fn place(text: &str, diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by_key(|d| d.span.start);
+    let (mut line, mut column, mut scanned) = (1, 1, 0);
+    for diagnostic in diagnostics.iter_mut() {
+        let at = diagnostic.span.start.min(text.len());
+        if at > scanned {
+            for &b in &text.as_bytes()[scanned..at] {
+                if b == b'\n' {
+                    line += 1;
+                    column = 1;
+                } else if b & 0xC0 != 0x80 {
+                    // Counting only bytes that start a character counts characters.
+                    column += 1;
+                }
+            }
+            scanned = at;
+        }
+        diagnostic.line = line;
+        diagnostic.column = column;
     }
 }

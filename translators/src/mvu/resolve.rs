@@ -11,26 +11,19 @@ use std::sync::Arc;
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Instruction, Op, Path, Segment, Value};
 
-use super::{CommandName, MvuCommand, MvuOptions};
+use super::{CommandName, MvuCommand, MvuOptions, unplaced};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::pathtext::{PathSpelling, parse_path};
 
 /// Appends the instructions `command` stands for.
 pub(crate) fn resolve(
-    text: &str,
     command: &MvuCommand,
     options: &MvuOptions,
     out: &mut Vec<Instruction>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let mut report = |kind: &'static str, severity: Severity, message: String| {
-        diagnostics.push(Diagnostic::new(
-            text,
-            kind,
-            severity,
-            command.span.clone(),
-            message,
-        ));
+        diagnostics.push(unplaced(kind, severity, command.span.clone(), message));
     };
     let name = command.name.name();
     let path = match parse_path(&command.path) {

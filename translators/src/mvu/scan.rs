@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 
+use super::unplaced;
 use crate::diagnostic::{Diagnostic, Severity};
 
 /// The commands MVU's extractor recognises.
@@ -83,7 +84,7 @@ pub(crate) struct RawCommand {
 /// MVU restarts its search right after the `(` of a command it could not close, which is quadratic on
 /// text such as a megabyte of `_.set(`; this budget keeps the scan linear while behaving like MVU on any
 /// text with a handful of unclosed commands.
-const SCAN_BUDGET_FACTOR: usize = 8;
+const SCAN_BUDGET_FACTOR: usize = 4;
 
 /// Finds every command in `text`, reporting the ones MVU would drop.
 pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawCommand> {
@@ -105,9 +106,7 @@ pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawComm
             // `_.set (` with a space: MVU's pattern needs the parenthesis right after the name.
             let gap_end = skip_spaces(bytes, name_end);
             if bytes.get(gap_end) == Some(&b'(') {
-                diagnostics.push(Diagnostic::new(
-                    text,
-                    "mvu_space_before_paren",
+                diagnostics.push(unplaced("mvu_space_before_paren",
                     Severity::Warning,
                     start..gap_end + 1,
                     format!("`_.{}` is followed by a space before `(`; mvu does not read it, so neither does this", name.name()),
@@ -119,18 +118,14 @@ pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawComm
         let open = name_end + 1;
         let Some(scanned) = close_paren(bytes, open, &mut budget) else {
             if budget == 0 {
-                diagnostics.push(Diagnostic::new(
-                    text,
-                    "mvu_scan_stopped",
+                diagnostics.push(unplaced("mvu_scan_stopped",
                     Severity::Error,
                     start..text.len(),
                     "too many commands without a closing `)`; the rest of the text was not searched for commands",
                 ));
                 break;
             }
-            diagnostics.push(Diagnostic::new(
-                text,
-                "mvu_unclosed_command",
+            diagnostics.push(unplaced("mvu_unclosed_command",
                 Severity::Error,
                 start..line_end(bytes, start),
                 format!(
@@ -149,8 +144,7 @@ pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawComm
             } else {
                 "has no `;` right after `)`"
             };
-            diagnostics.push(Diagnostic::new(
-                text,
+            diagnostics.push(unplaced(
                 "mvu_missing_semicolon",
                 Severity::Error,
                 start..close + 1,
@@ -177,8 +171,7 @@ pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawComm
                 Some(max) if max == min => format!("exactly {min}"),
                 _ => format!("at least {min}"),
             };
-            diagnostics.push(Diagnostic::new(
-                text,
+            diagnostics.push(unplaced(
                 "mvu_wrong_argument_count",
                 Severity::Error,
                 start..end,
