@@ -190,7 +190,7 @@ impl LuaHandlers {
             .raw_set("__metatable", "array")
             .map_err(vm_error)?;
         array_marker.set_readonly(true);
-        let ctx = make_ctx(&lua, &call, &array_marker).map_err(vm_error)?;
+        let ctx = make_ctx(&lua, &call, &limiter, &array_marker).map_err(vm_error)?;
         install_globals(&lua, &registrations, &array_marker).map_err(vm_error)?;
         sandbox::seal(&lua).map_err(vm_error)?;
 
@@ -278,12 +278,13 @@ impl LuaHandlers {
             all.extend(args);
             function.call::<LuaValue>(all)
         });
-        if let Some(reason) = self.limiter.tripped() {
-            return Err(reason);
-        }
         let mut state = self.call.borrow_mut();
+        // A `ctx` failure stops the script (see `fail_sticky`), so it comes before the limiter's reason.
         if let Some(failure) = state.failure.take() {
             return Err(failure);
+        }
+        if let Some(reason) = self.limiter.tripped() {
+            return Err(reason);
         }
         let returned = returned.map_err(|error| describe_error(&error, limits))?;
         take_return(&mut state, &returned)
@@ -487,7 +488,12 @@ fn instruction_out(state: &mut CallState, value: &LuaValue) -> Result<Instructio
 
 /// The `ctx` table every handler receives: one shared, read-only table whose functions work on the
 /// call in progress (so a call costs no closure allocation).
-fn make_ctx(lua: &Lua, call: &Rc<RefCell<CallState>>, array_marker: &Table) -> mlua::Result<Table> {
+fn make_ctx(
+    lua: &Lua,
+    call: &Rc<RefCell<CallState>>,
+    limiter: &Rc<Limiter>,
+    array_marker: &Table,
+) -> mlua::Result<Table> {
     let ctx = lua.create_table()?;
 
     let shared = Rc::clone(call);
@@ -513,6 +519,7 @@ fn make_ctx(lua: &Lua, call: &Rc<RefCell<CallState>>, array_marker: &Table) -> m
     )?;
 
     let shared = Rc::clone(call);
+    let stopper = Rc::clone(limiter);
     ctx.raw_set(
         "emit",
         lua.create_function(move |lua, instruction: LuaValue| {
@@ -523,11 +530,12 @@ fn make_ctx(lua: &Lua, call: &Rc<RefCell<CallState>>, array_marker: &Table) -> m
                         .map_err(|e| format!("the instruction {e}"))
                 })
                 .and_then(|instruction| state.queue_instruction(instruction));
-            fail_sticky(lua, &mut state, "ctx.emit", result)
+            fail_sticky(lua, &mut state, &stopper, "ctx.emit", result)
         })?,
     )?;
 
     let shared = Rc::clone(call);
+    let stopper = Rc::clone(limiter);
     ctx.raw_set(
         "event",
         lua.create_function(move |lua, (name, payload): (LuaValue, LuaValue)| {
@@ -556,7 +564,7 @@ fn make_ctx(lua: &Lua, call: &Rc<RefCell<CallState>>, array_marker: &Table) -> m
                 state.events.push(HostEvent { name, payload });
                 Ok(())
             });
-            fail_sticky(lua, &mut state, "ctx.event", result)
+            fail_sticky(lua, &mut state, &stopper, "ctx.event", result)
         })?,
     )?;
 
@@ -572,30 +580,39 @@ fn check_active(state: &CallState) -> Result<(), String> {
     }
 }
 
-/// Records the first failure of a `ctx` function (see [`CallState::failure`]) and raises it in Lua.
+/// Records the first failure of a `ctx` function (see [`CallState::failure`]), raises it in Lua and
+/// trips the limiter: the call has already failed, so a script that swallows the error with `pcall`
+/// is stopped at its next loop iteration or call instead of running on to no purpose.
 fn fail_sticky(
     lua: &Lua,
     state: &mut CallState,
+    limiter: &Limiter,
     what: &str,
     result: Result<(), String>,
 ) -> mlua::Result<()> {
     match result {
         Ok(()) => Ok(()),
         Err(problem) => {
-            let error = raised(lua, &format!("{what}: {problem}"));
+            let message = located(lua, &format!("{what}: {problem}"));
             if state.active && state.failure.is_none() {
-                state.failure = Some(error.to_string());
+                state.failure = Some(message.clone());
+                limiter.stop(format!("the call already failed: {message}"));
             }
-            Err(error)
+            Err(mlua::Error::runtime(message))
         }
     }
 }
 
 /// A Lua error carrying the script location of the caller.
 fn raised(lua: &Lua, message: &str) -> mlua::Error {
+    mlua::Error::runtime(located(lua, message))
+}
+
+/// `file.lua:line: message` when a script frame is on the stack.
+fn located(lua: &Lua, message: &str) -> String {
     match caller(lua) {
-        Some(place) => mlua::Error::runtime(format!("{place}: {message}")),
-        None => mlua::Error::runtime(message.to_owned()),
+        Some(place) => format!("{place}: {message}"),
+        None => message.to_owned(),
     }
 }
 
@@ -751,17 +768,54 @@ fn describe_error(error: &mlua::Error, limits: &Limits) -> String {
             limits.max_callback_memory
         ),
         mlua::Error::SyntaxError { message, .. } => message.clone(),
-        mlua::Error::RuntimeError(message) if message.starts_with('<') => {
-            // mlua renders a non-string error value as `<table 0x…>`: keep its type, drop the address.
-            let kind: String = message[1..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphabetic())
-                .collect();
-            format!("the script raised a {kind} as its error instead of a message")
+        mlua::Error::RuntimeError(message) => {
+            // mlua appends a traceback to some messages. Keep only the innermost script line from it,
+            // for messages that carry no location of their own (errors raised by library functions).
+            let (head, traceback) = message
+                .split_once("\nstack traceback:")
+                .unwrap_or((message, ""));
+            let text = match thrown_value(head) {
+                Some(kind) => {
+                    format!("the script raised a {kind} as its error instead of a message")
+                }
+                None => head.to_owned(),
+            };
+            match traceback_place(traceback) {
+                Some(place) if !head.starts_with(&place) => format!("{text} (at {place})"),
+                _ => text,
+            }
         }
-        mlua::Error::RuntimeError(message) => message.clone(),
         other => other.to_string(),
     }
+}
+
+/// The type of a non-string error value, which mlua renders as `table: 0x…` (or `<table 0x…>`): its
+/// address is noise and its `__tostring` is not the script's to run on the host's behalf.
+fn thrown_value(message: &str) -> Option<&str> {
+    let trimmed = message.trim_start_matches('<');
+    [
+        "table", "userdata", "function", "thread", "buffer", "vector",
+    ]
+    .into_iter()
+    .find(|kind| {
+        trimmed
+            .strip_prefix(kind)
+            .is_some_and(|rest| rest.starts_with(": 0x") || rest.starts_with(" 0x"))
+    })
+}
+
+/// The innermost script frame of a Luau traceback (`attack.lua:2: in function <attack.lua:1>`), as
+/// `attack.lua:2`.
+fn traceback_place(traceback: &str) -> Option<String> {
+    traceback
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("[C]"))
+        .find_map(|line| {
+            let (file, rest) = line.split_once(':')?;
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            (!digits.is_empty()).then(|| format!("{file}:{digits}"))
+        })
 }
 
 fn script_error(file: &str, message: String) -> LoadError {

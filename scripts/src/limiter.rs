@@ -50,6 +50,11 @@ impl Limiter {
         self.tripped.borrow().clone()
     }
 
+    /// Trips the limiter now: every later interrupt of this call raises `reason`.
+    pub(crate) fn stop(&self, reason: String) {
+        self.tripped.replace(Some(reason));
+    }
+
     fn tick(&self, lua: &Lua) -> mlua::Result<VmState> {
         if let Some(reason) = self.tripped.borrow().as_ref() {
             return Err(mlua::Error::runtime(reason.clone()));
@@ -76,7 +81,8 @@ impl Limiter {
         match reason {
             None => Ok(VmState::Continue),
             Some(reason) => {
-                let reason = match where_running(lua, 0) {
+                // Level 0 is a library function when the interrupt fires inside pattern matching.
+                let reason = match (0..4).find_map(|level| where_running(lua, level)) {
                     Some(place) => format!("{reason} at {place}"),
                     None => reason,
                 };

@@ -16,6 +16,7 @@ pub fn test_limits() -> Limits {
         max_callback_steps: 2_000_000,
         max_callback_time: Duration::from_secs(2),
         max_callback_memory: 16 << 20,
+        max_emitted: 10_000,
         ..Limits::default()
     }
 }
