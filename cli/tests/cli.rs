@@ -826,6 +826,90 @@ fn save_commands_on_an_unreadable_save_are_usage_errors() {
 }
 
 #[test]
+fn a_save_applies_durably_and_undoes_and_redoes_across_processes() {
+    let dir = folder_with_state(&json!({"hp": 100}));
+    let new = run_in(
+        dir.path(),
+        &["new", "game.save", "--state", "state.json"],
+        "",
+    );
+    assert_eq!(new.code, 0, "{new:?}");
+    assert_eq!(new.stdout, "");
+    let hp = |value: i64| json!({"hp": value});
+    let apply = |label: &str, value: i64| {
+        let batch = format!(r#"[{{"op":"assign","path":["hp"],"value":{value}}}]"#);
+        run_in(
+            dir.path(),
+            &["apply", "--save", "game.save", "--label", label, "-"],
+            &batch,
+        )
+    };
+    for (label, value) in [("m1", 90), ("m2", 80)] {
+        let run = apply(label, value);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(parse(&run.stdout), hp(value));
+    }
+    let show = run_in(dir.path(), &["show", "--save", "game.save"], "");
+    assert_eq!((show.code, parse(&show.stdout)), (0, hp(80)), "{show:?}");
+    let history = run_in(
+        dir.path(),
+        &["show", "--save", "game.save", "--history"],
+        "",
+    );
+    let history = parse(&history.stdout);
+    let labels: Vec<&Value> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["label"])
+        .collect();
+    assert_eq!(labels, [&json!("m1"), &json!("m2")]);
+
+    let rejected = run_in(
+        dir.path(),
+        &["apply", "--save", "game.save", "-"],
+        r#"{"op":"pop","path":["hp"]}"#,
+    );
+    assert_eq!(rejected.code, 1, "{rejected:?}");
+    assert_eq!(rejected.stdout, "");
+
+    let to = run_in(
+        dir.path(),
+        &["undo", "--save", "game.save", "--to", "m1"],
+        "",
+    );
+    assert_eq!((to.code, parse(&to.stdout)), (0, hp(90)), "{to:?}");
+    let redo = run_in(dir.path(), &["redo", "--save", "game.save"], "");
+    assert_eq!((redo.code, parse(&redo.stdout)), (0, hp(80)), "{redo:?}");
+    for value in [90, 100] {
+        let undo = run_in(dir.path(), &["undo", "--save", "game.save"], "");
+        assert_eq!((undo.code, parse(&undo.stdout)), (0, hp(value)), "{undo:?}");
+    }
+    let nothing = run_in(dir.path(), &["undo", "--save", "game.save"], "");
+    assert_eq!(nothing.code, 1, "{nothing:?}");
+    assert_eq!(nothing.stdout, "");
+    assert_eq!(nothing.stderr, "unchanged: nothing to undo\n");
+}
+
+#[test]
+fn new_with_a_missing_state_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(
+        dir.path(),
+        &["new", "game.save", "--state", "missing.json"],
+        "",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("cannot read the state file missing.json"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.path().join("game.save").exists());
+}
+
+#[test]
 fn apply_save_refuses_state_only_options() {
     let dir = folder_with_state(&hero());
     let run = run_in(
