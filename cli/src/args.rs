@@ -26,7 +26,7 @@ statecraft play examples/fantasy                       run a scripted scenario\n
 Exit codes: 0 success, 1 batch rejected (nothing changed), 2 usage or IO error."
 )]
 pub(crate) struct Cli {
-    /// How to print diagnostics and errors on stderr: for people, or one JSON document per problem set.
+    /// How to print diagnostics and errors (stderr) and play's report (stdout): for people, or as JSON.
     #[arg(long, value_enum, global = true, default_value_t = Format::Human)]
     pub(crate) format: Format,
 
@@ -39,7 +39,7 @@ pub(crate) struct Cli {
 pub(crate) enum Format {
     /// Readable text, with source lines and carets; colour only on a terminal.
     Human,
-    /// Machine-readable JSON on stderr.
+    /// Machine-readable JSON documents.
     Json,
 }
 

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
+use serde_json::json;
 use statecraft_engine::{
     ApplyOptions, BatchError, Commit, Outcome, Path as StatePath, Store, Value,
 };
@@ -135,6 +136,8 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
 
     let mut played: Vec<Played> = Vec::new();
     let mut tally = Tally::default();
+    // With `--format json` the same facts are collected as one JSON document instead of the text report.
+    let mut records: Vec<serde_json::Value> = Vec::new();
     for turn in &turns {
         report.line("");
         report.line(&report.paint(
@@ -145,6 +148,7 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
                 display_relative(dir, &turn.reply)
             ),
         ));
+        let undone_before = tally.undone;
         if turn.expect.regenerates {
             regenerate(&mut store, &mut played, turn, &mut report, &mut tally)?;
         }
@@ -223,6 +227,16 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
             &store,
             &mut checks,
         );
+        if out.json() {
+            records.push(turn_record(
+                turn,
+                dir,
+                &reading,
+                outcome.as_ref(),
+                tally.undone - undone_before,
+                &checks,
+            ));
+        }
         for (passed, what) in &checks.results {
             if *passed {
                 tally.passed += 1;
@@ -255,19 +269,78 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
         tally.passed,
         tally.failed.len()
     );
-    report.always("");
-    let colour = if tally.failed.is_empty() {
-        Paint::Green
+    if out.json() {
+        let document = json!({
+            "scenario": title,
+            "turns": records,
+            "final_state": store.state(),
+            "summary": {
+                "turns": turns.len(),
+                "committed": tally.committed,
+                "rejected": tally.rejected,
+                "rolled_back": tally.undone,
+                "applied_steps": steps,
+                "passed": tally.passed,
+                "failed": tally.failed,
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&document)?);
     } else {
-        Paint::Red
-    };
-    report.always(&report.paint(colour, &summary));
-    print!("{}", report.text);
+        report.always("");
+        let colour = if tally.failed.is_empty() {
+            Paint::Green
+        } else {
+            Paint::Red
+        };
+        report.always(&report.paint(colour, &summary));
+        print!("{}", report.text);
+    }
     Ok(if tally.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_REJECTED)
     })
+}
+
+/// One turn as JSON, for `--format json`.
+fn turn_record(
+    turn: &Turn,
+    dir: &Path,
+    reading: &reply::Reading,
+    outcome: Option<&Outcome>,
+    rolled_back: usize,
+    checks: &Checks,
+) -> serde_json::Value {
+    let mut record = json!({
+        "turn": turn.name,
+        "reply": display_relative(dir, &turn.reply),
+        "rolled_back": rolled_back,
+        "score": reading.score(),
+        "diagnostics": render::diagnostics_json(reading.diagnostics()),
+        "checks": checks.results.iter().map(|(passed, what)| json!({"passed": passed, "check": what})).collect::<Vec<_>>(),
+    });
+    let fields = match outcome {
+        Some(Outcome::Committed(commit)) => json!({
+            "outcome": "committed",
+            "changes": commit.changes,
+            "warnings": render::errors_json(&commit.warnings),
+            "events": commit.events,
+        }),
+        Some(Outcome::Rejected(rejection)) => json!({
+            "outcome": "rejected",
+            "errors": render::errors_json(&rejection.errors),
+            "feedback": reading.feedback(&rejection.errors),
+        }),
+        None => json!({
+            "outcome": "rejected",
+            "errors": render::diagnostics_json(&reading.errors().cloned().collect::<Vec<_>>()),
+            "feedback": reading.feedback(&[]),
+        }),
+    };
+    if let (Some(record), Some(fields)) = (record.as_object_mut(), fields.as_object()) {
+        record.extend(fields.clone());
+    }
+    record
 }
 
 /// The history label of a turn.

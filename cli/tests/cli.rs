@@ -766,6 +766,56 @@ fn play_quiet_prints_only_failures_and_the_summary() {
 }
 
 #[test]
+fn play_reports_every_turn_as_json_with_format_json() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rules");
+    let run = run_in(
+        Path::new("."),
+        &["play", "--format", "json", &dir.to_string_lossy()],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let report = parse(&run.stdout);
+    assert_eq!(report["scenario"], json!("rules"));
+    assert_eq!(report["summary"]["failed"], json!([]));
+    let turns = report["turns"].as_array().expect("a list of turns");
+    assert_eq!(turns.len(), 9);
+    assert_eq!(turns[0]["outcome"], json!("committed"));
+    assert_eq!(
+        turns[0]["changes"][0],
+        json!({"path": ["castle", "gate"], "old": "closed", "new": "open", "reason": "the king arrives", "op": "assign"})
+    );
+    assert_eq!(turns[1]["outcome"], json!("rejected"));
+    assert_eq!(turns[1]["errors"][0]["kind"], json!("old_mismatch"));
+    assert!(
+        turns[1]["feedback"]
+            .as_str()
+            .is_some_and(|f| f.contains("expected old value")),
+        "{}",
+        turns[1]
+    );
+    assert_eq!(turns[8]["rolled_back"], json!(1));
+    assert_eq!(report["final_state"]["castle"]["treasury"], json!(950));
+
+    let failing = run_in(
+        Path::new("."),
+        &[
+            "play",
+            "--format",
+            "json",
+            &fixture("failing").to_string_lossy(),
+        ],
+        "",
+    );
+    assert_eq!(failing.code, 1, "{failing:?}");
+    assert_eq!(
+        parse(&failing.stdout)["summary"]["failed"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+#[test]
 fn play_refuses_a_misspelt_expectation() {
     let run = run_in(
         Path::new("."),
