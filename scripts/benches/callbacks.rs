@@ -1,1 +1,175 @@
-fn main() {}
+//! Callback costs: one round trip (dispatch, a small table argument, one emitted instruction), with
+//! and without the store around it; 10,000 callbacks in one batch; and the limiter's overhead on a
+//! loop, measured against the same loop in a bare mlua VM without an interrupt.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use statecraft_engine::{Batch, CallbackCall, CallbackHandler, Limits, Store, Value};
+use statecraft_scripts::LuaHandlers;
+
+const SCRIPT: &str = r#"
+on("hit", function(ctx, attack)
+    local hp = ctx.get({"monster", "hp"})
+    ctx.emit({op = "assign", path = {"monster", "hp"}, value = hp - attack.damage})
+end)
+on("noop", function(ctx) end)
+on("sum", function(ctx, n)
+    local s = 0
+    for i = 1, n do s = s + i end
+    return s
+end)
+"#;
+
+const LOOP: u32 = 10_000;
+
+fn handlers() -> LuaHandlers {
+    LuaHandlers::from_sources([("bench.lua", SCRIPT)], &Limits::default())
+        .expect("bench script loads")
+}
+
+fn state() -> Value {
+    Value::from_json(
+        &json!({"monster": {"hp": 1_000_000_000, "name": "orc"}, "player": {"hp": 100}}),
+    )
+}
+
+fn round_trip(c: &mut Criterion) {
+    let mut group = c.benchmark_group("round_trip");
+    let limits = Limits::default();
+    let root = state();
+    let args = [Value::from_json(&json!({"damage": 3, "kind": "slash"}))];
+
+    let mut direct = handlers();
+    group.bench_function("handler_call", |b| {
+        b.iter(|| {
+            let call = CallbackCall {
+                name: "hit",
+                args: &args,
+                state: &root,
+                depth: 0,
+                limits: &limits,
+            };
+            black_box(direct.call(call).expect("handler runs"))
+        })
+    });
+
+    let mut store = Store::builder(state())
+        .handler(handlers())
+        .build()
+        .expect("store");
+    store.set_history_limits(statecraft_engine::HistoryLimits {
+        max_steps: 0,
+        ..store.history_limits()
+    });
+    let callback = Batch::from_json(
+        &json!([{"op": "callback", "path": ["hit"], "value": [{"damage": 3, "kind": "slash"}]}]),
+    )
+    .expect("batch");
+    group.bench_function("store_apply_callback", |b| {
+        b.iter(|| black_box(store.apply(&callback).is_committed()))
+    });
+
+    // The same change without Lua: what the engine alone costs for this batch.
+    let mut plain = Store::builder(state()).build().expect("store");
+    plain.set_history_limits(statecraft_engine::HistoryLimits {
+        max_steps: 0,
+        ..plain.history_limits()
+    });
+    let assign =
+        Batch::from_json(&json!([{"op": "increment", "path": ["monster", "hp"], "value": -3}]))
+            .expect("batch");
+    group.bench_function("store_apply_without_lua", |b| {
+        b.iter(|| black_box(plain.apply(&assign).is_committed()))
+    });
+    group.finish();
+}
+
+fn ten_thousand(c: &mut Criterion) {
+    let mut group = c.benchmark_group("batch");
+    group.sample_size(10);
+    let calls: Vec<_> = (0..10_000)
+        .map(|_| json!({"op": "callback", "path": ["hit"], "value": [{"damage": 1, "kind": "slash"}]}))
+        .collect();
+    let batch = Batch::from_json(&json!(calls)).expect("batch");
+    group.bench_function("10k_callbacks_one_batch", |b| {
+        b.iter_batched(
+            || {
+                let mut store = Store::builder(state())
+                    .handler(handlers())
+                    .build()
+                    .expect("store");
+                store.set_history_limits(statecraft_engine::HistoryLimits {
+                    max_steps: 0,
+                    ..store.history_limits()
+                });
+                store
+            },
+            |mut store| {
+                let outcome = store.apply(&batch);
+                assert!(outcome.is_committed());
+                store
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+fn limiter(c: &mut Criterion) {
+    let mut group = c.benchmark_group("limiter");
+    let limits = Limits::default();
+    let root = state();
+    let mut handlers = handlers();
+    let mut run = |name: &str, args: &[Value]| {
+        let call = CallbackCall {
+            name,
+            args,
+            state: &root,
+            depth: 0,
+            limits: &limits,
+        };
+        black_box(handlers.call(call).expect("handler runs"))
+    };
+    let n = [Value::from_json(&json!(LOOP))];
+    group.bench_function("handler_noop", |b| b.iter(|| run("noop", &[])));
+    group.bench_function("handler_loop_10k_with_interrupt", |b| {
+        b.iter(|| run("sum", &n))
+    });
+
+    // The same functions in a bare VM with no interrupt installed.
+    let lua = mlua::Lua::new();
+    lua.load(
+        "noop = function(ctx) end
+         sum = function(ctx, n) local s = 0 for i = 1, n do s = s + i end return s end",
+    )
+    .exec()
+    .expect("bare script");
+    let noop: mlua::Function = lua.globals().get("noop").expect("noop");
+    let sum: mlua::Function = lua.globals().get("sum").expect("sum");
+    group.bench_function("bare_noop", |b| {
+        b.iter(|| noop.call::<mlua::Value>(()).expect("runs"))
+    });
+    group.bench_function("bare_loop_10k_without_interrupt", |b| {
+        b.iter(|| {
+            black_box(
+                sum.call::<f64>((mlua::Value::Nil, f64::from(LOOP)))
+                    .expect("runs"),
+            )
+        })
+    });
+    group.finish();
+}
+
+fn config() -> Criterion {
+    // The machine is shared and small: short, steady runs.
+    Criterion::default()
+        .sample_size(30)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+}
+
+criterion_group! { name = benches; config = config(); targets = round_trip, ten_thousand, limiter }
+criterion_main!(benches);
