@@ -285,3 +285,27 @@ fn emitted_text_reads_back_to_the_same_batch() {
     let read = translate(&text, &MvuOptions::default());
     assert_eq!(read.instructions, batch.instructions);
 }
+
+#[test]
+fn columns_count_characters_and_lines_count_every_break() {
+    let text = "悠纪说：_.set('a', 1)\n\n好_.add('b', 'x');\n_.set('c', 2);";
+    let translation = translate(text, &MvuOptions::default());
+    let places: Vec<_> = translation
+        .diagnostics
+        .iter()
+        .map(|d| (&*d.kind, d.line, d.column))
+        .collect();
+    assert_eq!(
+        places,
+        [
+            ("mvu_missing_semicolon", 1, 5),
+            ("mvu_add_not_a_number", 3, 2)
+        ]
+    );
+    for diagnostic in &translation.diagnostics {
+        assert_eq!(
+            (diagnostic.line, diagnostic.column),
+            statecraft_translators::line_column(text, diagnostic.span.start)
+        );
+    }
+}
