@@ -710,7 +710,8 @@ fn play_fantasy_shows_changes_events_rejections_and_the_swipe() {
         run.stdout
     );
     assert!(
-        run.stdout.contains("not enough gold for leather armor"),
+        run.stdout
+            .contains("not enough gold for 1 leather armor: 15 < 30"),
         "{}",
         run.stdout
     );
