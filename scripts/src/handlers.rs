@@ -17,8 +17,8 @@ use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use serde_json::Value as Json;
 use statecraft_engine::{
-    CallbackCall, CallbackHandler, Change, HandlerError, HostEvent, Instruction, Limits, Path,
-    Response, Segment, Value, WatchCall,
+    CallbackCall, CallbackHandler, Change, DEFAULT_FORBIDDEN, HandlerError, HostEvent, Instruction,
+    Limits, Path, Response, Segment, Value, WatchCall,
 };
 
 use crate::convert::{ConvertError, Inbound, Outbound, dotted, path_from_lua, type_name};
@@ -447,7 +447,40 @@ fn value_out(state: &mut CallState, value: &LuaValue, what: &str) -> Result<Valu
     let json = out
         .convert(value, 0)
         .map_err(|e| format!("{what} cannot be converted: {e}"))?;
+    if let Some(at) = forbidden_key(&json) {
+        return Err(format!(
+            "{what} has a forbidden key at {at} (front ends merge values into javascript objects)"
+        ));
+    }
     Ok(Value::from_json(&json))
+}
+
+/// The JSON Pointer of the first key named like a JavaScript prototype member (SPEC §3). Emitted
+/// instructions are checked by the engine against the store's list; results and event payloads go to
+/// the host without that check, so they are held to the default list here.
+fn forbidden_key(json: &Json) -> Option<String> {
+    let mut stack = vec![(json, String::new())];
+    while let Some((value, at)) = stack.pop() {
+        match value {
+            Json::Object(map) => {
+                for (key, item) in map {
+                    let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    if DEFAULT_FORBIDDEN.contains(&key.as_str()) {
+                        return Some(here);
+                    }
+                    stack.push((item, here));
+                }
+            }
+            Json::Array(items) => stack.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| (item, format!("{at}/{i}"))),
+            ),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Converts an instruction table and decodes it strictly, as the engine decodes JSON instructions. A

@@ -190,6 +190,11 @@ fn survives(attack: &'static str, expected: &'static str, limits: Limits) {
     "ctx.emit(setmetatable({}, {__index = function() while true do end end, __pairs = function() while true do end end}))",
     "ctx.emit"
 )]
+#[case::prototype_key_in_an_event(
+    r#"ctx.event("e", {a = {["__proto__"] = {admin = true}}})"#,
+    "forbidden key at /a/__proto__"
+)]
+#[case::prototype_key_in_a_result(r#"return {constructor = 1}"#, "forbidden key at /constructor")]
 #[case::yield_out_of_the_handler("coroutine.yield(1)", "attempt to yield")]
 fn attacks_are_rejected_and_leave_everything_usable(
     #[case] body: &'static str,
@@ -253,7 +258,7 @@ fn the_vm_memory_recovers_after_a_memory_bomb() {
     watchdog(60, || {
         let limits = test_limits();
         let handlers = LuaHandlers::from_sources(
-            [("bomb.lua", r#"on("bomb", function(ctx) local t = {} while true do t[#t + 1] = string.rep("z", 4096) end end)"#)],
+            [("bomb.lua", r#"on("bomb", function(ctx) local t = {} while true do t[#t + 1] = string.rep("z", 4096) .. #t end end)"#)],
             &limits,
         )
         .expect("loads");

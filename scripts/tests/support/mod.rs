@@ -13,8 +13,8 @@ use statecraft_scripts::LuaHandlers;
 /// Limits small enough that attacks end quickly, large enough for honest scripts.
 pub fn test_limits() -> Limits {
     Limits {
-        max_callback_steps: 2_000_000,
-        max_callback_time: Duration::from_secs(2),
+        max_callback_steps: 500_000,
+        max_callback_time: Duration::from_secs(5),
         max_callback_memory: 16 << 20,
         max_emitted: 10_000,
         ..Limits::default()
