@@ -134,15 +134,20 @@ pub(crate) fn report_rejection(out: &Output, errors: &[BatchError]) {
     }
 }
 
-/// Prints a commit's warnings and host events on stderr (stdout carries only the state).
+/// Prints a commit's warnings and host events on stderr (stdout carries only the state); with
+/// `--format json`, the change log too.
 pub(crate) fn report_commit(out: &Output, commit: &Commit) {
     if out.json() {
-        if !commit.warnings.is_empty() || !commit.events.is_empty() {
-            eprintln!(
-                "{}",
-                json!({"warnings": render::errors_json(&commit.warnings), "events": commit.events, "changes": commit.changes})
-            );
-        }
+        // Always one document, so a script reading stderr gets the change log of every commit.
+        eprintln!(
+            "{}",
+            json!({
+                "committed": true,
+                "changes": commit.changes,
+                "warnings": render::errors_json(&commit.warnings),
+                "events": commit.events,
+            })
+        );
         return;
     }
     if !commit.warnings.is_empty() {

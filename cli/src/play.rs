@@ -38,7 +38,7 @@ struct Expect {
     #[serde(default)]
     regenerates: bool,
     /// `"committed"` or `"rejected"`.
-    outcome: Option<Outcome_>,
+    outcome: Option<Expected>,
     /// JSON Pointer → the value expected there after the turn.
     #[serde(default)]
     values: BTreeMap<String, serde_json::Value>,
@@ -66,7 +66,7 @@ struct Expect {
 /// The expected outcome of a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Outcome_ {
+enum Expected {
     Committed,
     Rejected,
 }
@@ -472,7 +472,7 @@ fn check_turn(
 ) {
     let committed = outcome.is_some_and(Outcome::is_committed);
     if let Some(wanted) = expect.outcome {
-        let want_commit = wanted == Outcome_::Committed;
+        let want_commit = wanted == Expected::Committed;
         let said = if committed { "committed" } else { "rejected" };
         let wanted_text = if want_commit { "committed" } else { "rejected" };
         checks.check(

@@ -289,6 +289,28 @@ fn apply_reports_rejections_as_json_with_format_json() {
 }
 
 #[test]
+fn apply_reports_the_change_log_as_json_with_format_json() {
+    let dir = folder_with_state(&hero());
+    let batch = r#"{"op":"assign","path":["player","hp"],"value":7,"reason":"trap"}"#;
+    let run = run_in(
+        dir.path(),
+        &["apply", "--format", "json", "--state", "state.json", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(parse(&run.stdout)["player"]["hp"], json!(7));
+    assert_eq!(
+        parse(run.stderr.trim()),
+        json!({
+            "committed": true,
+            "changes": [{"path": ["player", "hp"], "old": 100, "new": 7, "reason": "trap", "op": "assign"}],
+            "warnings": [],
+            "events": [],
+        })
+    );
+}
+
+#[test]
 fn apply_with_a_missing_state_file_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let run = run_in(dir.path(), &["apply", "--state", "nowhere.json", "-"], "[]");
