@@ -1,0 +1,393 @@
+//! The GBNF grammar (llama.cpp's grammar format) for one instruction batch, written from an
+//! [`InstructionSpec`].
+//!
+//! This module owns the grammar spelling of the language: rule `s<id>` for every shape, `p<t>` for
+//! every target's path, `i<k>` for every (target, op group) pair, in the same order as the JSON Schema
+//! of [`crate::prompt::batch_schema`]. It must not decide what the language is. Where a grammar cannot
+//! say what the schema says it is documented here:
+//!
+//! - Members come in a fixed order: an instruction's as `op`, `path`, `value`, `old`, `reason`; an
+//!   object value's declared keys alphabetically, then undeclared keys. (The schema takes any order.)
+//! - Integers are written as integers of at most 16 digits, without a fraction (`2`, not `2.0`); their
+//!   bounds are exact. Number bounds are not spelled out: a number whose lower bound is zero or more is
+//!   written without a minus sign, and the other bounds are left to the schema.
+//! - Whitespace between tokens is at most 20 spaces, tabs or newlines, so a model cannot stall on it.
+
+use std::fmt::Write as _;
+
+use serde_json::Value as Json;
+
+use crate::prompt::spec::{InstructionSpec, SegmentPattern, Shape, ShapeId, Target};
+
+/// Digits an unbounded integer may have in the grammar.
+const MAX_DIGITS: usize = 16;
+
+/// Rules every grammar shares: JSON whitespace, strings, numbers and free values.
+const COMMON: &str = r#"ws ::= [ \t\n]{0,20}
+string ::= "\"" char* "\""
+char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+index ::= "0" | [1-9] [0-9]{0,15}
+segment ::= string | index
+unsigned-number ::= ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?
+number ::= "-"? unsigned-number
+value ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws (string ws ":" ws value (ws "," ws string ws ":" ws value)*)? ws "}"
+array ::= "[" ws (value (ws "," ws value)*)? ws "]"
+"#;
+
+/// The GBNF grammar for one batch; its start rule is `root`.
+///
+/// Time: O(shapes × members + targets).
+pub fn batch_gbnf(spec: &InstructionSpec) -> String {
+    let mut out = String::new();
+    let mut branches = Vec::new();
+    let mut body = String::new();
+    for (t, target) in spec.targets.iter().enumerate() {
+        let _ = writeln!(body, "p{t} ::= {}", path_rule(target));
+        for group in &target.groups {
+            let k = branches.len();
+            branches.push(format!("i{k}"));
+            let ops: Vec<String> = group
+                .ops
+                .iter()
+                .map(|op| literal(&format!("\"{}\"", op.name())))
+                .collect();
+            let _ = write!(
+                body,
+                "i{k} ::= \"{{\" ws {} ws \":\" ws ({}) ws \",\" ws {} ws \":\" ws p{t}",
+                literal("\"op\""),
+                ops.join(" | "),
+                literal("\"path\""),
+            );
+            if let Some(operand) = group.operand {
+                let _ = write!(
+                    body,
+                    " ws \",\" ws {} ws \":\" ws s{operand}",
+                    literal("\"value\"")
+                );
+            }
+            let _ = writeln!(
+                body,
+                " (ws \",\" ws {} ws \":\" ws (s{} | \"null\"))? (ws \",\" ws {} ws \":\" ws string)? ws \"}}\"",
+                literal("\"old\""),
+                target.shape,
+                literal("\"reason\""),
+            );
+        }
+    }
+    if branches.is_empty() {
+        out.push_str("root ::= ws \"[\" ws \"]\" ws\n");
+    } else {
+        out.push_str(
+            "root ::= ws \"[\" ws (instruction (ws \",\" ws instruction)*)? ws \"]\" ws\n",
+        );
+        let _ = writeln!(out, "instruction ::= {}", branches.join(" | "));
+    }
+    out.push_str(&body);
+    for (id, shape) in spec.shapes.iter().enumerate() {
+        shape_rules(&mut out, id, shape);
+    }
+    out.push_str(COMMON);
+    out
+}
+
+/// A GBNF string literal matching exactly `text`.
+fn literal(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A JSON value's compact text as a literal.
+fn json_literal(value: &Json) -> String {
+    literal(&value.to_string())
+}
+
+fn path_rule(target: &Target) -> String {
+    let segments: Vec<String> = target
+        .path
+        .iter()
+        .map(|segment| match segment {
+            SegmentPattern::Key(key) => json_literal(&Json::String(key.clone())),
+            SegmentPattern::AnyKey => "string".to_owned(),
+            SegmentPattern::AnyIndex => "index".to_owned(),
+        })
+        .collect();
+    let mut rule = String::from("\"[\" ws ");
+    rule.push_str(&segments.join(" ws \",\" ws "));
+    if target.open_tail {
+        if segments.is_empty() {
+            rule.push_str("segment (ws \",\" ws segment)*");
+        } else {
+            rule.push_str(" (ws \",\" ws segment)+");
+        }
+    }
+    rule.push_str(" ws \"]\"");
+    rule
+}
+
+fn shape_rules(out: &mut String, id: ShapeId, shape: &Shape) {
+    let rule = match shape {
+        Shape::Any => "value".to_owned(),
+        Shape::Null => "\"null\"".to_owned(),
+        Shape::Boolean => "\"true\" | \"false\"".to_owned(),
+        Shape::String => "string".to_owned(),
+        Shape::Integer { min, max } => integer_rule(*min, *max),
+        Shape::Number {
+            min, exclusive_min, ..
+        } => {
+            // Only the sign is spelled out; see the module documentation.
+            let _ = exclusive_min;
+            if min.is_some_and(|m| m >= 0.0) {
+                "unsigned-number".to_owned()
+            } else {
+                "number".to_owned()
+            }
+        }
+        Shape::Enum(options) => {
+            if options.is_empty() {
+                // Nothing fits an empty enum; a rule that never matches keeps the grammar valid.
+                "[^\\x00-\\U0010FFFF]".to_owned()
+            } else {
+                let literals: Vec<String> = options.iter().map(json_literal).collect();
+                literals.join(" | ")
+            }
+        }
+        Shape::Array { items } => {
+            format!("\"[\" ws (s{items} (ws \",\" ws s{items})*)? ws \"]\"")
+        }
+        Shape::Union(options) => {
+            let names: Vec<String> = options.iter().map(|o| format!("s{o}")).collect();
+            names.join(" | ")
+        }
+        Shape::Object {
+            properties, extra, ..
+        } => {
+            // Members: declared keys in order, then undeclared ones (repeatable).
+            let mut items: Vec<(String, Presence)> = properties
+                .iter()
+                .map(|p| {
+                    let key = json_literal(&Json::String(p.name.clone()));
+                    let presence = if p.required {
+                        Presence::Required
+                    } else {
+                        Presence::Optional
+                    };
+                    (format!("{key} ws \":\" ws s{}", p.shape), presence)
+                })
+                .collect();
+            if let Some(extra) = extra {
+                items.push((format!("string ws \":\" ws s{extra}"), Presence::Repeated));
+            }
+            let rest = |i: usize| -> String {
+                if i < items.len() {
+                    format!(" s{id}-r{i}")
+                } else {
+                    String::new()
+                }
+            };
+            let mut first = Vec::new();
+            let mut all_optional = true;
+            for (i, (member, presence)) in items.iter().enumerate() {
+                match presence {
+                    Presence::Repeated => first.push(format!("{member}{}", rest(i))),
+                    _ => first.push(format!("{member}{}", rest(i + 1))),
+                }
+                if *presence == Presence::Required {
+                    all_optional = false;
+                    break;
+                }
+            }
+            for (i, (member, presence)) in items.iter().enumerate().skip(1) {
+                let step = match presence {
+                    Presence::Required => format!("ws \",\" ws {member}"),
+                    Presence::Optional => format!("(ws \",\" ws {member})?"),
+                    Presence::Repeated => format!("(ws \",\" ws {member})*"),
+                };
+                let _ = writeln!(out, "s{id}-r{i} ::= {step}{}", rest(i + 1));
+            }
+            if first.is_empty() {
+                "\"{\" ws \"}\"".to_owned()
+            } else {
+                let body = first.join(" | ");
+                let optional = if all_optional { "?" } else { "" };
+                format!("\"{{\" ws ({body}){optional} ws \"}}\"")
+            }
+        }
+    };
+    let _ = writeln!(out, "s{id} ::= {rule}");
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Presence {
+    Required,
+    Optional,
+    Repeated,
+}
+
+/// An integer within inclusive bounds, exactly, as alternatives of digit patterns.
+fn integer_rule(min: Option<i64>, max: Option<i64>) -> String {
+    let mut alternatives = Vec::new();
+    // Non-negative part: [max(min, 0), max].
+    let low = min.map_or(0, |m| m.max(0)) as u64;
+    let nonneg = match max {
+        Some(m) if m < 0 => None,
+        Some(m) if (m as u64) < low => None,
+        Some(m) => Some((low, Some(m as u64))),
+        None => Some((low, None)),
+    };
+    if let Some((a, b)) = nonneg {
+        alternatives.extend(digits_range(a, b));
+    }
+    // Negative part: magnitudes [max(1, -max), -min].
+    let negative_allowed = min.is_none_or(|m| m < 0);
+    if negative_allowed {
+        let low = max.map_or(1, |m| if m >= 0 { 1 } else { m.unsigned_abs() });
+        let high = min.map(i64::unsigned_abs);
+        if high.is_none_or(|h| h >= low) {
+            let magnitudes = digits_range(low, high);
+            alternatives.push(format!("\"-\" ({})", magnitudes.join(" | ")));
+        }
+    }
+    if alternatives.is_empty() {
+        // No integer satisfies the bounds.
+        "[^\\x00-\\U0010FFFF]".to_owned()
+    } else {
+        alternatives.join(" | ")
+    }
+}
+
+/// Decimal numerals (no sign, no leading zeros) for the integers in `[low, high]`; `None` is
+/// unbounded (up to [`MAX_DIGITS`] digits).
+fn digits_range(low: u64, high: Option<u64>) -> Vec<String> {
+    let low_len = low.to_string().len();
+    let mut out = Vec::new();
+    match high {
+        Some(high) => {
+            let high_len = high.to_string().len();
+            for len in low_len..=high_len {
+                let from = if len == low_len {
+                    low
+                } else {
+                    10u64.pow(len as u32 - 1)
+                };
+                let to = if len == high_len {
+                    high
+                } else {
+                    10u64.pow(len as u32) - 1
+                };
+                out.extend(same_length(&from.to_string(), &to.to_string()));
+            }
+        }
+        None => {
+            let to = "9".repeat(low_len);
+            out.extend(same_length(&low.to_string(), &to));
+            if low_len < MAX_DIGITS {
+                out.push(format!("[1-9] [0-9]{{{low_len},{}}}", MAX_DIGITS - 1));
+            }
+        }
+    }
+    out
+}
+
+/// Patterns for the numerals from `from` to `to`, both of the same length, `from <= to`.
+fn same_length(from: &str, to: &str) -> Vec<String> {
+    if from.is_empty() {
+        return vec![String::new()];
+    }
+    if from == to {
+        return vec![literal(from)];
+    }
+    let (first_from, rest_from) = from.split_at(1);
+    let (first_to, rest_to) = to.split_at(1);
+    let join = |head: String, tail: String| {
+        if tail.is_empty() {
+            head
+        } else {
+            format!("{head} {tail}")
+        }
+    };
+    if first_from == first_to {
+        return same_length(rest_from, rest_to)
+            .into_iter()
+            .map(|tail| join(literal(first_from), tail))
+            .collect();
+    }
+    let low_digit = first_from.as_bytes()[0] - b'0';
+    let high_digit = first_to.as_bytes()[0] - b'0';
+    let width = rest_from.len();
+    let mut out = Vec::new();
+    let mut middle_from = low_digit;
+    if rest_from.bytes().any(|b| b != b'0') {
+        let nines = "9".repeat(width);
+        out.extend(
+            same_length(rest_from, &nines)
+                .into_iter()
+                .map(|tail| join(literal(first_from), tail)),
+        );
+        middle_from += 1;
+    }
+    let mut middle_to = high_digit;
+    let mut high = Vec::new();
+    if rest_to.bytes().any(|b| b != b'9') {
+        let zeros = "0".repeat(width);
+        high = same_length(&zeros, rest_to)
+            .into_iter()
+            .map(|tail| join(literal(first_to), tail))
+            .collect();
+        middle_to -= 1;
+    }
+    if middle_from <= middle_to {
+        let class = if middle_from == middle_to {
+            format!("[{middle_from}]")
+        } else {
+            format!("[{middle_from}-{middle_to}]")
+        };
+        let tail = match width {
+            0 => String::new(),
+            1 => "[0-9]".to_owned(),
+            n => format!("[0-9]{{{n}}}"),
+        };
+        out.push(join(class, tail));
+    }
+    out.extend(high);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_ranges_split_by_digit() {
+        assert_eq!(
+            integer_rule(Some(0), Some(100)),
+            "[0-9] | [1-9] [0-9] | \"100\""
+        );
+        assert_eq!(
+            integer_rule(Some(37), Some(52)),
+            "\"3\" [7-9] | [4] [0-9] | \"5\" [0-2]"
+        );
+        assert_eq!(integer_rule(Some(1), None), "[1-9] | [1-9] [0-9]{1,15}");
+        assert_eq!(integer_rule(Some(-5), Some(-2)), "\"-\" ([2-5])");
+        assert_eq!(integer_rule(Some(5), Some(2)), "[^\\x00-\\U0010FFFF]");
+    }
+
+    #[test]
+    fn literals_escape_quotes_and_controls() {
+        assert_eq!(literal("\"a\\b\"\n"), "\"\\\"a\\\\b\\\"\\n\"");
+    }
+}

@@ -1,0 +1,229 @@
+//! Grading a reply the way a structured-output benchmark would, so front ends and benchmarks can
+//! compare models.
+//!
+//! This module owns the grade and its score formula. It must not change the caller's state: the batch
+//! runs on a throwaway copy (see [`crate::prompt::review`]).
+//!
+//! # Score
+//!
+//! `score` is 0 when the reply is invalid (an instruction with an `op` could not be read) or its batch
+//! would be rejected; otherwise the repair report's cleanliness score (100 only for exactly one clean
+//! JSON batch) times the fraction of expected-state checks that pass, rounded. Without checks the
+//! fraction is 1.
+
+use serde::Serialize;
+use serde_json::Value as Json;
+use statecraft_engine::{Path, StateSchema, Value};
+
+use crate::prompt::review::{Trial, canonical_json, extract_for, run, spec_for, trial_store};
+use crate::report::RepairReport;
+
+/// One expected value in the state after the reply: a JSON Pointer and the value it should hold.
+/// An absent value counts as `null`, as for `old` checks.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Expectation {
+    /// Where, as a JSON Pointer (`/player/hp`).
+    pub pointer: String,
+    /// What it should be (numbers compare by value).
+    pub value: Json,
+}
+
+impl Expectation {
+    /// Reads expectations from a JSON object mapping pointers to values: `{"/player/hp": 25}`.
+    pub fn from_map(json: &Json) -> Result<Vec<Expectation>, String> {
+        let map = json
+            .as_object()
+            .ok_or("expectations must be a json object mapping json pointers to values")?;
+        map.iter()
+            .map(|(pointer, value)| {
+                Path::from_pointer(pointer)
+                    .map(|_| Expectation {
+                        pointer: pointer.clone(),
+                        value: value.clone(),
+                    })
+                    .map_err(|error| format!("{pointer:?} is not a json pointer: {error}"))
+            })
+            .collect()
+    }
+}
+
+/// The outcome of one expectation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckOutcome {
+    /// Where.
+    pub pointer: String,
+    /// What was expected.
+    pub expected: Json,
+    /// What the state held after the reply (`null` when absent).
+    pub actual: Json,
+    /// Whether they are equal.
+    pub passed: bool,
+}
+
+/// How a reply did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Grade {
+    /// The overall score, 0 to 100 (see the module documentation).
+    pub score: u8,
+    /// The repair report's cleanliness score.
+    pub cleanliness: u8,
+    /// Whether every instruction with an `op` could be read.
+    pub valid: bool,
+    /// Whether the engine would commit the batch on the state.
+    pub applies: bool,
+    /// Whether every instruction is in the tailored language of the state schema (what a
+    /// structured-output API constrained by `statecraft schema` would have produced).
+    pub in_schema: bool,
+    /// Instructions read.
+    pub instructions: usize,
+    /// The engine's reasons when the batch would be rejected.
+    pub errors: Vec<String>,
+    /// Expected-state checks, in the order given.
+    pub checks: Vec<CheckOutcome>,
+    /// How many checks passed.
+    pub checks_passed: usize,
+    /// What was cleaned in the reply.
+    pub report: RepairReport,
+}
+
+/// Grades `text` as a reply for `state`.
+///
+/// Time: extraction (linear in the reply) plus one trial run of the batch.
+pub fn grade(
+    text: &str,
+    state: &Value,
+    schema: Option<&StateSchema>,
+    expected: &[Expectation],
+) -> Grade {
+    let extraction = extract_for(text, state);
+    let spec = spec_for(state, schema);
+    let batch_json = Json::Array(
+        extraction
+            .batch
+            .instructions
+            .iter()
+            .map(canonical_json)
+            .collect(),
+    );
+    let (applies, errors, store) = match trial_store(state, schema) {
+        Ok(mut store) => {
+            if extraction.valid {
+                match run(&mut store, &extraction.batch, &extraction) {
+                    Trial::Committed => (true, Vec::new(), Some(store)),
+                    Trial::Rejected(errors) => (false, errors, Some(store)),
+                }
+            } else {
+                (false, Vec::new(), Some(store))
+            }
+        }
+        Err(errors) => (false, errors, None),
+    };
+    let after = store.as_ref().map_or(state, |s| s.state());
+    let checks: Vec<CheckOutcome> = expected
+        .iter()
+        .map(|expectation| {
+            let actual = Path::from_pointer(&expectation.pointer)
+                .ok()
+                .and_then(|path| get(after, &path))
+                .map_or(Json::Null, Value::to_json);
+            let passed = Value::from_json(&actual) == Value::from_json(&expectation.value);
+            CheckOutcome {
+                pointer: expectation.pointer.clone(),
+                expected: expectation.value.clone(),
+                actual,
+                passed,
+            }
+        })
+        .collect();
+    let checks_passed = checks.iter().filter(|c| c.passed).count();
+    let cleanliness = extraction.report.score;
+    let score = if extraction.valid && applies {
+        let fraction = if checks.is_empty() {
+            1.0
+        } else {
+            checks_passed as f64 / checks.len() as f64
+        };
+        (f64::from(cleanliness) * fraction).round() as u8
+    } else {
+        0
+    };
+    Grade {
+        score,
+        cleanliness,
+        valid: extraction.valid,
+        applies,
+        in_schema: spec.accepts_batch(&batch_json),
+        instructions: extraction.batch.len(),
+        errors: errors.iter().map(ToString::to_string).collect(),
+        checks,
+        checks_passed,
+        report: extraction.report,
+    }
+}
+
+/// The value at `path`, reading decimal-string keys as indexes on arrays like the engine does.
+fn get<'a>(state: &'a Value, path: &Path) -> Option<&'a Value> {
+    let mut here = state;
+    for segment in path.segments() {
+        here = match (here, segment) {
+            (Value::Object(map), statecraft_engine::Segment::Key(key)) => map.get(&**key)?,
+            (Value::Array(items), segment) => items.get(segment.as_index()?)?,
+            _ => return None,
+        };
+    }
+    Some(here)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn state() -> Value {
+        Value::from_json(&json!({"hp": 30, "bag": []}))
+    }
+
+    #[test]
+    fn clean_correct_replies_score_100() {
+        let expected = Expectation::from_map(&json!({"/hp": 25, "/bag/0": "rope"}));
+        let grade = grade(
+            r#"[{"op":"increment","path":["hp"],"value":-5},{"op":"push","path":["bag"],"value":"rope"}]"#,
+            &state(),
+            None,
+            &expected.unwrap_or_default(),
+        );
+        assert_eq!(
+            (grade.score, grade.checks_passed, grade.applies),
+            (100, 2, true)
+        );
+        assert!(grade.in_schema);
+    }
+
+    #[test]
+    fn fenced_replies_lose_cleanliness_and_wrong_values_lose_checks() {
+        let expected = Expectation::from_map(&json!({"/hp": 20, "/bag": []}));
+        let grade = grade(
+            "ok\n```json\n[{\"op\":\"increment\",\"path\":[\"hp\"],\"value\":-5}]\n```",
+            &state(),
+            None,
+            &expected.unwrap_or_default(),
+        );
+        assert_eq!(grade.cleanliness, 100 - 2 - 3);
+        assert_eq!(grade.checks_passed, 1);
+        assert_eq!(grade.score, 48);
+    }
+
+    #[test]
+    fn rejected_batches_score_zero() {
+        let grade = grade(r#"[{"op":"pop","path":["bag"]}]"#, &state(), None, &[]);
+        assert!(!grade.applies);
+        assert_eq!(grade.score, 0);
+        assert_eq!(grade.errors.len(), 1, "{:?}", grade.errors);
+    }
+
+    #[test]
+    fn expectations_need_pointers() {
+        assert!(Expectation::from_map(&json!({"hp": 1})).is_err());
+        assert!(Expectation::from_map(&json!([1])).is_err());
+    }
+}

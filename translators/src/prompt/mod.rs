@@ -1,0 +1,25 @@
+//! The prompt kit: teach the model the instruction format, constrain its decoding, and close the
+//! self-correction loop.
+//!
+//! This module owns everything a front end needs around a model call: the rules text and state payload
+//! for the system prompt ([`prompt`]), the tailored JSON Schema ([`batch_schema`]) and GBNF grammar
+//! ([`batch_gbnf`]) for one batch, both written from one [`InstructionSpec`] so they cannot drift, the
+//! feedback for a reply ([`review`]) and a benchmark-style [`grade`]. It must not change a caller's
+//! state: replies are tried on throwaway copies, and nothing here does IO.
+
+mod batch_schema;
+mod gbnf;
+mod grade;
+mod review;
+mod rules;
+mod spec;
+
+pub use batch_schema::batch_schema;
+pub use gbnf::batch_gbnf;
+pub use grade::{CheckOutcome, Expectation, Grade, grade};
+pub use review::{Problem, Review, review};
+pub use rules::{Lang, Prompt, VISIBLE_KEYWORD, prompt, visible_state};
+pub use spec::{
+    InstructionSpec, MAX_PATH_DEPTH, MAX_TARGETS, Mismatch, OpGroup, Property, SegmentPattern,
+    Shape, ShapeId, Target,
+};
