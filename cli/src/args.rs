@@ -60,7 +60,8 @@ the reasons on stderr, and STATE.json untouched. With --save: exit 0 only once t
     #[command(after_help = "Examples:\n  \
 statecraft extract reply.txt\n  \
 statecraft extract --format json - < reply.txt\n\n\
-The batch goes to stdout, diagnostics and the repair score to stderr; exit 0 even when the batch is empty.")]
+The batch goes to stdout, diagnostics and the repair score to stderr; exit 0 even when the batch is empty. \
+Exit 1, with nothing on stdout, when the reply holds an invalid instruction: such a batch must not be applied.")]
     Extract(ExtractArgs),
 
     /// Translate between MVU commands, JSON instructions and JSON Patch, without a state.
@@ -101,6 +102,33 @@ A scenario folder holds state.json, optionally schema.json and scripts/*.lua, an
 turns/02.txt, ... with optional turns/NN.expect.json (see examples/README.md). Exit 1 when an \
 expectation fails.")]
     Play(PlayArgs),
+
+    /// Print the rules text and state payload to put in a model's system prompt.
+    #[command(after_help = "Examples:\n  \
+statecraft prompt --state state.json\n  \
+statecraft prompt --state state.json --schema schema.json --lang zh\n\n\
+Examples in the rules use the state's real paths; subtrees whose schema says \
+\"x-statecraft-visible\": false are left out.")]
+    Prompt(crate::prompt_commands::PromptArgs),
+
+    /// Print a JSON Schema (or a GBNF grammar) for one instruction batch, tailored to a state schema.
+    #[command(after_help = "Examples:\n  \
+statecraft schema --schema schema.json\n  \
+statecraft schema --schema schema.json --gbnf > batch.gbnf")]
+    Schema(crate::prompt_commands::SchemaArgs),
+
+    /// Check a model reply without applying it and print the correction message for the model.
+    #[command(after_help = "Examples:\n  \
+statecraft feedback --state state.json reply.txt\n  \
+statecraft feedback --state state.json --schema schema.json --format json -\n\n\
+Exit 0 when there is nothing to correct, 1 otherwise; the state file is never written.")]
+    Feedback(crate::prompt_commands::FeedbackArgs),
+
+    /// Grade a model reply like a structured-output benchmark, as JSON.
+    #[command(after_help = "Example:\n  \
+statecraft grade --state state.json --schema schema.json --expect expect.json reply.txt\n\n\
+EXPECT.json maps JSON Pointers to expected values: {\"/player/hp\": 25}.")]
+    Grade(crate::prompt_commands::GradeArgs),
 }
 
 /// `statecraft apply`.

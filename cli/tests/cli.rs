@@ -483,6 +483,26 @@ fn extract_keeps_complete_instructions_and_drops_the_cut_one() {
 }
 
 #[test]
+fn extract_refuses_a_reply_with_an_invalid_instruction() {
+    let dir = tempfile::tempdir().unwrap();
+    let reply = r#"[{"op":"assign","path":["a"],"value":1},{"op":"teleport","path":["b"]}]"#;
+    let run = run_in(dir.path(), &["extract", "-"], reply);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.contains("unknown op \"teleport\""),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("rejected: the input holds invalid instructions"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn extract_with_a_missing_file_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let run = run_in(dir.path(), &["extract", "missing.txt"], "");
