@@ -14,9 +14,9 @@
 
 use std::sync::Arc;
 
-use serde::de::Deserializer;
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
-use statecraft_engine::{Change, HistoryLimits, Op, Path, Value};
+use statecraft_engine::{Array, Change, HistoryLimits, Key, Object, Op, Path, Value};
 
 /// The first bytes of every save file.
 pub(crate) const MAGIC: &[u8; 16] = b"statecraft save\n";
@@ -44,33 +44,42 @@ pub(crate) fn file_header() -> [u8; FILE_HEADER_LEN] {
 pub(crate) enum Header {
     /// A save of this format version.
     Version(u32),
-    /// Not a save: the problem, at byte 0.
-    NotASave(String),
+    /// Not a save: where reading stopped, and the problem.
+    NotASave(usize, String),
 }
 
 /// Reads the file header.
 pub(crate) fn read_header(bytes: &[u8]) -> Header {
     if bytes.starts_with(MAGIC) {
         let Some(version) = bytes.get(16..FILE_HEADER_LEN) else {
-            return Header::NotASave(format!(
-                "the file ends at byte {} inside the format version",
-                bytes.len()
-            ));
+            return Header::NotASave(
+                bytes.len(),
+                format!(
+                    "the file ends at byte {} inside the format version",
+                    bytes.len()
+                ),
+            );
         };
         return Header::Version(u32::from_le_bytes([
             version[0], version[1], version[2], version[3],
         ]));
     }
     if bytes.is_empty() {
-        return Header::NotASave("the file is empty, not a statecraft save".to_owned());
+        return Header::NotASave(0, "the file is empty, not a statecraft save".to_owned());
     }
     if bytes.len() < MAGIC.len() && MAGIC.starts_with(bytes) {
-        return Header::NotASave(format!(
-            "the file ends at byte {} inside the statecraft save header",
-            bytes.len()
-        ));
+        return Header::NotASave(
+            bytes.len(),
+            format!(
+                "the file ends at byte {} inside the statecraft save header",
+                bytes.len()
+            ),
+        );
     }
-    Header::NotASave("the file does not start with the statecraft save magic".to_owned())
+    Header::NotASave(
+        0,
+        "the file does not start with the statecraft save magic".to_owned(),
+    )
 }
 
 /// One step of scanning the records.
@@ -158,6 +167,7 @@ pub(crate) fn push_record(
 #[serde(deny_unknown_fields)]
 pub(crate) struct Base {
     /// The state before the oldest retained step.
+    #[serde(deserialize_with = "direct")]
     pub(crate) state: Value,
     /// The state's JSON Schema, as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -270,7 +280,85 @@ pub(crate) struct DiskChange {
 
 /// A member that is there is a value, `null` included; serde's default would read `null` as absent.
 fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
+    direct(deserializer).map(Some)
+}
+
+/// Reads an engine value straight from the JSON text. The engine's own `Deserialize` goes through a
+/// `serde_json::Value` first, which for a large state costs as much as the rest of loading again (the
+/// intermediate tree is built, converted and dropped); this builds the persistent tree in one pass.
+/// serde_json's nesting limit still applies.
+fn direct<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+    deserializer.deserialize_any(ValueVisitor)
+}
+
+/// A value read by [`direct`], for sequences and maps.
+struct Direct(Value);
+
+impl<'de> Deserialize<'de> for Direct {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Direct, D::Error> {
+        direct(deserializer).map(Direct)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a json value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        direct(deserializer)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(n)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("a number that is not finite"))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(Arc::from(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Array::new();
+        while let Some(Direct(item)) = seq.next_element()? {
+            items.push_back(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Object::new();
+        // A repeated key keeps its last value, as serde_json's own reading does.
+        while let Some((key, Direct(item))) = map.next_entry::<Key, Direct>()? {
+            object.insert(key, item);
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 impl DiskChange {
@@ -368,12 +456,31 @@ mod tests {
     }
 
     #[test]
+    fn the_direct_reader_agrees_with_the_engine() {
+        let text = r#"{"i": 5, "f": 5.0, "neg": -3, "big": 18446744073709551615, "e": 1e300, "s": "a\"\u00e9b",
+            "n": null, "t": true, "list": [[], {}, [1, [2, {"deep": "x"}]]], "dup": 1, "dup": 2}"#;
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let read = direct(&mut deserializer).unwrap();
+        let engine: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(read, engine);
+        assert_eq!(
+            read.to_string(),
+            engine.to_string(),
+            "integers and floats keep their kind"
+        );
+        assert_eq!(read.to_json()["dup"], serde_json::json!(2));
+    }
+
+    #[test]
     fn headers_are_recognised() {
         assert_eq!(read_header(&file_header()), Header::Version(FORMAT_VERSION));
-        assert!(matches!(read_header(b""), Header::NotASave(_)));
-        assert!(matches!(read_header(b"{\"hp\": 1}"), Header::NotASave(_)));
+        assert!(matches!(read_header(b""), Header::NotASave(0, _)));
+        assert!(matches!(
+            read_header(b"{\"hp\": 1}"),
+            Header::NotASave(0, _)
+        ));
         assert!(
-            matches!(read_header(b"statecraft sa"), Header::NotASave(m) if m.contains("inside"))
+            matches!(read_header(b"statecraft sa"), Header::NotASave(13, m) if m.contains("inside"))
         );
     }
 }

@@ -264,12 +264,10 @@ impl Game {
         let lock = lock::acquire(path, options.lock_timeout)?;
         let bytes = std::fs::read(path).map_err(io(path, "cannot read"))?;
         let version = match format::read_header(&bytes) {
-            Header::NotASave(problem) => {
-                let offset = bytes.len().min(FILE_HEADER_LEN) as u64;
-                let offset = if problem.contains("magic") { 0 } else { offset };
+            Header::NotASave(offset, problem) => {
                 return Err(SaveError::NotASave {
                     path: path.to_owned(),
-                    offset,
+                    offset: offset as u64,
                     problem,
                 });
             }
