@@ -26,7 +26,7 @@ pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<E
     let text = files::read_input(args.input.as_deref())?;
     let origin = files::origin(args.input.as_deref());
     let mut store = build_store(state.clone(), schema, args.scripts.as_deref())?;
-    let reading = reply::read(&text, Some(&state));
+    let reading = reply::read_with(&text, Some(&state), &args.macros.iter().cloned().collect());
     report_reading(out, &text, &origin, &reading);
     if !reading.valid() {
         report_invalid(out, &reading);

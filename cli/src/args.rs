@@ -51,6 +51,7 @@ pub(crate) enum Command {
 statecraft apply --state state.json reply.txt\n  \
 echo '[{\"op\":\"assign\",\"path\":[\"hp\"],\"value\":9}]' | statecraft apply --state state.json -\n  \
 statecraft apply --state state.json --schema schema.json --scripts scripts/ --in-place reply.txt\n  \
+statecraft apply --state card.json --macro user=Alex mvu-reply.txt\n  \
 statecraft apply --save game.save --label msg-42 reply.txt\n\n\
 With --state: on commit exit 0 and the new state on stdout; on rejection exit 1, nothing on stdout, \
 the reasons on stderr, and STATE.json untouched. With --save: exit 0 only once the step is on disk.")]
@@ -159,6 +160,11 @@ pub(crate) struct ApplyArgs {
     #[arg(long, requires = "state")]
     pub(crate) in_place: bool,
 
+    /// A SillyTavern macro for MVU text: `--macro user=Alex` replaces `<user>` and `{{user}}`. Repeatable.
+    /// With --state only, until `apply --save` reads macros too.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro, conflicts_with = "save")]
+    pub(crate) macros: Vec<(String, String)>,
+
     /// The model reply or JSON batch; `-` or nothing reads stdin.
     #[arg(value_name = "INPUT")]
     pub(crate) input: Option<PathBuf>,
@@ -167,6 +173,10 @@ pub(crate) struct ApplyArgs {
 /// `statecraft extract`.
 #[derive(Debug, Args)]
 pub(crate) struct ExtractArgs {
+    /// A SillyTavern macro for MVU text: `--macro user=Alex` replaces `<user>` and `{{user}}`. Repeatable.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro)]
+    pub(crate) macros: Vec<(String, String)>,
+
     /// The model reply; `-` or nothing reads stdin.
     #[arg(value_name = "INPUT")]
     pub(crate) input: Option<PathBuf>,
@@ -261,4 +271,12 @@ pub(crate) struct PlayArgs {
     /// Print only failed expectations and the summary.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+}
+
+/// Reads `NAME=VALUE` for `--macro`.
+fn parse_macro(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("expected NAME=VALUE, got `{text}`")),
+    }
 }

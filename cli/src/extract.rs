@@ -20,7 +20,7 @@ use crate::reply;
 pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
     let text = files::read_input(args.input.as_deref())?;
     let origin = files::origin(args.input.as_deref());
-    let reading = reply::read(&text, None);
+    let reading = reply::read_with(&text, None, &args.macros.iter().cloned().collect());
     if out.json() {
         eprintln!(
             "{}",

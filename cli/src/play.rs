@@ -1,8 +1,8 @@
 //! `statecraft play DIR`: runs a scripted scenario turn by turn and checks its expectations.
 //!
-//! A scenario folder holds `state.json`, optionally `schema.json` and `scripts/*.lua`, and the model's
-//! replies `turns/01.txt`, `turns/02.txt`, … with optional `turns/NN.expect.json` (format in
-//! `examples/README.md`). Each reply is read, applied as one batch labelled `turn-NN`, and reported: the
+//! A scenario folder holds `state.json`, optionally `schema.json`, `scripts/*.lua` and `scenario.json`
+//! (MVU macros), and the model's replies `turns/01.txt`, `turns/02.txt`, … with optional
+//! `turns/NN.expect.json` (format in `examples/README.md`). Each reply is read, applied as one batch labelled `turn-NN`, and reported: the
 //! repair score and diagnostics, the change log as `path: old -> new (reason)`, host events, or the
 //! reasons for a rejection. A turn marked `"regenerates": true` replaces the previous reply: its step is
 //! rolled back with `undo_to` first, the way a front end handles a swipe. Play ends with the final state
@@ -63,6 +63,15 @@ struct Expect {
     changes: Option<usize>,
 }
 
+/// Scenario-wide settings, from the optional `scenario.json`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    /// SillyTavern macros for MVU text: `{"user": "小林"}` replaces `<user>` and `{{user}}`.
+    #[serde(default)]
+    macros: BTreeMap<String, String>,
+}
+
 /// The expected outcome of a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -115,6 +124,14 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
     let scripts = dir.join("scripts");
     let scripts = scripts.is_dir().then_some(scripts.as_path());
     let turns = load_turns(dir)?;
+    let settings_path = dir.join("scenario.json");
+    let settings: Settings = if settings_path.exists() {
+        serde_json::from_value(files::read_json(&settings_path, "scenario")?).with_context(
+            || format!("the scenario file {} is not valid", settings_path.display()),
+        )?
+    } else {
+        Settings::default()
+    };
     let mut store = build_store(state, schema, scripts)?;
     let mut report = Report {
         out: *out,
@@ -153,7 +170,7 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
             regenerate(&mut store, &mut played, turn, &mut report, &mut tally)?;
         }
         let text = files::read_text(&turn.reply, "reply")?;
-        let reading = reply::read(&text, Some(store.state()));
+        let reading = reply::read_with(&text, Some(store.state()), &settings.macros);
         let (count, found) = (reading.batch().len(), reading.diagnostics().len());
         report.line(&format!(
             "read {count} instruction{}, repair score {}/100, {found} diagnostic{}",

@@ -5,6 +5,8 @@
 //! can be repaired and scores how clean the text was. This module only gathers what it says; every text
 //! heuristic lives in the translators. It never invents an instruction.
 
+use std::collections::BTreeMap;
+
 use statecraft_engine::{Batch, BatchError, Policies, Value};
 use statecraft_translators::{
     Diagnostic, ExtractOptions, Extraction, MvuOptions, Severity, extract, feedback,
@@ -60,9 +62,19 @@ impl Reading {
 
 /// Reads `text` as instructions. `state` lets MVU's type-dependent commands resolve exactly.
 pub(crate) fn read(text: &str, state: Option<&Value>) -> Reading {
+    read_with(text, state, &BTreeMap::new())
+}
+
+/// [`read`] with SillyTavern macros (`user` replaces `<user>` and `{{user}}` in MVU text).
+pub(crate) fn read_with(
+    text: &str,
+    state: Option<&Value>,
+    macros: &BTreeMap<String, String>,
+) -> Reading {
     let options = ExtractOptions {
         mvu: MvuOptions {
             state: state.cloned(),
+            macros: macros.clone(),
             ..MvuOptions::default()
         },
         ..ExtractOptions::default()

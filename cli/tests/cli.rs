@@ -229,6 +229,33 @@ fn apply_translates_mvu_commands_and_only_warns_about_stale_old_values() {
 }
 
 #[test]
+fn apply_substitutes_sillytavern_macros_in_mvu_text() {
+    let dir = folder_with_state(&json!({"小林": {"金钱": 500}}));
+    let reply = "_.set('<user>.金钱', 500, 420);//买了巧克力\n_.add('{{user}}.金钱', -20);\n";
+    let run = run_in(
+        dir.path(),
+        &[
+            "apply",
+            "--state",
+            "state.json",
+            "--macro",
+            "user=小林",
+            "-",
+        ],
+        reply,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(parse(&run.stdout), json!({"小林": {"金钱": 400}}));
+    let bad = run_in(
+        dir.path(),
+        &["apply", "--state", "state.json", "--macro", "user", "-"],
+        reply,
+    );
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("expected NAME=VALUE"), "{}", bad.stderr);
+}
+
+#[test]
 fn apply_runs_lua_handlers_and_reports_their_events() {
     let dir = folder_with_state(&json!({"player": {"xp": 90, "level": 1}}));
     fs::create_dir(dir.path().join("scripts")).unwrap();
