@@ -59,6 +59,9 @@ const TAGS: [&str; 3] = ["updatevariable", "tool_call", "jsonpatch"];
 /// How deeply tags and fences may nest before their markers are read as plain text.
 const MAX_NESTING: usize = 4;
 
+/// Repairs listed as diagnostics per block; the rest are counted in the report and summed up in one.
+const MAX_REPAIR_DIAGNOSTICS: usize = 200;
+
 /// MVU command names recognised after `_.`.
 const MVU_COMMANDS: [&str; 7] = [
     "set", "add", "insert", "assign", "remove", "unset", "delete",
@@ -153,8 +156,16 @@ impl<'a> Walker<'a> {
         span: Range<usize>,
         message: impl Into<String>,
     ) {
-        self.diagnostics
-            .push(Diagnostic::new(self.text, kind, severity, span, message));
+        // Line and column are filled in one pass at the end: computing them from the start of the
+        // text for each diagnostic would make many diagnostics quadratic.
+        self.diagnostics.push(Diagnostic {
+            kind: kind.into(),
+            severity,
+            span,
+            line: 0,
+            column: 0,
+            message: message.into(),
+        });
     }
 
     /// The `<think>`/`<thinking>` sections, in order. A closing tag with no opener hides everything
@@ -390,7 +401,9 @@ impl<'a> Walker<'a> {
             if diagnostic.severity == Severity::Error {
                 self.valid = false;
             }
-            self.diagnostics.push(diagnostic.shifted(self.text, at));
+            let mut diagnostic = diagnostic;
+            diagnostic.span = diagnostic.span.start + at..diagnostic.span.end + at;
+            self.diagnostics.push(diagnostic);
         }
         self.report.instructions += translation.instructions.len();
         self.instructions.extend(translation.instructions);
@@ -631,8 +644,20 @@ impl<'a> Walker<'a> {
                 format!("read the instructions inside the wrapper member \"{member}\""),
             );
         }
-        for repair in &parsed.repairs {
+        for (index, repair) in parsed.repairs.iter().enumerate() {
             *self.report.repairs.entry(repair.kind.code()).or_default() += 1;
+            if index == MAX_REPAIR_DIAGNOSTICS {
+                let elided = parsed.repairs.len() - MAX_REPAIR_DIAGNOSTICS;
+                self.diag(
+                    "repairs_elided",
+                    Severity::Warning,
+                    repair.span.clone(),
+                    format!("{elided} more repairs in this block are counted in the report but not listed"),
+                );
+            }
+            if index >= MAX_REPAIR_DIAGNOSTICS {
+                continue;
+            }
             let severity = match repair.kind {
                 RepairKind::UnescapedQuote
                 | RepairKind::MissingCloser
@@ -644,13 +669,12 @@ impl<'a> Walker<'a> {
                 | RepairKind::TooDeep => Severity::Warning,
                 _ => Severity::Note,
             };
-            self.diagnostics.push(Diagnostic::new(
-                self.text,
+            self.diag(
                 repair.kind.code(),
                 severity,
                 repair.span.clone(),
                 repair.kind.describe(),
-            ));
+            );
         }
         let mut forms: Vec<(bool, Range<usize>)> = Vec::new();
         for candidate in candidates {
@@ -888,6 +912,7 @@ impl<'a> Walker<'a> {
             && self.diagnostics.is_empty();
         self.report.score = self.report.cleanliness(exact, self.valid);
         self.diagnostics.sort_by_key(|d| d.span.start);
+        fill_positions(self.text, &mut self.diagnostics);
         let policies = if self.mvu_used {
             Policies::mvu()
         } else {
@@ -900,6 +925,29 @@ impl<'a> Walker<'a> {
             valid: self.valid,
             policies,
         }
+    }
+}
+
+/// Fills line and column of diagnostics sorted by span start, in one pass over the text.
+/// Time: O(n + d).
+fn fill_positions(text: &str, diagnostics: &mut [Diagnostic]) {
+    let (mut pos, mut line, mut column) = (0usize, 1usize, 1usize);
+    for diagnostic in diagnostics {
+        let mut target = diagnostic.span.start.min(text.len());
+        while !text.is_char_boundary(target) {
+            target -= 1;
+        }
+        // Sorted starts only move forward; equal starts share the position.
+        for c in text[pos.min(target)..target].chars() {
+            if c == '\n' {
+                line += 1;
+                column = 1;
+            } else {
+                column += 1;
+            }
+        }
+        pos = pos.max(target);
+        (diagnostic.line, diagnostic.column) = (line, column);
     }
 }
 

@@ -381,6 +381,17 @@ impl<'a> Parser<'a> {
         self.repairs.push(Repair { kind, span });
     }
 
+    /// Records a repair, or widens the one at `slot` to cover `span` too.
+    fn extend_repair(&mut self, slot: &mut Option<usize>, kind: RepairKind, span: Range<usize>) {
+        match slot.and_then(|index| self.repairs.get_mut(index)) {
+            Some(repair) if repair.kind == kind => repair.span.end = span.end,
+            _ => {
+                *slot = Some(self.repairs.len());
+                self.repair(kind, span);
+            }
+        }
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.pos).copied()
     }
@@ -656,9 +667,13 @@ impl<'a> Parser<'a> {
                     self.close_top();
                     State::AfterValue
                 } else {
+                    // Openers where a key belongs: the whole run is skipped as one repair.
                     let at = self.pos;
-                    self.pos += 1;
-                    self.repair(RepairKind::Garbage, at..at + 1);
+                    self.pos += self.b[at..]
+                        .iter()
+                        .take_while(|&&c| c == b'{' || c == b'[')
+                        .count();
+                    self.repair(RepairKind::Garbage, at..self.pos);
                     State::ObjectKey
                 }
             }
@@ -774,8 +789,11 @@ impl<'a> Parser<'a> {
             }
             b':' | b')' | b';' => {
                 let at = self.pos;
-                self.pos += 1;
-                self.repair(RepairKind::Garbage, at..at + 1);
+                self.pos += self.b[at..]
+                    .iter()
+                    .take_while(|&&c| matches!(c, b':' | b')' | b';'))
+                    .count();
+                self.repair(RepairKind::Garbage, at..self.pos);
                 State::AfterValue
             }
             _ => {
@@ -968,7 +986,21 @@ impl<'a> Parser<'a> {
         }
         let word = self.text[start..p].trim_end_matches([' ', '\t']);
         if word.is_empty() {
-            let len = self.char_at(start).map_or(1, char::len_utf8);
+            // Punctuation that starts no value: the whole run is one repair (at the root, closers
+            // too), so that a megabyte of commas costs one repair, not a million.
+            let root = self.stack.is_empty();
+            let run = self.b[start..]
+                .iter()
+                .take_while(|&&c| {
+                    matches!(c, b',' | b':' | b';' | b'(' | b')')
+                        || (root && matches!(c, b'}' | b']'))
+                })
+                .count();
+            let len = if run > 0 {
+                run
+            } else {
+                self.char_at(start).map_or(1, char::len_utf8)
+            };
             self.pos = start + len;
             self.repair(RepairKind::Garbage, start..start + len);
             return None;
@@ -1046,6 +1078,10 @@ impl<'a> Parser<'a> {
         // The last comma inside the string, as (byte in text, length of `out` before it), for
         // `"b,"c": 1` where a missing closing quote is found only at the colon.
         let mut last_comma: Option<(usize, usize)> = None;
+        // Repeated inner quotes and control characters in one string extend one repair each, so a
+        // string full of them costs one repair, not one per character.
+        let mut quote_repair: Option<usize> = None;
+        let mut control_repair: Option<usize> = None;
         loop {
             // Copy the plain run in one go: this is the hot loop on valid input.
             let run = self.b[p..]
@@ -1096,7 +1132,7 @@ impl<'a> Parser<'a> {
                     self.pos = after;
                     return out;
                 }
-                self.repair(RepairKind::UnescapedQuote, p..after);
+                self.extend_repair(&mut quote_repair, RepairKind::UnescapedQuote, p..after);
                 out.push(c);
                 p = after;
                 continue;
@@ -1105,7 +1141,7 @@ impl<'a> Parser<'a> {
                 last_comma = Some((p, out.len()));
             }
             if (c as u32) < 0x20 {
-                self.repair(RepairKind::ControlCharacter, p..p + 1);
+                self.extend_repair(&mut control_repair, RepairKind::ControlCharacter, p..p + 1);
             }
             out.push(c);
             p += c.len_utf8();
@@ -1129,7 +1165,9 @@ impl<'a> Parser<'a> {
         match context {
             Context::Key => !(next.is_ascii_alphanumeric() || next == b'_' || next >= 0x80),
             Context::Value => match next {
-                b',' | b'}' | b']' | b'"' | b'\'' | b'/' | b'#' | b')' | b';' | b'{' | b'[' => true,
+                b',' | b'}' | b']' | b'"' | b'/' | b'#' | b')' | b';' | b'{' | b'[' => true,
+                // `"'` inside a value is more often a quote within text than a new string.
+                b'\'' => self.stack.is_empty(),
                 b':' => false,
                 _ if next.is_ascii_digit() => true,
                 _ => self.char_at(p).is_some_and(|c| c == '“' || c == '‘'),

@@ -1,0 +1,132 @@
+//! Lenient layer throughput: valid batches against `serde_json`, broken model output, hostile input.
+//!
+//! The baseline in the same run is `serde_json::from_str` to a `Value` on the same bytes of a valid
+//! batch; the repair parser (`parse_value`) and the whole extraction (which also decodes instructions
+//! into the engine's persistent values) are measured against it. The broken output (about 1 MB) is a
+//! reply made of prose, fences, tags, `<think>` drafts and every defect of SPEC §4. The adversarial
+//! inputs must stay linear: 1 MB of commas, 1 MB of an unclosed string full of commas and quotes, 100k
+//! nested openers, and 1 MB of `{` in prose.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use statecraft_translators::{ExtractOptions, extract, parse_value};
+
+const MEGABYTE: usize = 1 << 20;
+
+/// A valid JSON batch of about `size` bytes.
+fn valid_batch(size: usize) -> String {
+    let mut text = String::from("[");
+    let mut n = 0usize;
+    while text.len() < size {
+        if n > 0 {
+            text.push(',');
+        }
+        text.push_str(&format!(
+            r#"{{"op": "assign", "path": ["characters", "npc{n}", "hp"], "value": {}, "old": {}, "reason": "took a hit from the goblin, \"ouch\""}}"#,
+            n % 100,
+            n % 100 + 5
+        ));
+        n += 1;
+    }
+    text.push(']');
+    text
+}
+
+/// About `size` bytes of broken, model-style replies.
+fn broken_output(size: usize) -> String {
+    let mut text = String::new();
+    let mut n = 0usize;
+    while text.len() < size {
+        text.push_str("<think>\nThe goblin hit for 20, so maybe {\"op\": \"assign\", \"path\": [\"hp\"], \"value\": 60}?\n</think>\n");
+        text.push_str("The goblin strikes! Use the {name} template for the log.\n\n```json\n[\n");
+        text.push_str(&format!("  // the hit\n  {{'op': 'assign', 'path': 'player.hp', 'value': {}, reason: 'goblin hit',}},\n", n % 100));
+        text.push_str("  {\"op\": \"push\" \"path\": [\"log\"], \"value\": \"Dear diary,\nthe “goblin” won't stop\", \"flag\": True}\n");
+        text.push_str("  {\"op\": \"increment\", \"path\": \"inventory[0].count\", \"value\": 1} /* one more */\n]\n```\n");
+        text.push_str(&format!(
+            "<UpdateVariable type=\"x\">\n[{{\"op\": \"merge\", \"path\": [\"flags\"], \"value\": {{\"met_{n}\": true, notes: None}}}}]}}]\n</UpdateVariable>\nWhat next?\n\n"
+        ));
+        n += 1;
+    }
+    // The reply ends inside an instruction, as cut-off output does.
+    text.push_str("```json\n[{\"op\": \"assign\", \"path\": [\"hp\"], \"value\": 8");
+    text
+}
+
+fn bench_valid(c: &mut Criterion) {
+    let text = valid_batch(MEGABYTE);
+    let mut group = c.benchmark_group("valid_batch_1mb");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("serde_json_from_str", |b| {
+        b.iter(|| black_box(serde_json::from_str::<serde_json::Value>(black_box(&text)).is_ok()))
+    });
+    group.bench_function("repair_parse_value", |b| {
+        b.iter(|| black_box(parse_value(black_box(&text), 0).value.is_some()))
+    });
+    group.bench_function("extract", |b| {
+        b.iter(|| {
+            black_box(
+                extract(black_box(&text), &ExtractOptions::default())
+                    .batch
+                    .len(),
+            )
+        })
+    });
+    group.finish();
+}
+
+fn bench_broken(c: &mut Criterion) {
+    let text = broken_output(MEGABYTE);
+    let mut group = c.benchmark_group("broken_output_1mb");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("extract", |b| {
+        b.iter(|| {
+            black_box(
+                extract(black_box(&text), &ExtractOptions::default())
+                    .batch
+                    .len(),
+            )
+        })
+    });
+    group.bench_function("repair_parse_value_fenced_part", |b| {
+        // The JSON repair alone, on the same bytes read as one broken value.
+        b.iter(|| black_box(parse_value(black_box(&text), 0).span.end))
+    });
+    group.finish();
+}
+
+fn bench_adversarial(c: &mut Criterion) {
+    let inputs = [
+        ("commas_1mb", ",".repeat(MEGABYTE)),
+        (
+            "unclosed_string_1mb",
+            format!("[\"{}", ",\"'".repeat(MEGABYTE / 3)),
+        ),
+        ("nested_openers_100k", "[".repeat(100_000)),
+        ("nested_objects_100k", "{\"a\":".repeat(100_000)),
+        ("braces_in_prose_1mb", "{".repeat(MEGABYTE)),
+        ("json_looking_prose_1mb", "{\"a\" ".repeat(MEGABYTE / 5)),
+    ];
+    let mut group = c.benchmark_group("adversarial");
+    for (name, text) in &inputs {
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(BenchmarkId::new("extract", name), text, |b, text| {
+            b.iter(|| {
+                black_box(
+                    extract(black_box(text), &ExtractOptions::default())
+                        .diagnostics
+                        .len(),
+                )
+            })
+        });
+        group.bench_with_input(
+            BenchmarkId::new("repair_parse_value", name),
+            text,
+            |b, text| b.iter(|| black_box(parse_value(black_box(text), 0).span.end)),
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_valid, bench_broken, bench_adversarial);
+criterion_main!(benches);
