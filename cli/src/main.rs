@@ -12,6 +12,7 @@ mod convert;
 mod extract;
 mod files;
 mod play;
+mod prompt_commands;
 mod render;
 mod reply;
 mod save_commands;
@@ -58,5 +59,9 @@ fn run(command: &Command, out: &Output) -> anyhow::Result<ExitCode> {
         Command::Redo(args) => save_commands::redo(args, out),
         Command::Show(args) => save_commands::show(args, out),
         Command::Play(args) => play::run(args, out),
+        Command::Prompt(args) => prompt_commands::run_prompt(args, out),
+        Command::Schema(args) => prompt_commands::run_schema(args),
+        Command::Feedback(args) => prompt_commands::run_feedback(args, out),
+        Command::Grade(args) => prompt_commands::run_grade(args),
     }
 }

@@ -60,6 +60,10 @@ pub fn batch_schema(spec: &InstructionSpec) -> Json {
     })
 }
 
+/// A decimal string index as the engine reads it on an array (no sign, no leading zeros), no longer
+/// than the grammar's 16 digits.
+const DECIMAL_INDEX: &str = "^(0|[1-9][0-9]{0,15})$";
+
 /// The `$defs` name of a shape.
 fn name(id: ShapeId) -> String {
     format!("s{id}")
@@ -145,7 +149,10 @@ fn path_schema(target: &Target) -> Json {
         .map(|segment| match segment {
             SegmentPattern::Key(key) => json!({"const": key}),
             SegmentPattern::AnyKey => json!({"type": "string"}),
-            SegmentPattern::AnyIndex => json!({"type": "integer", "minimum": 0}),
+            SegmentPattern::AnyIndex => json!({"anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": DECIMAL_INDEX},
+            ]}),
         })
         .collect();
     let fixed = prefix.len();

@@ -12,6 +12,8 @@
 //!   bounds are exact. Number bounds are not spelled out: a number whose lower bound is zero or more is
 //!   written without a minus sign, and the other bounds are left to the schema.
 //! - Whitespace between tokens is at most 20 spaces, tabs or newlines, so a model cannot stall on it.
+//! - A `\u` escape cannot name a UTF-16 surrogate (`\uD800`-`\uDFFF`): a lone one is not valid JSON
+//!   text for most parsers, and characters outside the basic plane can be written as they are.
 
 use std::fmt::Write as _;
 
@@ -25,8 +27,10 @@ const MAX_DIGITS: usize = 16;
 /// Rules every grammar shares: JSON whitespace, strings, numbers and free values.
 const COMMON: &str = r#"ws ::= [ \t\n]{0,20}
 string ::= "\"" char* "\""
-char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))
 index ::= "0" | [1-9] [0-9]{0,15}
+array-index ::= index | "\"" index "\""
+reason-member ::= (ws "," ws "\"reason\"" ws ":" ws string)?
 segment ::= string | index
 unsigned-number ::= ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?
 number ::= "-"? unsigned-number
@@ -68,10 +72,9 @@ pub fn batch_gbnf(spec: &InstructionSpec) -> String {
             }
             let _ = writeln!(
                 body,
-                " (ws \",\" ws {} ws \":\" ws (s{} | \"null\"))? (ws \",\" ws {} ws \":\" ws string)? ws \"}}\"",
+                " (ws \",\" ws {} ws \":\" ws (s{} | \"null\"))? reason-member ws \"}}\"",
                 literal("\"old\""),
                 target.shape,
-                literal("\"reason\""),
             );
         }
     }
@@ -123,20 +126,22 @@ fn path_rule(target: &Target) -> String {
         .map(|segment| match segment {
             SegmentPattern::Key(key) => json_literal(&Json::String(key.clone())),
             SegmentPattern::AnyKey => "string".to_owned(),
-            SegmentPattern::AnyIndex => "index".to_owned(),
+            SegmentPattern::AnyIndex => "array-index".to_owned(),
         })
         .collect();
-    let mut rule = String::from("\"[\" ws ");
-    rule.push_str(&segments.join(" ws \",\" ws "));
+    let mut parts = vec![segments.join(" ws \",\" ws ")];
     if target.open_tail {
-        if segments.is_empty() {
-            rule.push_str("segment (ws \",\" ws segment)*");
+        parts.push(if segments.is_empty() {
+            "segment (ws \",\" ws segment)*".to_owned()
         } else {
-            rule.push_str(" (ws \",\" ws segment)+");
-        }
+            "(ws \",\" ws segment)+".to_owned()
+        });
     }
-    rule.push_str(" ws \"]\"");
-    rule
+    parts.retain(|part| !part.is_empty());
+    if parts.is_empty() {
+        return "\"[\" ws \"]\"".to_owned();
+    }
+    format!("\"[\" ws {} ws \"]\"", parts.join(" "))
 }
 
 fn shape_rules(out: &mut String, id: ShapeId, shape: &Shape) {
@@ -211,7 +216,7 @@ fn shape_rules(out: &mut String, id: ShapeId, shape: &Shape) {
                     break;
                 }
             }
-            for (i, (member, presence)) in items.iter().enumerate().skip(1) {
+            for (i, (member, presence)) in items.iter().enumerate() {
                 let step = match presence {
                     Presence::Required => format!("ws \",\" ws {member}"),
                     Presence::Optional => format!("(ws \",\" ws {member})?"),

@@ -58,6 +58,9 @@ struct Words {
     ops: &'static str,
     state: &'static str,
     op: fn(Op) -> &'static str,
+    /// Punctuation between an op's name, its meaning and its example.
+    colon: &'static str,
+    stop: &'static str,
 }
 
 const EN: Words = Words {
@@ -66,6 +69,8 @@ const EN: Words = Words {
     ops: "Ops:",
     state: "Current state:",
     op: en_op,
+    colon: ": ",
+    stop: ". ",
 };
 
 const ZH: Words = Words {
@@ -74,6 +79,8 @@ const ZH: Words = Words {
     ops: "操作：",
     state: "当前状态：",
     op: zh_op,
+    colon: "：",
+    stop: "。",
 };
 
 fn en_op(op: Op) -> &'static str {
@@ -132,7 +139,13 @@ pub fn prompt(state: &Value, schema: Option<&Json>, lang: Lang) -> Prompt {
     let mut rules = format!("{}\n{}\n{}\n", words.intro, words.shape, words.ops);
     for op in TAUGHT {
         if let Some(example) = example(&spec, &visible, op) {
-            rules.push_str(&format!("- {}: {}. {example}\n", op.name(), (words.op)(op)));
+            rules.push_str(&format!(
+                "- {}{}{}{}{example}\n",
+                op.name(),
+                words.colon,
+                (words.op)(op),
+                words.stop
+            ));
         }
     }
     rules.push_str(words.state);
@@ -208,15 +221,54 @@ fn hidden(schema: &Json, root: &Json) -> bool {
     is_false(schema) || is_false(resolve(schema, root))
 }
 
-/// One example instruction for `op`, at the first visible path of the state that allows it.
+/// One example instruction for `op`: among the visible paths that allow it, the one that teaches most
+/// (see [`rank`]), the first in state order on a tie.
 fn example(spec: &InstructionSpec, state: &Json, op: Op) -> Option<String> {
-    let mut found = None;
+    let mut best: Option<(u8, String)> = None;
     walk(state, &mut Vec::new(), &mut |path, current| {
-        if found.is_none() {
-            found = example_at(spec, path, current, op);
+        if let Some(text) = example_at(spec, path, current, op) {
+            let rank = rank(spec, path, current, op);
+            if best.as_ref().is_none_or(|(r, _)| rank < *r) {
+                best = Some((rank, text));
+            }
         }
     });
-    found
+    best.map(|(_, text)| text)
+}
+
+/// Lower is a better example: a change to a leaf rather than a whole container, a scalar item rather
+/// than an object (shorter), an array item for `delete` (it shows an integer index), several members
+/// for `merge` (that is what merge is for).
+fn rank(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> u8 {
+    let scalar = |v: &Json| !v.is_object() && !v.is_array();
+    match op {
+        Op::Assign => {
+            let shape = spec.target_for(path).map(|t| &spec.shapes[t.shape]);
+            match (shape, current) {
+                (_, Json::Object(_) | Json::Array(_)) => 9,
+                (Some(Shape::Enum(options)), _) if options.len() > 1 => 0,
+                (_, Json::Number(_)) => 1,
+                (_, Json::Bool(_)) => 2,
+                _ => 3,
+            }
+        }
+        Op::Push | Op::Pop | Op::Splice => {
+            let first = current.as_array().and_then(|items| items.first());
+            u8::from(!first.is_none_or(scalar))
+        }
+        Op::Delete => u8::from(!path.last().is_some_and(Json::is_number)),
+        Op::Merge => {
+            let members = current
+                .as_object()
+                .map_or(0, |map| map.values().filter(|v| scalar(v)).count());
+            match (path.is_empty(), members >= 2) {
+                (false, true) => 0,
+                (false, false) => 1,
+                (true, _) => 2,
+            }
+        }
+        _ => 0,
+    }
 }
 
 /// The example for `op` at `path`, if the op is allowed there and has something to act on.
@@ -250,9 +302,16 @@ fn example_at(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> 
             Some(json!({"deleteCount": 1, "items": [first], "start": 0}))
         }
         (Op::Merge, Some(_)) => {
-            let (key, member) = current.as_object()?.iter().find(|(_, m)| !m.is_object())?;
-            let mut partial = Map::new();
-            partial.insert(key.clone(), member.clone());
+            let partial: Map<String, Json> = current
+                .as_object()?
+                .iter()
+                .filter(|(_, m)| !m.is_object() && !m.is_array())
+                .take(2)
+                .map(|(k, m)| (k.clone(), m.clone()))
+                .collect();
+            if partial.is_empty() {
+                return None;
+            }
             Some(Json::Object(partial))
         }
         _ => None,
@@ -279,13 +338,16 @@ fn canonical(instruction: &Map<String, Json>) -> String {
     format!("{{{}}}", members.join(","))
 }
 
-/// An assign example: another enum member when there is one, else the current value when it is a
-/// scalar, else a sample of the shape.
+/// An assign example: another enum member when there is one, the other boolean, else the current
+/// value when it is a scalar, else a sample of the shape.
 fn assign_value(spec: &InstructionSpec, shape: ShapeId, current: &Json) -> Json {
     if let Shape::Enum(options) = &spec.shapes[shape] {
         if let Some(other) = options.iter().find(|o| *o != current) {
             return other.clone();
         }
+    }
+    if let Json::Bool(flag) = current {
+        return json!(!flag);
     }
     if !current.is_object() && !current.is_array() && spec.shape_accepts(shape, current) {
         return current.clone();

@@ -110,7 +110,7 @@ pub enum SegmentPattern {
     Key(String),
     /// Any key (an object with a schema for `additionalProperties`).
     AnyKey,
-    /// Any array index (a non-negative integer).
+    /// Any array index: a non-negative integer, or the same number as a decimal string.
     AnyIndex,
 }
 
@@ -426,12 +426,16 @@ fn path_matches(target: &Target, path: &[Json]) -> bool {
 }
 
 /// A JSON value the tailored schema reads as an array index: a non-negative integer (JSON Schema's
-/// `integer` also takes `2.0`).
+/// `integer` also takes `2.0`), or a decimal string such as `"0"`, which the engine reads as an index
+/// on an existing array (SPEC §1).
 fn is_index(segment: &Json) -> bool {
     segment.is_u64()
         || segment
             .as_f64()
             .is_some_and(|x| x >= 0.0 && x.fract() == 0.0)
+        || segment
+            .as_str()
+            .is_some_and(|s| s.len() <= 16 && statecraft_engine::decimal_index(s).is_some())
 }
 
 /// Builds shapes and targets.

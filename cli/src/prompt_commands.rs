@@ -1,0 +1,204 @@
+//! The prompt kit's commands: `prompt`, `schema`, `feedback` and `grade`.
+//!
+//! Each command reads its files, calls one function of `statecraft_translators`' prompt kit and prints
+//! the answer on stdout. This module owns the options and the exit codes of these four commands; it
+//! must not hold instruction semantics, wording or scoring of its own, and it never writes a state
+//! file: `feedback` and `grade` try the reply on a copy of the state.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use statecraft_engine::{StateSchema, Value};
+use statecraft_translators::{
+    Expectation, InstructionSpec, Lang, batch_gbnf, batch_schema, grade, prompt, review,
+};
+
+use crate::EXIT_REJECTED;
+use crate::files;
+use crate::render::{self, Output};
+
+/// A language of the rules text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LangArg {
+    /// English.
+    En,
+    /// Simplified Chinese.
+    Zh,
+}
+
+/// `statecraft prompt`.
+#[derive(Debug, Args)]
+pub(crate) struct PromptArgs {
+    /// The state file (JSON) the examples and the payload come from.
+    #[arg(long, value_name = "STATE.json")]
+    pub(crate) state: PathBuf,
+
+    /// The state's JSON Schema: types the examples and hides subtrees marked
+    /// `"x-statecraft-visible": false`.
+    #[arg(long, value_name = "SCHEMA.json")]
+    pub(crate) schema: Option<PathBuf>,
+
+    /// The language of the rules text.
+    #[arg(long, value_enum, default_value_t = LangArg::En)]
+    pub(crate) lang: LangArg,
+}
+
+/// `statecraft schema`.
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// The state's JSON Schema to tailor to; without it, any path and value is allowed.
+    #[arg(long, value_name = "SCHEMA.json")]
+    pub(crate) schema: Option<PathBuf>,
+
+    /// Print a GBNF grammar (llama.cpp constrained decoding) instead of a JSON Schema.
+    #[arg(long)]
+    pub(crate) gbnf: bool,
+}
+
+/// `statecraft feedback`.
+#[derive(Debug, Args)]
+pub(crate) struct FeedbackArgs {
+    /// The state file (JSON) the reply is meant for; it is never written.
+    #[arg(long, value_name = "STATE.json")]
+    pub(crate) state: PathBuf,
+
+    /// The state's JSON Schema.
+    #[arg(long, value_name = "SCHEMA.json")]
+    pub(crate) schema: Option<PathBuf>,
+
+    /// The model reply; `-` or nothing reads stdin.
+    #[arg(value_name = "INPUT")]
+    pub(crate) input: Option<PathBuf>,
+}
+
+/// `statecraft grade`.
+#[derive(Debug, Args)]
+pub(crate) struct GradeArgs {
+    /// The state file (JSON) the reply is meant for; it is never written.
+    #[arg(long, value_name = "STATE.json")]
+    pub(crate) state: PathBuf,
+
+    /// The state's JSON Schema.
+    #[arg(long, value_name = "SCHEMA.json")]
+    pub(crate) schema: Option<PathBuf>,
+
+    /// Expected values after the reply: a JSON object mapping JSON Pointers to values,
+    /// like {"/player/hp": 25}.
+    #[arg(long, value_name = "EXPECT.json")]
+    pub(crate) expect: Option<PathBuf>,
+
+    /// The model reply; `-` or nothing reads stdin.
+    #[arg(value_name = "INPUT")]
+    pub(crate) input: Option<PathBuf>,
+}
+
+/// Runs `prompt`: the rules text and the state block on stdout (`--format json`: both as fields).
+pub(crate) fn run_prompt(args: &PromptArgs, out: &Output) -> Result<ExitCode> {
+    let (state, schema) = state_and_schema(&args.state, args.schema.as_deref())?;
+    let lang = match args.lang {
+        LangArg::En => Lang::En,
+        LangArg::Zh => Lang::Zh,
+    };
+    let made = prompt(&state, schema.as_ref().map(StateSchema::source), lang);
+    if out.json() {
+        println!(
+            "{}",
+            json!({"rules": made.rules, "state": made.state, "text": made.text()})
+        );
+    } else {
+        print!("{}", made.text());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `schema`: the batch's JSON Schema, or with `--gbnf` its grammar.
+pub(crate) fn run_schema(args: &SchemaArgs) -> Result<ExitCode> {
+    let source = match &args.schema {
+        Some(path) => Some(files::read_schema(path)?.source().clone()),
+        None => None,
+    };
+    let spec = InstructionSpec::from_schema(source.as_ref());
+    if args.gbnf {
+        print!("{}", batch_gbnf(&spec));
+    } else {
+        let text = serde_json::to_string_pretty(&batch_schema(&spec))
+            .context("cannot write the schema as json")?;
+        println!("{text}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `feedback`: the message for the model on stdout; exit 0 when there is nothing to correct.
+pub(crate) fn run_feedback(args: &FeedbackArgs, out: &Output) -> Result<ExitCode> {
+    let (state, schema) = state_and_schema(&args.state, args.schema.as_deref())?;
+    let text = files::read_input(args.input.as_deref())?;
+    let found = review(&text, &state, schema.as_ref());
+    if out.json() {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&found).context("cannot write the review as json")?
+        );
+    } else {
+        print!("{}", found.message);
+        if found.is_clean() {
+            eprintln!("nothing to correct (repair score {}/100)", found.score);
+        } else {
+            eprintln!(
+                "{} problem{} to correct",
+                found.problems.len(),
+                if found.problems.len() == 1 { "" } else { "s" }
+            );
+        }
+    }
+    Ok(if found.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_REJECTED)
+    })
+}
+
+/// Runs `grade`: the grade as JSON on stdout, exit 0 (a low grade is an answer, not a failure).
+pub(crate) fn run_grade(args: &GradeArgs) -> Result<ExitCode> {
+    let (state, schema) = state_and_schema(&args.state, args.schema.as_deref())?;
+    let expected = match &args.expect {
+        Some(path) => {
+            let json = files::read_json(path, "expectations")?;
+            match Expectation::from_map(&json) {
+                Ok(expected) => expected,
+                Err(why) => bail!("the expectations file {}: {why}", path.display()),
+            }
+        }
+        None => Vec::new(),
+    };
+    let text = files::read_input(args.input.as_deref())?;
+    let result = grade(&text, &state, schema.as_ref(), &expected);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&result).context("cannot write the grade as json")?
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the state and the schema, and refuses a state that breaks its schema: it is not a valid
+/// starting point, so anything said about a reply for it would mislead (a usage error, exit 2).
+fn state_and_schema(
+    state_path: &Path,
+    schema_path: Option<&Path>,
+) -> Result<(Value, Option<StateSchema>)> {
+    let state = files::read_state(state_path)?;
+    let Some(schema_path) = schema_path else {
+        return Ok((state, None));
+    };
+    let schema = files::read_schema(schema_path)?;
+    let errors = schema.check_full(&state);
+    if !errors.is_empty() {
+        bail!(
+            "the state does not satisfy the schema:\n{}",
+            render::errors_text(&errors).trim_end()
+        );
+    }
+    Ok((state, Some(schema)))
+}
