@@ -10,7 +10,6 @@
 //! of this command, not a diagnostic.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -136,7 +135,6 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
     let mut report = Report {
         out: *out,
         quiet: args.quiet,
-        text: String::new(),
     };
     let title = dir.file_name().map_or_else(
         || dir.display().to_string(),
@@ -180,12 +178,7 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
         ));
         if found > 0 && !report.quiet {
             let origin = display_relative(dir, &turn.reply);
-            report.text.push_str(&out.diagnostics(
-                &text,
-                &origin,
-                reading.diagnostics(),
-                out.colour_out,
-            ));
+            report.raw(&out.diagnostics(&text, &origin, reading.diagnostics(), out.colour_out));
         }
         let outcome = if reading.valid() {
             let label = Some(label(&turn.name));
@@ -213,11 +206,7 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
                     Paint::Red,
                     &format!("rejected, nothing changed ({n} problem{}):", plural(n)),
                 ));
-                if !report.quiet {
-                    report
-                        .text
-                        .push_str(&render::errors_text(&rejection.errors));
-                }
+                report.raw(&render::errors_text(&rejection.errors));
                 report_feedback(&mut report, &reading, &rejection.errors);
             }
             None => {
@@ -310,7 +299,6 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
             Paint::Red
         };
         report.always(&report.paint(colour, &summary));
-        print!("{}", report.text);
     }
     Ok(if tally.failed.is_empty() {
         ExitCode::SUCCESS
@@ -650,12 +638,13 @@ fn display_relative(dir: &Path, path: &Path) -> String {
     path.strip_prefix(dir).unwrap_or(path).display().to_string()
 }
 
-/// The play report being written.
+/// The play report, printed as it is written so that a run stopped by an IO error still shows what
+/// happened up to that point. With `--format json` nothing is printed here: the JSON document is the
+/// report.
 #[derive(Debug)]
 struct Report {
     out: Output,
     quiet: bool,
-    text: String,
 }
 
 impl Report {
@@ -668,7 +657,16 @@ impl Report {
 
     /// A line always shown.
     fn always(&mut self, line: &str) {
-        let _ = writeln!(self.text, "{line}");
+        if !self.out.json() {
+            println!("{line}");
+        }
+    }
+
+    /// Rendered text (diagnostics, error lists) shown unless `--quiet`.
+    fn raw(&mut self, text: &str) {
+        if !self.quiet && !self.out.json() {
+            print!("{text}");
+        }
     }
 
     fn paint(&self, style: Paint, text: &str) -> String {

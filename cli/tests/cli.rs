@@ -902,6 +902,28 @@ fn play_refuses_a_misspelt_expectation() {
 }
 
 #[test]
+fn play_stopped_by_an_unreadable_reply_still_shows_the_turns_before_it() {
+    let run = run_in(
+        Path::new("."),
+        &["play", &fixture("broken-turn").to_string_lossy()],
+        "",
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stdout.contains("hp: 100 -> 90 (a fall)"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("summary:"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("cannot read the reply file"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("02.txt"), "{}", run.stderr);
+}
+
+#[test]
 fn play_of_a_missing_folder_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let run = run_in(dir.path(), &["play", "no-such-scenario"], "");
