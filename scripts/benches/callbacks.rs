@@ -16,6 +16,9 @@ on("hit", function(ctx, attack)
     ctx.emit({op = "assign", path = {"monster", "hp"}, value = hp - attack.damage})
 end)
 on("noop", function(ctx) end)
+on("arg_only", function(ctx, attack) return nil end)
+on("get_only", function(ctx) local hp = ctx.get({"monster", "hp"}) end)
+on("emit_only", function(ctx) ctx.emit({op = "assign", path = {"monster", "hp"}, value = 5}) end)
 on("sum", function(ctx, n)
     local s = 0
     for i = 1, n do s = s + i end
@@ -55,6 +58,22 @@ fn round_trip(c: &mut Criterion) {
             black_box(direct.call(call).expect("handler runs"))
         })
     });
+
+    // The parts of the round trip, one at a time.
+    for part in ["noop", "arg_only", "get_only", "emit_only"] {
+        group.bench_function(format!("part_{part}"), |b| {
+            b.iter(|| {
+                let call = CallbackCall {
+                    name: part,
+                    args: &args,
+                    state: &root,
+                    depth: 0,
+                    limits: &limits,
+                };
+                black_box(direct.call(call).expect("handler runs"))
+            })
+        });
+    }
 
     let mut store = Store::builder(state())
         .handler(handlers())

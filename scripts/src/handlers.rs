@@ -58,6 +58,8 @@ struct CallState {
     events: Vec<HostEvent>,
     out: Option<Outbound>,
     max_emitted: usize,
+    /// The VM's memory limit while the script runs.
+    memory_limit: usize,
     /// The first failure of a `ctx` function. Sticky: a script that catches it with `pcall` still
     /// fails the call, since an invalid emitted value must reject the batch.
     failure: Option<String>,
@@ -72,6 +74,7 @@ impl CallState {
             events: Vec::new(),
             out: None,
             max_emitted: 0,
+            memory_limit: 0,
             failure: None,
         }
     }
@@ -209,6 +212,8 @@ impl LuaHandlers {
                 return Err(script_error(&name, describe_error(&error, limits)));
             }
         }
+        // Between calls no script runs; see `Relaxed` for why the limit is lifted outside scripts.
+        lua.set_memory_limit(0).map_err(vm_error)?;
         let registered = std::mem::take(&mut *registrations.borrow_mut());
         let _ = lua.gc_collect();
         Ok(LuaHandlers {
@@ -238,8 +243,6 @@ impl LuaHandlers {
     }
 
     fn begin(&self, state: &Value, limits: &Limits) {
-        // Memory control is always available on a VM this crate created, so this cannot fail.
-        let _ = self.lua.set_memory_limit(limits.max_callback_memory);
         self.limiter
             .start(limits.max_callback_steps, limits.max_callback_time);
         *self.call.borrow_mut() = CallState {
@@ -253,6 +256,7 @@ impl LuaHandlers {
                 limits.max_callback_memory,
             )),
             max_emitted: limits.max_emitted,
+            memory_limit: limits.max_callback_memory,
             failure: None,
         };
     }
@@ -272,11 +276,15 @@ impl LuaHandlers {
             lua: &self.lua,
             array_marker: &self.array_marker,
         };
+        // The host's own copies are made outside the limit (see `Relaxed`); the script runs under it.
         let returned = args(&inbound).and_then(|args| {
             let mut all = MultiValue::with_capacity(args.len() + 1);
             all.push_back(LuaValue::Table(self.ctx.clone()));
             all.extend(args);
-            function.call::<LuaValue>(all)
+            let _ = self.lua.set_memory_limit(limits.max_callback_memory);
+            let returned = function.call::<LuaValue>(all);
+            let _ = self.lua.set_memory_limit(0);
+            returned
         });
         let mut state = self.call.borrow_mut();
         // A `ctx` failure stops the script (see `fail_sticky`), so it comes before the limiter's reason.
@@ -424,9 +432,7 @@ fn take_return(state: &mut CallState, returned: &LuaValue) -> Result<Option<Valu
         return Ok(None);
     }
     let first: LuaValue = table.raw_get(1).unwrap_or(LuaValue::Nil);
-    if let LuaValue::Table(first) = &first
-        && has_op(first)
-    {
+    if matches!(&first, LuaValue::Table(first) if has_op(first)) {
         for i in 1..=table.raw_len() {
             let item: LuaValue = table.raw_get(i).unwrap_or(LuaValue::Nil);
             let instruction = instruction_out(state, &item)
@@ -493,11 +499,16 @@ fn instruction_out(state: &mut CallState, value: &LuaValue) -> Result<Instructio
     let mut json = out
         .convert(value, 0)
         .map_err(|e: ConvertError| format!("cannot be converted: {e}"))?;
-    if let Json::Object(map) = &mut json
-        && let Some(Json::String(spelled)) = map.get("path")
-        && !spelled.starts_with('/')
-    {
-        let keys = dotted(spelled)
+    // Written without let-chains: the workspace's rust-version predates them.
+    let dotted_path = match &json {
+        Json::Object(map) => match map.get("path") {
+            Some(Json::String(spelled)) if !spelled.starts_with('/') => Some(dotted(spelled)),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let (Some(path), Json::Object(map)) = (dotted_path, &mut json) {
+        let keys = path
             .segments()
             .iter()
             .map(|segment| match segment {
@@ -535,6 +546,7 @@ fn make_ctx(
         "get",
         lua.create_function(move |lua, path: LuaValue| {
             let state = shared.borrow();
+            let _relaxed = Relaxed::new(lua, state.memory_limit);
             if !state.active {
                 return Err(raised(
                     lua,
@@ -557,6 +569,7 @@ fn make_ctx(
         "emit",
         lua.create_function(move |lua, instruction: LuaValue| {
             let mut state = shared.borrow_mut();
+            let _relaxed = Relaxed::new(lua, state.memory_limit);
             let result = check_active(&state)
                 .and_then(|()| {
                     instruction_out(&mut state, &instruction)
@@ -573,6 +586,7 @@ fn make_ctx(
         "event",
         lua.create_function(move |lua, (name, payload): (LuaValue, LuaValue)| {
             let mut state = shared.borrow_mut();
+            let _relaxed = Relaxed::new(lua, state.memory_limit);
             let result = check_active(&state).and_then(|()| {
                 let LuaValue::String(name) = &name else {
                     return Err(format!(
@@ -603,6 +617,30 @@ fn make_ctx(
 
     ctx.set_readonly(true);
     Ok(ctx)
+}
+
+/// Lifts the VM's memory limit while host code (not the script) builds or reads Lua values, and puts
+/// it back when dropped. With a limit set, mlua runs every allocating API call in protected mode,
+/// which made a small table argument cost microseconds; without one, calls are direct. What the host
+/// builds is bounded by the state and the arguments, which the engine bounds; the script's own
+/// allocations always run under the limit, and a copy that pushed the VM over it fails the script's
+/// next allocation.
+struct Relaxed<'a> {
+    lua: &'a Lua,
+    limit: usize,
+}
+
+impl<'a> Relaxed<'a> {
+    fn new(lua: &'a Lua, limit: usize) -> Relaxed<'a> {
+        let _ = lua.set_memory_limit(0);
+        Relaxed { lua, limit }
+    }
+}
+
+impl Drop for Relaxed<'_> {
+    fn drop(&mut self) {
+        let _ = self.lua.set_memory_limit(self.limit);
+    }
 }
 
 fn check_active(state: &CallState) -> Result<(), String> {

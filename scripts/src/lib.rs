@@ -1,21 +1,52 @@
 //! Sandboxed Lua (Luau) callback handlers for the statecraft engine.
 //!
 //! This crate implements the engine's `CallbackHandler` trait on Luau and is the only crate that links
-//! Lua. [`LuaHandlers::load_dir`] loads every `*.lua` file of a scripts folder, in file-name order and
-//! as source text only, into one sandboxed VM per game; the host hands the result to
-//! `Store::builder(state).handler(handlers)`. Scripts register `on(name, function(ctx, ...) end)` and
-//! `watch(path, function(ctx, old, new, path) end)`; `ctx.get(path)` reads a copy of the state as it
-//! stands at that point of the batch, `ctx.emit(instruction)` and returned instruction lists queue
-//! instructions that the engine validates and runs inside the same batch, and `ctx.event(name,
-//! payload)` queues a host event delivered only on commit. The crate must not touch the state
-//! directly, and a script must never reach the host: no files, OS, modules, bytecode or debug
-//! access, and bounded steps, time, memory, output and error text (see `Limits`).
+//! Lua. It must not touch the state directly: handlers read copies and answer with instructions that
+//! the engine validates and runs inside the same atomic batch. A script must never reach the host: no
+//! files, OS, modules, source or bytecode loading, debug access or printing, and every call is bounded
+//! in steps, time, memory, output and error text.
 //!
-//! Values crossing the boundary: Lua tables with keys `1..n` are lists, tables with string keys are
-//! objects, `array(t)` marks a table (even an empty one) as a list, and the global `null` is JSON
-//! `null` inside containers. Integral numbers become integers. Paths in `ctx.get`, `watch` and
-//! emitted instructions are lists of keys and 0-based indexes (`{"inventory", 0}`) or dotted strings
-//! (`"player.hp"`).
+//! A host loads a game's scripts folder with [`LuaHandlers::load_dir`] (every `*.lua` file, in
+//! file-name order, as source text only, into one VM per game) and hands the result to the store:
+//!
+//! ```no_run
+//! # use statecraft_engine::{Limits, Store, Value};
+//! # use statecraft_scripts::LuaHandlers;
+//! let limits = Limits::default();
+//! let handlers = LuaHandlers::load_dir("examples/fantasy", &limits)?;
+//! let store = Store::builder(Value::object()).handler(handlers).limits(limits).build();
+//! # Ok::<(), statecraft_scripts::LoadError>(())
+//! ```
+//!
+//! The script contract (SPEC §5):
+//! - `on(name, function(ctx, ...args) ... end)` registers the handler of `callback` instructions whose
+//!   `path[0]` is `name`; the instruction's `value` list is the arguments.
+//! - `watch(path, function(ctx, old, new, changed_path) ... end)` runs once for every change under
+//!   `path` made by the batch's own instructions, then for the changes made by what watchers emitted,
+//!   up to `Limits::max_cascade_depth`. A change that replaced a parent is seen at `path` itself, and
+//!   only if the value there differs.
+//! - `ctx.get(path)` returns a copy of the value at `path` as the state stands at that point of the
+//!   batch (`nil` when absent); `ctx.emit(instruction)` queues an instruction table; `ctx.event(name,
+//!   payload)` queues a host event, delivered only if the batch commits. A handler may also return a
+//!   list of instruction tables (or one), which run after the emitted ones; any other returned value
+//!   is the callback's result.
+//! - Paths are lists of keys and 0-based indexes (`{"inventory", 0}`), as in instructions, or dotted
+//!   strings (`"player.hp"`).
+//!
+//! Values crossing the boundary: tables with keys `1..n` are lists and tables with string keys are
+//! objects; `array(t)` marks a table, even an empty one, as a list (lists read with `ctx.get` carry
+//! that mark); the global `null` stands for JSON `null` inside containers; integral numbers become
+//! integers. Cycles, functions, userdata, coroutines, NaN, infinities, mixed or sparse tables and
+//! nesting deeper than `Limits::max_value_depth` are refused with the place and the reason.
+//!
+//! Limits (from the engine's `Limits`, per trait call): `max_callback_steps` counts Luau interrupts
+//! (every function call and loop iteration, pattern matching included), `max_callback_time` is wall
+//! time, both enforced by an interrupt that stays tripped once exceeded so `pcall` cannot swallow it;
+//! `max_callback_memory` bounds the VM and, separately, what one call hands back to Rust;
+//! `max_emitted` bounds the instructions and events of one call; `max_error_text` cuts messages. Any
+//! failure rejects the batch with a message naming the handler, the script line and the cause, and the
+//! VM stays usable. Script globals persist between calls of one game and are not rolled back with a
+//! rejected batch.
 
 mod convert;
 mod error;

@@ -105,6 +105,10 @@ fn survives(attack: &'static str, expected: &'static str, limits: Limits) {
     "local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i, i} end",
     "memory limit"
 )]
+#[case::memory_bomb_of_state_copies(
+    r#"local t = {} while true do t[#t + 1] = ctx.get("") end"#,
+    "limit"
+)]
 #[case::memory_bomb_caught_then_looping(
     r#"while true do pcall(function() local t = {} while true do t[#t + 1] = string.rep("y", 1000) end end) end"#,
     "limit"
