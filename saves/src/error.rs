@@ -87,8 +87,9 @@ pub enum SaveError {
     /// The schema does not compile.
     #[error(transparent)]
     Schema(#[from] SchemaError),
-    /// The game's history does not replay on its state while compacting; a bug, reported rather than
-    /// written.
+    /// The game's history does not replay on its state (in an undo, a redo or a compaction): the
+    /// history was not made from this state, a bug reported rather than written. The game refuses
+    /// further work; the file holds what was acknowledged before.
     #[error("{}: the history does not replay on the state: {source}", path.display())]
     Replay {
         /// The save.

@@ -491,9 +491,10 @@ impl Game {
 
     /// Appends one record and waits for the disk; compacts when the dead records call for it.
     fn append(&mut self, record: &RecordRef<'_>) -> Result<(), SaveError> {
-        self.buf.clear();
-        format::push_record(&mut self.buf, record).map_err(|e| encode_error(&self.path, e))?;
+        // The change is already in memory: any failure from here on, encoding included, poisons.
         self.guard(|game| {
+            game.buf.clear();
+            format::push_record(&mut game.buf, record).map_err(|e| encode_error(&game.path, e))?;
             game.file
                 .write_all(&game.buf)
                 .map_err(io(&game.path, "cannot append"))?;
@@ -539,7 +540,9 @@ impl Game {
         Ok(())
     }
 
+    /// A replay that failed may have stopped halfway through the live state, so the game poisons.
     fn replay_error(&mut self, source: statecraft_engine::ReplayError) -> SaveError {
+        self.poisoned = true;
         SaveError::Replay {
             path: self.path.clone(),
             source,
