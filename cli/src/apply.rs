@@ -48,7 +48,7 @@ pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<E
             if args.in_place {
                 files::write_atomic(state_path, text.as_bytes())?;
             } else {
-                print!("{text}");
+                out!("{text}")?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -84,7 +84,7 @@ pub(crate) fn report_reading(out: &Output, text: &str, origin: &str, reading: &R
         return;
     }
     if out.json() {
-        eprintln!(
+        errln!(
             "{}",
             json!({
                 "diagnostics": render::diagnostics_json(reading.diagnostics()),
@@ -93,7 +93,7 @@ pub(crate) fn report_reading(out: &Output, text: &str, origin: &str, reading: &R
             })
         );
     } else {
-        eprint!(
+        err!(
             "{}",
             out.diagnostics(text, origin, reading.diagnostics(), out.colour_err)
         );
@@ -104,12 +104,12 @@ pub(crate) fn report_reading(out: &Output, text: &str, origin: &str, reading: &R
 pub(crate) fn report_invalid(out: &Output, reading: &Reading) {
     let errors: Vec<_> = reading.errors().cloned().collect();
     if out.json() {
-        eprintln!(
+        errln!(
             "{}",
             json!({"rejected": true, "errors": render::diagnostics_json(&errors)})
         );
     } else {
-        eprintln!(
+        errln!(
             "rejected: the input holds invalid instructions, so the batch changed nothing ({} problem{})",
             errors.len(),
             plural(errors.len())
@@ -120,17 +120,17 @@ pub(crate) fn report_invalid(out: &Output, reading: &Reading) {
 /// Prints why a batch was rejected on stderr.
 pub(crate) fn report_rejection(out: &Output, errors: &[BatchError]) {
     if out.json() {
-        eprintln!(
+        errln!(
             "{}",
             json!({"rejected": true, "errors": render::errors_json(errors)})
         );
     } else {
-        eprintln!(
+        errln!(
             "rejected: the batch changed nothing ({} problem{})",
             errors.len(),
             plural(errors.len())
         );
-        eprint!("{}", render::errors_text(errors));
+        err!("{}", render::errors_text(errors));
     }
 }
 
@@ -139,7 +139,7 @@ pub(crate) fn report_rejection(out: &Output, errors: &[BatchError]) {
 pub(crate) fn report_commit(out: &Output, commit: &Commit) {
     if out.json() {
         // Always one document, so a script reading stderr gets the change log of every commit.
-        eprintln!(
+        errln!(
             "{}",
             json!({
                 "committed": true,
@@ -151,11 +151,11 @@ pub(crate) fn report_commit(out: &Output, commit: &Commit) {
         return;
     }
     if !commit.warnings.is_empty() {
-        eprintln!("warnings:");
-        eprint!("{}", render::errors_text(&commit.warnings));
+        errln!("warnings:");
+        err!("{}", render::errors_text(&commit.warnings));
     }
     for event in &commit.events {
-        eprintln!("event: {}", render::event_text(event));
+        errln!("event: {}", render::event_text(event));
     }
 }
 

@@ -55,13 +55,13 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_REJECTED));
     }
     match args.to {
-        Notation::Json => println!("{}", pretty(&batch.to_json())?),
+        Notation::Json => outln!("{}", pretty(&batch.to_json())?)?,
         Notation::Mvu => {
             let (mvu, diagnostics) = to_mvu(&batch);
             failed |= !diagnostics.is_empty();
-            print!("{mvu}");
+            out!("{mvu}")?;
             if !mvu.is_empty() && !mvu.ends_with('\n') {
-                println!();
+                outln!()?;
             }
             report(out, &mvu, "<mvu output>", &diagnostics, &[]);
         }
@@ -69,7 +69,7 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
             let unexpressible = to_patch_problems(&batch);
             failed |= !unexpressible.is_empty();
             if unexpressible.is_empty() {
-                println!("{}", pretty(&with_pointers(batch.to_json()))?);
+                outln!("{}", pretty(&with_pointers(batch.to_json()))?)?;
             }
             report(out, "", &origin, &[], &unexpressible);
         }
@@ -148,18 +148,18 @@ fn report(
         return;
     }
     if out.json() {
-        eprintln!(
+        errln!(
             "{}",
             json!({"diagnostics": render::diagnostics_json(diagnostics), "errors": render::errors_json(errors)})
         );
         return;
     }
-    eprint!(
+    err!(
         "{}",
         out.diagnostics(text, origin, diagnostics, out.colour_err)
     );
     if !errors.is_empty() {
-        eprintln!("cannot convert:");
-        eprint!("{}", render::errors_text(errors));
+        errln!("cannot convert:");
+        err!("{}", render::errors_text(errors));
     }
 }

@@ -22,7 +22,7 @@ pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
     let origin = files::origin(args.input.as_deref());
     let reading = reply::read_with(&text, None, &args.macros.iter().cloned().collect());
     if out.json() {
-        eprintln!(
+        errln!(
             "{}",
             json!({
                 "diagnostics": render::diagnostics_json(reading.diagnostics()),
@@ -34,7 +34,7 @@ pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
     } else {
         report_reading(out, &text, &origin, &reading);
         let count = reading.batch().len();
-        eprintln!(
+        errln!(
             "repair score {}/100, {count} instruction{}",
             reading.score(),
             plural(count)
@@ -46,6 +46,6 @@ pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
     }
     let batch = serde_json::to_string_pretty(&reading.batch().to_json())
         .context("cannot write the batch as json")?;
-    println!("{batch}");
+    outln!("{batch}")?;
     Ok(ExitCode::SUCCESS)
 }

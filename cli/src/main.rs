@@ -6,6 +6,28 @@
 //! problems, so that no path can print a state and still exit non-zero, or the reverse. This crate is the
 //! only `anyhow` user; it must not hold instruction semantics of its own.
 
+/// `print!` that returns an IO error instead of panicking when stdout is closed (`statecraft … | head`).
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::render::write_stdout(&format!($($arg)*)) };
+}
+
+/// `println!` that returns an IO error instead of panicking when stdout is closed.
+macro_rules! outln {
+    () => { $crate::render::write_stdout("\n") };
+    ($($arg:tt)*) => { $crate::render::write_stdout(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `eprint!` that never panics: diagnostics are best effort, and a closed stderr must not turn a
+/// commit into a crash.
+macro_rules! err {
+    ($($arg:tt)*) => { $crate::render::write_stderr(&format!($($arg)*)) };
+}
+
+/// `eprintln!` that never panics.
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::render::write_stderr(&format!("{}\n", format_args!($($arg)*))) };
+}
+
 mod apply;
 mod args;
 mod convert;

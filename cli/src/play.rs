@@ -135,6 +135,7 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
     let mut report = Report {
         out: *out,
         quiet: args.quiet,
+        broken: None,
     };
     let title = dir.file_name().map_or_else(
         || dir.display().to_string(),
@@ -154,6 +155,7 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
     // With `--format json` the same facts are collected as one JSON document instead of the text report.
     let mut records: Vec<serde_json::Value> = Vec::new();
     for turn in &turns {
+        report.check()?;
         report.line("");
         report.line(&report.paint(
             Paint::Bold,
@@ -290,7 +292,7 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
                 "failed": tally.failed,
             },
         });
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        outln!("{}", serde_json::to_string_pretty(&document)?)?;
     } else {
         report.always("");
         let colour = if tally.failed.is_empty() {
@@ -300,6 +302,7 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
         };
         report.always(&report.paint(colour, &summary));
     }
+    report.check()?;
     Ok(if tally.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -640,11 +643,13 @@ fn display_relative(dir: &Path, path: &Path) -> String {
 
 /// The play report, printed as it is written so that a run stopped by an IO error still shows what
 /// happened up to that point. With `--format json` nothing is printed here: the JSON document is the
-/// report.
+/// report. A failed write (a closed pipe) is kept and returned after the turn, so that writing stops
+/// with an IO error rather than a panic.
 #[derive(Debug)]
 struct Report {
     out: Output,
     quiet: bool,
+    broken: Option<anyhow::Error>,
 }
 
 impl Report {
@@ -658,15 +663,26 @@ impl Report {
     /// A line always shown.
     fn always(&mut self, line: &str) {
         if !self.out.json() {
-            println!("{line}");
+            self.write(&format!("{line}\n"));
         }
     }
 
     /// Rendered text (diagnostics, error lists) shown unless `--quiet`.
     fn raw(&mut self, text: &str) {
         if !self.quiet && !self.out.json() {
-            print!("{text}");
+            self.write(text);
         }
+    }
+
+    fn write(&mut self, text: &str) {
+        if self.broken.is_none() {
+            self.broken = render::write_stdout(text).err();
+        }
+    }
+
+    /// The write error, if stdout failed: the run stops with it.
+    fn check(&mut self) -> Result<()> {
+        self.broken.take().map_or(Ok(()), Err)
     }
 
     fn paint(&self, style: Paint, text: &str) -> String {

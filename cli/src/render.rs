@@ -6,7 +6,7 @@
 //! stream is a terminal and `NO_COLOR` is unset. This module formats; it decides nothing about exit codes.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 
 use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 use serde_json::json;
@@ -233,12 +233,28 @@ pub(crate) fn event_text(event: &HostEvent) -> String {
     format!("{} {}", event.name, event.payload)
 }
 
+/// Writes to stdout. A closed pipe is an IO error for the caller (exit 2), never a panic.
+pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("cannot write to stdout")
+}
+
+/// Writes to stderr, ignoring failure: there is nowhere left to report it.
+pub(crate) fn write_stderr(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+}
+
 /// Prints a usage or IO error on stderr, as text or as `{"error": ...}`.
 pub(crate) fn print_error(output: &Output, error: &anyhow::Error) {
     if output.json() {
-        eprintln!("{}", json!({"error": format!("{error:#}")}));
+        errln!("{}", json!({"error": format!("{error:#}")}));
     } else {
-        eprintln!(
+        errln!(
             "{}: {error:#}",
             output.paint(output.colour_err, Paint::Red, "error")
         );

@@ -923,6 +923,46 @@ fn play_stopped_by_an_unreadable_reply_still_shows_the_turns_before_it() {
     assert!(run.stderr.contains("02.txt"), "{}", run.stderr);
 }
 
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_is_an_io_error_not_a_panic() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let fantasy = examples.join("fantasy").to_string_lossy().into_owned();
+    let state = examples
+        .join("rules/state.json")
+        .to_string_lossy()
+        .into_owned();
+    let reply = examples
+        .join("rules/turns/01.txt")
+        .to_string_lossy()
+        .into_owned();
+    let commands: [&[&str]; 3] = [
+        &["play", &fantasy],
+        &["apply", "--state", &state, &reply],
+        &["extract", &reply],
+    ];
+    for args in commands {
+        // A socket whose other end is already closed: the command's first write fails with EPIPE, the
+        // way it does under `statecraft … | head`, without depending on timing.
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+        drop(ours);
+        let output = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+            .stderr(Stdio::piped())
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("error: cannot write to stdout"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn play_of_a_missing_folder_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
