@@ -59,6 +59,9 @@ const TAGS: [&str; 3] = ["updatevariable", "tool_call", "jsonpatch"];
 /// How deeply tags and fences may nest before their markers are read as plain text.
 const MAX_NESTING: usize = 4;
 
+/// The longest opening tag (name and attributes) looked for before a `<` is read as prose.
+const MAX_TAG_LENGTH: usize = 512;
+
 /// Repairs listed as diagnostics per block; the rest are counted in the report and summed up in one.
 const MAX_REPAIR_DIAGNOSTICS: usize = 200;
 
@@ -171,37 +174,26 @@ impl<'a> Walker<'a> {
     /// The `<think>`/`<thinking>` sections, in order. A closing tag with no opener hides everything
     /// before it (some models omit the opener); an opener with no closer hides the rest.
     fn think_sections(&mut self) -> Vec<Range<usize>> {
+        const NAMES: [&str; 2] = ["think", "thinking"];
         let mut sections = Vec::new();
         let mut pos = 0;
-        let mut first = true;
-        while let Some(open) = find_tag(self.b, pos, &["think", "thinking"], false) {
-            let close = find_tag(self.b, pos, &["think", "thinking"], true);
-            if first {
-                if let Some((close_at, close_end)) =
-                    close.filter(|(close_at, _)| *close_at < open.0)
-                {
-                    sections.push(0..close_end);
-                    pos = close_end;
-                    first = false;
-                    let _ = close_at;
-                    continue;
-                }
+        let first_open = find_tag(self.b, 0, &NAMES, false).map(|(at, _)| at);
+        if let Some((close_at, close_end)) = find_tag(self.b, 0, &NAMES, true) {
+            if first_open.is_none_or(|open_at| close_at < open_at) {
+                sections.push(0..close_end);
+                pos = close_end;
             }
-            first = false;
-            match find_tag(self.b, open.1, &["think", "thinking"], true) {
+        }
+        while let Some((open_at, open_end)) = find_tag(self.b, pos, &NAMES, false) {
+            match find_tag(self.b, open_end, &NAMES, true) {
                 Some((_, close_end)) => {
-                    sections.push(open.0..close_end);
+                    sections.push(open_at..close_end);
                     pos = close_end;
                 }
                 None => {
-                    sections.push(open.0..self.b.len());
-                    pos = self.b.len();
+                    sections.push(open_at..self.b.len());
+                    break;
                 }
-            }
-        }
-        if sections.is_empty() {
-            if let Some((_, close_end)) = find_tag(self.b, 0, &["think", "thinking"], true) {
-                sections.push(0..close_end);
             }
         }
         for section in &sections {
@@ -295,11 +287,8 @@ impl<'a> Walker<'a> {
             .find(|tag| tag.as_bytes().eq_ignore_ascii_case(name))?;
         // The tag ends at `>`; attributes may come first. A `<tool_call` with no `>` on its line is prose.
         let after_name = name_start + name_len;
-        let line_end = self.b[after_name..end]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(end, |i| after_name + i);
-        let gt = self.b[after_name..line_end]
+        let window_end = end.min(after_name + MAX_TAG_LENGTH);
+        let gt = self.b[after_name..window_end]
             .iter()
             .position(|&c| c == b'>')?
             + after_name;
@@ -352,7 +341,7 @@ impl<'a> Walker<'a> {
             .iter()
             .take_while(|c| matches!(c, b' ' | b'\t' | b'\r'))
             .count();
-        if self.b.get(content_start + rest) == Some(&b'\n') {
+        if content_start + rest < end && self.b[content_start + rest] == b'\n' {
             content_start += rest + 1;
         }
         let fence = &self.b[at..at + run];
@@ -418,7 +407,7 @@ impl<'a> Walker<'a> {
         {
             return false;
         }
-        if self.b.get(at + 1) != Some(&b'.') {
+        if at + 2 >= end || self.b[at + 1] != b'.' {
             return false;
         }
         let name_start = at + 2;
@@ -982,12 +971,10 @@ fn find_tag(b: &[u8], from: usize, names: &[&str], closing: bool) -> Option<(usi
             match b.get(after) {
                 Some(b'>') => return Some((at, after + 1)),
                 Some(b' ' | b'\t' | b'\n' | b'/') => {
-                    // Attributes: the tag ends at the next `>` on its line.
-                    let line = b[after..]
-                        .iter()
-                        .take_while(|&&c| c != b'\n' || !closing)
-                        .position(|&c| c == b'>');
-                    if let Some(gt) = line {
+                    // Attributes: the tag ends at the next `>` within a bounded distance, so that a
+                    // line of unclosed tags stays linear.
+                    let window = &b[after..b.len().min(after + MAX_TAG_LENGTH)];
+                    if let Some(gt) = window.iter().position(|&c| c == b'>') {
                         return Some((at, after + gt + 1));
                     }
                 }
@@ -1006,7 +993,6 @@ fn member_span(text: &str, span: &Range<usize>, name: &str) -> Option<Range<usiz
     let end = span.end.min(b.len());
     let mut depth = 0usize;
     let mut p = span.start;
-    let mut key_start: Option<usize> = None;
     while p < end {
         let c = b[p];
         match c {
@@ -1021,14 +1007,13 @@ fn member_span(text: &str, span: &Range<usize>, name: &str) -> Option<Range<usiz
                     p += 1;
                 }
                 if depth == 1 {
-                    key_start = Some(start);
                     let key = text.get(start..p.min(end)).unwrap_or_default();
                     // A key is a string followed by a colon.
                     let mut q = p + 1;
                     while q < end && matches!(b[q], b' ' | b'\t' | b'\r' | b'\n') {
                         q += 1;
                     }
-                    if key == name && b.get(q) == Some(&b':') {
+                    if key == name && q < end && b[q] == b':' {
                         return Some(value_span(b, q + 1, end));
                     }
                 }
@@ -1044,7 +1029,7 @@ fn member_span(text: &str, span: &Range<usize>, name: &str) -> Option<Range<usiz
                 while q < end && matches!(b[q], b' ' | b'\t') {
                     q += 1;
                 }
-                if &text[start..p] == name && b.get(q) == Some(&b':') {
+                if &text[start..p] == name && q < end && b[q] == b':' {
                     return Some(value_span(b, q + 1, end));
                 }
                 continue;
@@ -1053,7 +1038,6 @@ fn member_span(text: &str, span: &Range<usize>, name: &str) -> Option<Range<usiz
         }
         p += 1;
     }
-    let _ = key_start;
     None
 }
 

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
-use statecraft_translators::{ExtractOptions, extract};
+use statecraft_translators::{ExtractOptions, extract, line_column};
 
 struct Case {
     input: String,
@@ -81,8 +81,14 @@ fn extraction_cases() {
         let batch = serde_json::to_string_pretty(&extraction.batch.to_json()).unwrap_or_default();
         let valid = extraction.valid.to_string();
         let diagnostics = render_diagnostics(&extraction);
-        // Every span must lie inside the input, on character boundaries.
+        // Every span must lie inside the input, on character boundaries, with its line and column.
         for d in &extraction.diagnostics {
+            assert_eq!(
+                (d.line, d.column),
+                line_column(&case.input, d.span.start),
+                "{}: {d:?}",
+                file.display()
+            );
             assert!(
                 d.span.start <= d.span.end && d.span.end <= case.input.len(),
                 "{}: span {:?}",
