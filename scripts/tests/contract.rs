@@ -540,3 +540,73 @@ fn ctx_is_read_only() {
     let message = reject(&mut store, &callback("swap", json!([])));
     assert!(message.contains("readonly"), "{message}");
 }
+
+#[test]
+fn watchers_run_in_change_order_then_registration_order_and_events_keep_that_order() {
+    let mut store = store(
+        &[
+            (
+                "1_first.lua",
+                r#"watch("stats", function(ctx, old, new, path) ctx.event("first", {at = path[2], new = new}) end)"#,
+            ),
+            (
+                "2_second.lua",
+                r#"watch("stats", function(ctx, old, new, path) ctx.event("second", {at = path[2], new = new}) end)"#,
+            ),
+            (
+                "3_handler.lua",
+                r#"on("shout", function(ctx, word) ctx.event("shout", word) end)"#,
+            ),
+        ],
+        json!({"stats": {"str": 1, "dex": 1}}),
+    );
+    let done = commit(
+        &mut store,
+        &batch(json!([
+            {"op": "callback", "path": ["shout"], "value": ["a"]},
+            {"op": "assign", "path": ["stats", "str"], "value": 2},
+            {"op": "callback", "path": ["shout"], "value": ["b"]},
+            {"op": "assign", "path": ["stats", "dex"], "value": 3},
+        ])),
+    );
+    let seen: Vec<(String, serde_json::Value)> = done
+        .events
+        .iter()
+        .map(|e| (e.name.clone(), e.payload.to_json()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("shout".to_owned(), json!("a")),
+            ("shout".to_owned(), json!("b")),
+            ("first".to_owned(), json!({"at": "str", "new": 2})),
+            ("second".to_owned(), json!({"at": "str", "new": 2})),
+            ("first".to_owned(), json!({"at": "dex", "new": 3})),
+            ("second".to_owned(), json!({"at": "dex", "new": 3})),
+        ]
+    );
+}
+
+#[test]
+fn the_stores_limits_apply_at_call_time() {
+    // Loaded under generous limits, called under a store whose step limit is tiny.
+    let handlers = LuaHandlers::from_sources(
+        [("count.lua", r#"on("count", function(ctx) local s = 0 for i = 1, 1000 do s = s + i end return s end)"#)],
+        &Limits::default(),
+    )
+    .expect("loads");
+    let limits = Limits {
+        max_callback_steps: 100,
+        ..Limits::default()
+    };
+    let mut store = Store::builder(Value::object())
+        .handler(handlers)
+        .limits(limits)
+        .build()
+        .expect("store");
+    let message = reject(&mut store, &callback("count", json!([])));
+    assert!(
+        message.contains("the step limit of 100 was exceeded at count.lua:1"),
+        "{message}"
+    );
+}
