@@ -13,13 +13,14 @@ use serde::Serialize;
 use serde_json::{Value as Json, json};
 use statecraft_engine::{
     ApplyOptions, Batch, BatchError, ErrorKind, Instruction, Op, Outcome, Path, Segment,
-    StateSchema, Store, Value,
+    StateSchema, Store, Trail, Value,
 };
 
 use crate::diagnostic::Severity;
 use crate::extract::{ExtractOptions, Extraction, extract};
 use crate::feedback::feedback;
 use crate::mvu::MvuOptions;
+use crate::prompt::rules::canonical;
 use crate::prompt::spec::{InstructionSpec, Mismatch, Shape, ShapeId};
 
 /// One thing the model should correct.
@@ -119,17 +120,35 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
             });
         }
         if schema.is_some() {
+            // The engine stops at the first instruction that fails to run; the schema's language
+            // names the later ones too, so the model can fix them all in one round.
+            let mut extra = Vec::new();
             for (index, instruction) in extraction.batch.instructions.iter().enumerate() {
-                if let Err(mismatch) = spec.check(&canonical_json(instruction)) {
-                    problems.push(Problem {
-                        kind: "outside_schema".into(),
-                        instruction: Some(index),
-                        location: format!("instruction {index}"),
-                        message: mismatch_text(&mismatch),
-                        corrected: corrections.get(index).cloned().flatten(),
-                    });
+                let Err(mismatch) = spec.check(&without_extras(&canonical_json(instruction)))
+                else {
+                    continue;
+                };
+                let corrected = corrections.get(index).cloned().flatten();
+                problems.push(Problem {
+                    kind: "outside_schema".into(),
+                    instruction: Some(index),
+                    location: format!("instruction {index}"),
+                    message: mismatch_text(&mismatch),
+                    corrected,
+                });
+                let reported = errors
+                    .iter()
+                    .any(|e| e.instruction.as_ref().and_then(|t| t.0.first()) == Some(&index));
+                if !reported {
+                    extra.push(BatchError::at_path(
+                        ErrorKind::SchemaViolation,
+                        &Trail(vec![index]),
+                        instruction.path.to_pointer(),
+                        mismatch_text(&mismatch),
+                    ));
                 }
             }
+            errors.extend(extra);
         }
         if corrections.iter().any(Option::is_some) {
             let fixed: Vec<Instruction> = extraction
@@ -152,10 +171,30 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
         }
     }
     let mut message = feedback(&extraction, &errors);
-    if let Some(batch) = &corrected_batch {
-        message.push_str("This corrected update would apply:\n```json\n");
-        message.push_str(&batch.to_string());
-        message.push_str("\n```\n");
+    match &corrected_batch {
+        Some(batch) => {
+            let lines: Vec<String> = batch.as_array().map_or(Vec::new(), |items| {
+                items.iter().map(instruction_text).collect()
+            });
+            message.push_str("This corrected update would apply:\n```json\n[");
+            message.push_str(&lines.join(",\n "));
+            message.push_str("]\n```\n");
+        }
+        None => {
+            // The whole batch cannot be fixed, but single instructions can still be shown corrected.
+            let mut fixes: Vec<(usize, &Json)> = problems
+                .iter()
+                .filter_map(|p| Some((p.instruction?, p.corrected.as_ref()?)))
+                .collect();
+            fixes.sort_by_key(|(index, _)| *index);
+            fixes.dedup_by_key(|(index, _)| *index);
+            for (index, fix) in fixes {
+                message.push_str(&format!(
+                    "Instruction {index} written correctly: {}\n",
+                    instruction_text(fix)
+                ));
+            }
+        }
     }
     Review {
         problems,
@@ -248,10 +287,16 @@ pub(crate) fn run(store: &mut Store, batch: &Batch, extraction: &Extraction) -> 
     }
 }
 
-/// An instruction's JSON with members in the canonical order the grammar uses.
+/// An instruction's compact text in the grammar's member order.
+fn instruction_text(instruction: &Json) -> String {
+    match instruction.as_object() {
+        Some(map) => canonical(map),
+        None => instruction.to_string(),
+    }
+}
+
+/// An instruction's canonical JSON: paths as lists, only the members it has.
 pub(crate) fn canonical_json(instruction: &Instruction) -> Json {
-    // serde_json keeps object members sorted, so the order here is for readers of the code only; the
-    // text form is written by `Batch::to_json` consumers.
     let mut json = json!({"op": instruction.op.name(), "path": instruction.path});
     if let Some(value) = &instruction.value {
         json["value"] = value.to_json();

@@ -329,9 +329,10 @@ fn example_at(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> 
     Some(canonical(&instruction))
 }
 
-/// An instruction's text with its members in the canonical order (`op`, `path`, `value`).
-fn canonical(instruction: &Map<String, Json>) -> String {
-    let members: Vec<String> = ["op", "path", "value"]
+/// An instruction's text with its members in the grammar's order (`op`, `path`, `value`, `old`,
+/// `reason`), compact, so models see the order constrained decoding will ask of them.
+pub(crate) fn canonical(instruction: &Map<String, Json>) -> String {
+    let members: Vec<String> = ["op", "path", "value", "old", "reason", "metadata"]
         .iter()
         .filter_map(|key| Some(format!("\"{key}\":{}", instruction.get(*key)?)))
         .collect();

@@ -1,0 +1,348 @@
+//! The prompt kit's commands as users and scripts see them: `prompt`, `schema`, `feedback` and
+//! `grade`, their stdout, stderr and exit codes.
+//!
+//! Each test runs the built binary in a temporary folder holding the translators' prompt fixtures
+//! (`translators/tests/prompt/state.json` and `schema.json`), so nothing in the repository is written.
+//! Exit codes: 0 success (and `feedback` with nothing to correct), 1 `feedback` with something to
+//! correct, 2 usage or IO error.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_in(dir: &Path, args: &[&str], stdin: &str) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    // A command that fails before reading stdin closes the pipe; that is its business, not a failure.
+    let _ = child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes());
+    let output = child.wait_with_output().expect("the binary finishes");
+    Run {
+        code: output.status.code().expect("the binary exits with a code"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is utf-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is utf-8"),
+    }
+}
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../translators/tests/prompt")
+}
+
+/// A temporary folder with the fixture state and schema.
+fn game() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    for name in ["state.json", "schema.json"] {
+        fs::copy(fixtures().join(name), dir.path().join(name)).expect("fixture copies");
+    }
+    dir
+}
+
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not json ({e}):\n{text}"))
+}
+
+#[test]
+fn prompt_prints_rules_examples_and_the_visible_state() {
+    let dir = game();
+    let run = run_in(
+        dir.path(),
+        &["prompt", "--state", "state.json", "--schema", "schema.json"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("# State updates\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains(r#"{"op":"increment","path":["player","gold"],"value":1}"#),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("\"stage\":\"village\""),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("goblin king"), "hidden notes leaked");
+    let expected = fs::read_to_string(fixtures().join("en.txt")).expect("golden en");
+    assert_eq!(
+        run.stdout, expected,
+        "the command prints the library's prompt"
+    );
+}
+
+#[test]
+fn prompt_speaks_chinese_and_json() {
+    let dir = game();
+    let zh = run_in(
+        dir.path(),
+        &[
+            "prompt",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "--lang",
+            "zh",
+        ],
+        "",
+    );
+    assert_eq!(zh.code, 0, "{}", zh.stderr);
+    assert!(zh.stdout.starts_with("# 状态更新\n"), "{}", zh.stdout);
+    let json = run_in(
+        dir.path(),
+        &["--format", "json", "prompt", "--state", "state.json"],
+        "",
+    );
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let doc = json_of(&json.stdout);
+    assert_eq!(
+        doc["state"]["notes"]["twist"],
+        json!("the elder is the goblin king")
+    );
+    assert!(doc["rules"].as_str().is_some_and(|r| r.contains("Ops:")));
+    assert!(doc["text"].as_str().is_some_and(|t| t.ends_with("```\n")));
+}
+
+#[test]
+fn schema_prints_a_tailored_json_schema_or_a_grammar() {
+    let dir = game();
+    let run = run_in(dir.path(), &["schema", "--schema", "schema.json"], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc = json_of(&run.stdout);
+    assert_eq!(
+        doc["$schema"],
+        json!("https://json-schema.org/draft/2020-12/schema")
+    );
+    assert_eq!(doc["type"], json!("array"));
+    let branches = doc["items"]["anyOf"]
+        .as_array()
+        .expect("instruction branches");
+    // Increment is offered on numbers only: hp, max_hp, gold, speed, and relation values.
+    let increments: Vec<&Value> = branches
+        .iter()
+        .filter(|b| b["properties"]["op"] == json!({"const": "increment"}))
+        .map(|b| &b["properties"]["path"]["prefixItems"])
+        .collect();
+    assert_eq!(increments.len(), 6, "{increments:?}");
+    assert!(
+        increments
+            .iter()
+            .all(|p| **p != json!([{"const": "player"}, {"const": "name"}]))
+    );
+    let gbnf = run_in(
+        dir.path(),
+        &["schema", "--schema", "schema.json", "--gbnf"],
+        "",
+    );
+    assert_eq!(gbnf.code, 0, "{}", gbnf.stderr);
+    assert!(gbnf.stdout.starts_with("root ::= "), "{}", gbnf.stdout);
+    assert!(gbnf.stdout.contains("\nws ::= "));
+    let free = run_in(dir.path(), &["schema"], "");
+    assert_eq!(free.code, 0, "{}", free.stderr);
+    assert_eq!(json_of(&free.stdout)["type"], json!("array"));
+}
+
+#[test]
+fn feedback_is_silent_and_exits_0_for_a_clean_reply() {
+    let dir = game();
+    let before = fs::read_to_string(dir.path().join("state.json")).expect("state");
+    let run = run_in(
+        dir.path(),
+        &[
+            "feedback",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "-",
+        ],
+        r#"[{"op": "increment", "path": ["player", "hp"], "value": -5}]"#,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("nothing to correct"), "{}", run.stderr);
+    let after = fs::read_to_string(dir.path().join("state.json")).expect("state");
+    assert_eq!(before, after, "feedback never writes the state");
+}
+
+#[test]
+fn feedback_names_each_problem_and_the_corrected_form() {
+    let dir = game();
+    let reply = "Done!\n```json\n[{\"op\": \"assign\", \"path\": [\"player\", \"HP\"], \"value\": \"25\"},\n {\"op\": \"assign\", \"path\": [\"quest\", \"stage\"], \"value\": \"Forest\"}]\n```";
+    fs::write(dir.path().join("reply.txt"), reply).expect("reply written");
+    let run = run_in(
+        dir.path(),
+        &[
+            "feedback",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "reply.txt",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("Your state update was not applied."),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("[{\"op\":\"assign\",\"path\":[\"player\",\"hp\"],\"value\":25},\n {\"op\":\"assign\",\"path\":[\"quest\",\"stage\"],\"value\":\"forest\"}]"),
+        "{}",
+        run.stdout
+    );
+    let json = run_in(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "feedback",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "reply.txt",
+        ],
+        "",
+    );
+    assert_eq!(json.code, 1, "{}", json.stderr);
+    let doc = json_of(&json.stdout);
+    let problems = doc["problems"].as_array().expect("problems");
+    assert!(
+        problems.iter().any(|p| p["kind"] == json!("outside_schema")
+            && p["instruction"] == json!(0)
+            && p["corrected"]["path"] == json!(["player", "hp"])),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p["corrected"]["value"] == json!("forest")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn feedback_reports_unreadable_replies() {
+    let dir = game();
+    let run = run_in(
+        dir.path(),
+        &["feedback", "--state", "state.json"],
+        "I think the hero should rest now.",
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stdout.contains("no_instructions"), "{}", run.stdout);
+}
+
+#[test]
+fn grade_scores_like_a_benchmark() {
+    let dir = game();
+    fs::write(
+        dir.path().join("expect.json"),
+        r#"{"/player/hp": 25, "/player/tags/1": "sly"}"#,
+    )
+    .expect("expectations written");
+    let clean = r#"[{"op":"increment","path":["player","hp"],"value":-5},{"op":"push","path":["player","tags"],"value":"sly"}]"#;
+    let args = [
+        "grade",
+        "--state",
+        "state.json",
+        "--schema",
+        "schema.json",
+        "--expect",
+        "expect.json",
+        "-",
+    ];
+    let run = run_in(dir.path(), &args, clean);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc = json_of(&run.stdout);
+    assert_eq!(doc["score"], json!(100), "{doc}");
+    assert_eq!(
+        (&doc["applies"], &doc["in_schema"], &doc["checks_passed"]),
+        (&json!(true), &json!(true), &json!(2))
+    );
+    let fenced = format!("Sure.\n```json\n{clean}\n```");
+    let doc = json_of(&run_in(dir.path(), &args, &fenced).stdout);
+    assert_eq!(doc["cleanliness"], json!(95), "{doc}");
+    assert_eq!(doc["score"], json!(95));
+    let wrong = r#"[{"op":"increment","path":["player","hp"],"value":-500}]"#;
+    let doc = json_of(&run_in(dir.path(), &args, wrong).stdout);
+    assert_eq!(
+        (&doc["applies"], &doc["score"], &doc["checks_passed"]),
+        (&json!(false), &json!(0), &json!(0)),
+        "{doc}"
+    );
+    assert!(!doc["errors"].as_array().expect("errors").is_empty());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = game();
+    fs::write(dir.path().join("bad.json"), r#"{"player": {"hp": "full"}}"#).expect("written");
+    let run = run_in(
+        dir.path(),
+        &[
+            "feedback",
+            "--state",
+            "bad.json",
+            "--schema",
+            "schema.json",
+            "-",
+        ],
+        "[]",
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("does not satisfy the schema"),
+        "{}",
+        run.stderr
+    );
+    let missing = run_in(dir.path(), &["prompt", "--state", "nope.json"], "");
+    assert_eq!(missing.code, 2);
+    fs::write(dir.path().join("expect.json"), "[1]").expect("written");
+    let bad_expect = run_in(
+        dir.path(),
+        &[
+            "grade",
+            "--state",
+            "state.json",
+            "--expect",
+            "expect.json",
+            "-",
+        ],
+        "[]",
+    );
+    assert_eq!(bad_expect.code, 2, "{}", bad_expect.stderr);
+    let bad_lang = run_in(
+        dir.path(),
+        &["prompt", "--state", "state.json", "--lang", "fr"],
+        "",
+    );
+    assert_eq!(bad_lang.code, 2);
+}
