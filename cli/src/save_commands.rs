@@ -4,7 +4,9 @@
 //! exit code: 0 success, 1 when nothing changed (a rejected batch, nothing to undo or redo, an unknown
 //! label), and an `Err` for usage, IO and save errors, which `main.rs` prints and turns into exit 2.
 //! Every change goes through `statecraft_saves::Game`, which returns only once the change is on disk,
-//! so exit 0 from `apply --save` means the step is durable. This module must not write the save itself.
+//! so exit 0 from `apply --save` means the step is durable (a closed stdout afterwards still exits 2,
+//! with the step on disk). Output goes through `main.rs`'s `out!` and `errln!`, which never panic. This
+//! module must not write the save itself.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -38,7 +40,7 @@ pub(crate) fn new(args: &NewArgs, out: &Output) -> Result<ExitCode> {
     }
     let game = Game::create(&args.game, state, setup)?;
     if !out.json() {
-        eprintln!("created {}", game.path().display());
+        errln!("created {}", game.path().display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -73,7 +75,7 @@ pub(crate) fn apply(args: &ApplyArgs, save: &Path, out: &Output) -> Result<ExitC
         }
         Outcome::Committed(commit) => {
             report_commit(out, &commit);
-            print!("{}", files::state_text(game.state())?);
+            out!("{}", files::state_text(game.state())?)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -93,7 +95,7 @@ pub(crate) fn undo(args: &UndoArgs, out: &Output) -> Result<ExitCode> {
     if !moved {
         return unchanged(out, "nothing to undo");
     }
-    print!("{}", files::state_text(game.state())?);
+    out!("{}", files::state_text(game.state())?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -103,7 +105,7 @@ pub(crate) fn redo(args: &RedoArgs, out: &Output) -> Result<ExitCode> {
     if game.redo()?.is_none() {
         return unchanged(out, "nothing to redo");
     }
-    print!("{}", files::state_text(game.state())?);
+    out!("{}", files::state_text(game.state())?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -117,9 +119,9 @@ pub(crate) fn show(args: &ShowArgs, _out: &Output) -> Result<ExitCode> {
             .history()
             .map(|step| json!({"label": step.label, "applied": step.applied, "changes": step.changes}))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&steps)?);
+        outln!("{}", serde_json::to_string_pretty(&steps)?)?;
     } else {
-        print!("{}", files::state_text(game.state())?);
+        out!("{}", files::state_text(game.state())?)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -127,9 +129,9 @@ pub(crate) fn show(args: &ShowArgs, _out: &Output) -> Result<ExitCode> {
 /// Says why nothing changed, and exits 1.
 fn unchanged(out: &Output, why: &str) -> Result<ExitCode> {
     if out.json() {
-        eprintln!("{}", json!({"unchanged": true, "reason": why}));
+        errln!("{}", json!({"unchanged": true, "reason": why}));
     } else {
-        eprintln!("unchanged: {why}");
+        errln!("unchanged: {why}");
     }
     Ok(ExitCode::from(EXIT_REJECTED))
 }
