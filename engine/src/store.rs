@@ -559,6 +559,14 @@ impl Run<'_> {
                 )]);
             }
         };
+        let mut errors = Vec::new();
+        if let Some(value) = &response.value {
+            self.rules
+                .handler_output(value, "/result", trail, &mut errors);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
         let value = response.value.clone();
         self.follow(response, trail, depth)?;
         Ok(value)
@@ -571,6 +579,15 @@ impl Run<'_> {
         trail: &Trail,
         depth: usize,
     ) -> Result<(), Vec<BatchError>> {
+        let mut errors = Vec::new();
+        for (i, event) in response.events.iter().enumerate() {
+            let field = format!("/events/{i}/payload");
+            self.rules
+                .handler_output(&event.payload, &field, trail, &mut errors);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
         self.events.extend(response.events);
         if response.instructions.is_empty() {
             return Ok(());

@@ -165,6 +165,21 @@ impl Rules<'_> {
         self.forbidden.iter().any(|f| f == key)
     }
 
+    /// Checks what a handler hands back besides instructions (its result, event payloads) by the same
+    /// rules as instruction values: they reach the host and front ends just the same.
+    pub(crate) fn handler_output(
+        &self,
+        value: &Value,
+        field: &str,
+        trail: &Trail,
+        errors: &mut Vec<BatchError>,
+    ) {
+        let mut error = |kind, field: String, message: String| {
+            errors.push(BatchError::in_field(kind, trail, field, message))
+        };
+        self.value(value, field, &mut error);
+    }
+
     /// Checks nesting depth, string lengths and forbidden keys inside a value, without recursion.
     fn value(&self, value: &Value, field: &str, error: &mut impl FnMut(ErrorKind, String, String)) {
         // Scalars are the common case: skip the walk and its allocations.

@@ -204,6 +204,14 @@ impl CallbackHandler for Game {
                 instructions: vec![Instruction::assign(path![], 1)],
                 ..Response::default()
             }),
+            "leaky" => Ok(Response {
+                value: Some(Value::from(json!({"__proto__": 1}))),
+                events: vec![HostEvent {
+                    name: "m".into(),
+                    payload: Value::from(json!({"a": {"secret": 1}})),
+                }],
+                ..Response::default()
+            }),
             _ => Err(HandlerError::Unknown),
         }
     }
@@ -288,6 +296,39 @@ fn emitted_instructions_are_validated() {
     assert_eq!(
         errors[0].to_string(),
         "instruction 0 > emitted 0, field /path: assign needs a path inside the state; only get and merge may target the root"
+    );
+}
+
+#[test]
+fn handler_results_and_event_payloads_follow_the_value_rules() {
+    let mut store = Store::builder(Value::object())
+        .handler(Game::default())
+        .forbidden_segments(["__proto__", "secret"])
+        .build()
+        .unwrap();
+    let errors = store
+        .apply(&batch(json!({"op": "callback", "path": ["leaky"]})))
+        .rejected()
+        .unwrap();
+    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "instruction 0, field /result/__proto__: \"__proto__\" is a forbidden key (front ends are JavaScript; it would reach the object prototype)",
+        ]
+    );
+    let mut store = Store::builder(Value::object())
+        .handler(Game::default())
+        .forbidden_segments(["secret"])
+        .build()
+        .unwrap();
+    let errors = store
+        .apply(&batch(json!({"op": "callback", "path": ["leaky"]})))
+        .rejected()
+        .unwrap();
+    assert_eq!(
+        errors[0].to_string(),
+        "instruction 0, field /events/0/payload/a/secret: \"secret\" is a forbidden key (front ends are JavaScript; it would reach the object prototype)"
     );
 }
 
