@@ -66,18 +66,26 @@ pub struct ReplayError {
     pub problem: String,
 }
 
-/// Replays `changes` forwards (redo) on `root`, in place.
+/// Replays `changes` forwards (redo) on `root`, in place. All or nothing: if a change does not fit,
+/// the ones already replayed are reverted before the error is returned.
 pub(crate) fn replay_forward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
-    for change in changes {
-        put(root, &change.path, change.old.is_some(), change.new.clone())?;
+    for (done, change) in changes.iter().enumerate() {
+        if let Err(error) = put(root, &change.path, change.old.is_some(), change.new.clone()) {
+            // The prefix was just replayed on this very root, so reverting it cannot fail.
+            let _ = replay_backward(root, &changes[..done]);
+            return Err(error);
+        }
     }
     Ok(())
 }
 
-/// Replays `changes` backwards (undo) on `root`, in place.
+/// Replays `changes` backwards (undo) on `root`, in place. All or nothing, like [`replay_forward`].
 pub(crate) fn replay_backward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
-    for change in changes.iter().rev() {
-        put(root, &change.path, change.new.is_some(), change.old.clone())?;
+    for (done, change) in changes.iter().rev().enumerate() {
+        if let Err(error) = put(root, &change.path, change.new.is_some(), change.old.clone()) {
+            let _ = replay_forward(root, &changes[changes.len() - done..]);
+            return Err(error);
+        }
     }
     Ok(())
 }
@@ -134,4 +142,42 @@ fn put(
         _ => return Err(fail("the parent has the wrong type")),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path;
+    use serde_json::json;
+
+    fn change(path: Path, old: Option<i64>, new: Option<i64>) -> Change {
+        Change {
+            path,
+            old: old.map(Value::from),
+            new: new.map(Value::from),
+            reason: None,
+            op: Op::Assign,
+        }
+    }
+
+    #[test]
+    fn a_replay_that_does_not_fit_changes_nothing() {
+        let mut root = Value::from(json!({"a": 1}));
+        let changes = [
+            change(path!["a"], Some(1), Some(2)),
+            change(path!["missing", "x"], None, Some(3)),
+        ];
+        let error = replay_forward(&mut root, &changes).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the change at /missing/x does not fit the state: a parent key is missing"
+        );
+        assert_eq!(root, Value::from(json!({"a": 1})));
+        let changes = [
+            change(path!["missing", "x"], Some(3), None),
+            change(path!["a"], Some(0), Some(1)),
+        ];
+        assert!(replay_backward(&mut root, &changes).is_err());
+        assert_eq!(root, Value::from(json!({"a": 1})));
+    }
 }

@@ -185,6 +185,10 @@ impl History {
             .map(|(i, &id)| (id, &self.steps[id], i < self.applied))
     }
 
+    pub(crate) fn len(&self) -> usize {
+        self.order.len()
+    }
+
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }

@@ -371,7 +371,9 @@ impl Store {
         })
     }
 
-    /// Reverts the newest applied step. Returns its id, or `None` if there is nothing to undo.
+    /// Reverts the newest applied step. Returns its id, or `None` if there is nothing to undo. A step
+    /// that does not fit the state (only possible with a history rebuilt from damaged data) leaves the
+    /// state and the history as they were and returns the error.
     /// Time: O(size of the step × depth × log n), independent of the state's size.
     pub fn undo(&mut self) -> Result<Option<StepId>, ReplayError> {
         let Some(id) = self.history.undoable() else {
@@ -439,6 +441,11 @@ impl Store {
                 changes: &step.changes,
                 applied,
             })
+    }
+
+    /// How many steps history retains (undoable plus redoable). Time: O(1).
+    pub fn history_len(&self) -> usize {
+        self.history.len()
     }
 
     /// The estimate of the bytes history keeps alive.
