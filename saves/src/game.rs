@@ -503,7 +503,7 @@ impl Game {
             game.records += 1;
             Ok(())
         })?;
-        let retained = self.store.history().count();
+        let retained = self.store.history_len();
         if self.records > 2 * retained + SLACK_RECORDS {
             self.guard(Game::rewrite)?;
         }
