@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use statecraft_engine::{Path, StateSchema, Value};
 
-use crate::prompt::review::{Trial, canonical_json, extract_for, run, spec_for, trial_store};
+use crate::prompt::review::{Trial, canonical_json, extract_for, run, trial_store};
+use crate::prompt::spec::InstructionSpec;
 use crate::report::RepairReport;
 
 /// One expected value in the state after the reply: a JSON Pointer and the value it should hold.
@@ -96,7 +97,8 @@ pub fn grade(
     expected: &[Expectation],
 ) -> Grade {
     let extraction = extract_for(text, state);
-    let spec = spec_for(state, schema);
+    // The language `statecraft schema` prints for the same schema (the free one without).
+    let spec = InstructionSpec::from_schema(schema.map(StateSchema::source));
     let batch_json = Json::Array(
         extraction
             .batch

@@ -409,7 +409,7 @@ fn without_extras(instruction: &Json) -> Json {
 /// `"5"`, `"Forest"` as the enum member `"forest"`.
 fn coerce(spec: &InstructionSpec, shape: ShapeId, value: &Json) -> Option<Json> {
     let text = value.as_str().map(str::trim);
-    let candidate = match &spec.shapes[shape] {
+    let candidate = match spec.shape(shape) {
         Shape::Integer { .. } => text
             .and_then(|t| t.parse::<i64>().ok())
             .map(|n| json!(n))
@@ -597,6 +597,34 @@ mod tests {
         assert_eq!(
             problem.and_then(|p| p.corrected),
             Some(json!({"op": "assign", "path": ["player", "hp"], "value": 20, "old": 30}))
+        );
+    }
+
+    #[test]
+    fn every_instruction_outside_the_schema_is_named_with_its_fix() {
+        let review = review(
+            r#"[{"op": "merge", "path": ["player", "hp"], "value": 5}, {"op": "push", "path": ["player", "hp"], "value": 1}]"#,
+            &state(),
+            Some(&schema()),
+        );
+        // The engine refuses the first instruction only; the second is named from the schema.
+        assert!(
+            review
+                .message
+                .contains("instruction 1, at /player/hp: this op is not allowed here; allowed: assign, delete, increment"),
+            "{}",
+            review.message
+        );
+        assert!(
+            review.message.contains(
+                "Instruction 0 written correctly: {\"op\":\"assign\",\"path\":[\"player\",\"hp\"],\"value\":5}"
+            ),
+            "{}",
+            review.message
+        );
+        assert_eq!(
+            review.corrected_batch, None,
+            "push onto a number has no inferable fix"
         );
     }
 

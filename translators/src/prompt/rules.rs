@@ -243,7 +243,7 @@ fn rank(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> u8 {
     let scalar = |v: &Json| !v.is_object() && !v.is_array();
     match op {
         Op::Assign => {
-            let shape = spec.target_for(path).map(|t| &spec.shapes[t.shape]);
+            let shape = spec.target_for(path).map(|t| spec.shape(t.shape));
             match (shape, current) {
                 (_, Json::Object(_) | Json::Array(_)) => 9,
                 (Some(Shape::Enum(options)), _) if options.len() > 1 => 0,
@@ -342,7 +342,7 @@ pub(crate) fn canonical(instruction: &Map<String, Json>) -> String {
 /// An assign example: another enum member when there is one, the other boolean, else the current
 /// value when it is a scalar, else a sample of the shape.
 fn assign_value(spec: &InstructionSpec, shape: ShapeId, current: &Json) -> Json {
-    if let Shape::Enum(options) = &spec.shapes[shape] {
+    if let Shape::Enum(options) = spec.shape(shape) {
         if let Some(other) = options.iter().find(|o| *o != current) {
             return other.clone();
         }
@@ -358,7 +358,7 @@ fn assign_value(spec: &InstructionSpec, shape: ShapeId, current: &Json) -> Json 
 
 /// A small value of a shape.
 fn sample(spec: &InstructionSpec, shape: ShapeId) -> Json {
-    match &spec.shapes[shape] {
+    match spec.shape(shape) {
         Shape::Any | Shape::Null => Json::Null,
         Shape::Boolean => json!(true),
         Shape::String => json!("text"),

@@ -141,10 +141,10 @@ pub struct Target {
 /// [`InstructionSpec::from_state`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstructionSpec {
-    /// Every shape, referred to by index.
-    pub shapes: Vec<Shape>,
+    /// Every shape, referred to by index. Only this module builds specs, so every id inside is valid.
+    pub(crate) shapes: Vec<Shape>,
     /// Every target, in schema order (depth first).
-    pub targets: Vec<Target>,
+    pub(crate) targets: Vec<Target>,
 }
 
 /// Why an instruction is outside the language, for feedback.
@@ -163,7 +163,25 @@ pub enum Mismatch {
     BadOld(String),
 }
 
+/// What an id that names no shape stands for: nothing is known, so anything goes.
+static UNKNOWN: Shape = Shape::Any;
+
 impl InstructionSpec {
+    /// Every shape; [`ShapeId`]s index into it.
+    pub fn shapes(&self) -> &[Shape] {
+        &self.shapes
+    }
+
+    /// Every target, in schema order (depth first).
+    pub fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    /// The shape with this id ([`Shape::Any`] for an id this spec did not make).
+    pub fn shape(&self, id: ShapeId) -> &Shape {
+        self.shapes.get(id).unwrap_or(&UNKNOWN)
+    }
+
     /// The language for a state schema (JSON Schema, draft 2020-12 keywords), or the free language
     /// (any path, any value, every op) when `schema` is `None`.
     ///
@@ -286,7 +304,7 @@ impl InstructionSpec {
     /// Whether `value` has the shape. Mirrors the JSON Schema written for the shape: integers accept
     /// floats with no fraction, enums compare numbers by value.
     pub fn shape_accepts(&self, shape: ShapeId, value: &Json) -> bool {
-        match &self.shapes[shape] {
+        match self.shape(shape) {
             Shape::Any => true,
             Shape::Null => value.is_null(),
             Shape::Boolean => value.is_boolean(),
@@ -347,7 +365,7 @@ impl InstructionSpec {
 
     /// A short description of a shape for people and models: `an integer from 0 to 100`.
     pub fn describe(&self, shape: ShapeId) -> String {
-        match &self.shapes[shape] {
+        match self.shape(shape) {
             Shape::Any => "any value".into(),
             Shape::Null => "null".into(),
             Shape::Boolean => "true or false".into(),
@@ -383,7 +401,7 @@ impl InstructionSpec {
 
     /// One level of description, so nested shapes stay short.
     fn describe_short(&self, shape: ShapeId) -> String {
-        match &self.shapes[shape] {
+        match self.shape(shape) {
             Shape::Array { .. } => "arrays".into(),
             Shape::Object { .. } => "objects".into(),
             _ => self.describe(shape),
