@@ -473,3 +473,55 @@ fn golden_prompts() {
     );
     golden("en-no-schema.txt", &bare.text());
 }
+
+#[test]
+fn without_a_schema_everything_the_engine_commits_is_in_the_free_language() {
+    let state_json = json!({"a": {"b": [1, {"c": 2}]}, "n": 1, "f": 0.5, "s": "x", "list": []});
+    let mut store = Store::new(Value::from_json(&state_json));
+    let kit = kit(None);
+    let paths = [
+        json!([]),
+        json!(["a"]),
+        json!(["a", "b"]),
+        json!(["a", "b", 0]),
+        json!(["a", "b", "1", "c"]),
+        json!(["a", "b", 2]),
+        json!(["n"]),
+        json!(["f"]),
+        json!(["s"]),
+        json!(["list"]),
+        json!(["new", "deep", 0]),
+        json!(["s", "through"]),
+    ];
+    let values = [
+        json!(1),
+        json!(-2.5),
+        json!("t"),
+        json!(null),
+        json!([1]),
+        json!({"k": 1}),
+        json!({"start": 0, "deleteCount": 1}),
+    ];
+    let (mut committed, mut checked) = (0, 0);
+    for path in &paths {
+        for op in OPS {
+            for value in values.iter().map(Some).chain([None]) {
+                let mut instruction = json!({"op": op, "path": path});
+                if let Some(value) = value {
+                    instruction["value"] = value.clone();
+                }
+                let batch = Json::Array(vec![instruction]);
+                checked += 1;
+                if commits(&mut store, &batch) {
+                    committed += 1;
+                    let text = canonical(batch.as_array().map_or(&[][..], Vec::as_slice));
+                    assert!(kit.validator.is_valid(&batch), "schema refused {text}");
+                    assert!(kit.grammar.recognises(&text), "grammar refused {text}");
+                    assert!(kit.spec.accepts_batch(&batch), "spec refused {text}");
+                }
+            }
+        }
+    }
+    println!("free language: {committed} of {checked} single instructions committed, all accepted");
+    assert!(committed > 50, "{committed}");
+}
