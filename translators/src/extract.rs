@@ -19,7 +19,7 @@ use statecraft_engine::{Batch, BatchError, Instruction, Limits, Policies};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::mvu::{MvuOptions, translate};
 use crate::pathtext::parse_path;
-use crate::repair::{Parsed, RepairKind, find, parse_value, strict_children};
+use crate::repair::{Parsed, RepairKind, find, parse_value};
 use crate::report::RepairReport;
 
 /// How to read a reply.
@@ -490,21 +490,9 @@ impl<'a> Walker<'a> {
             return None;
         }
         let slice = &self.text[..end];
-        // Valid JSON takes serde_json's fast path; anything else the tolerant parser.
-        let mut stream = serde_json::Deserializer::from_str(&slice[at..]).into_iter::<Json>();
-        let parsed = match stream.next() {
-            Some(Ok(value)) => {
-                let value_end = at + stream.byte_offset();
-                Parsed {
-                    value: Some(value),
-                    span: at..value_end,
-                    repairs: Vec::new(),
-                    complete: true,
-                    children: Vec::new(),
-                }
-            }
-            _ => parse_value(slice, at),
-        };
+        // One pass of the tolerant parser: on valid JSON it runs near serde_json's speed, and on
+        // broken JSON it avoids building and dropping a partial value first.
+        let parsed = parse_value(slice, at);
         let block_end = parsed.span.end;
         self.block(parsed, mode);
         Some(self.trailing_garbage(block_end, end, mode))
@@ -699,19 +687,11 @@ impl<'a> Walker<'a> {
                 if !items.iter().any(has_op) {
                     return (Vec::new(), None);
                 }
-                let spans: Vec<(Range<usize>, bool)> =
-                    if parsed.repairs.is_empty() && parsed.complete && parsed.children.is_empty() {
-                        strict_children(self.text, span.start, span.end)
-                            .into_iter()
-                            .map(|s| (s, true))
-                            .collect()
-                    } else {
-                        parsed
-                            .children
-                            .iter()
-                            .map(|c| (c.span.clone(), c.complete))
-                            .collect()
-                    };
+                let spans: Vec<(Range<usize>, bool)> = parsed
+                    .children
+                    .iter()
+                    .map(|c| (c.span.clone(), c.complete))
+                    .collect();
                 let mut out = Vec::with_capacity(items.len());
                 for (index, item) in items.into_iter().enumerate() {
                     let (item_span, complete) = spans

@@ -1326,72 +1326,6 @@ pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     None
 }
 
-/// The spans of the members of the top-level array opening at `open` in `text`, for a value that
-/// parsed as strict JSON. Time: O(n) in the array's length.
-pub(crate) fn strict_children(text: &str, open: usize, end: usize) -> Vec<Range<usize>> {
-    let b = text.as_bytes();
-    let mut spans = Vec::new();
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut child_start: Option<usize> = None;
-    let mut last_significant = open;
-    let mut p = open;
-    while p < end {
-        let c = b[p];
-        if in_string {
-            match c {
-                b'\\' => p += 1,
-                b'"' => {
-                    in_string = false;
-                    last_significant = p;
-                }
-                _ => {}
-            }
-            p += 1;
-            continue;
-        }
-        match c {
-            b'"' => {
-                in_string = true;
-                if depth == 1 && child_start.is_none() {
-                    child_start = Some(p);
-                }
-            }
-            b'{' | b'[' => {
-                if depth == 1 && child_start.is_none() {
-                    child_start = Some(p);
-                }
-                depth += 1;
-            }
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    if let Some(s) = child_start.take() {
-                        spans.push(s..last_significant + 1);
-                    }
-                    break;
-                }
-            }
-            b',' if depth == 1 => {
-                if let Some(s) = child_start.take() {
-                    spans.push(s..last_significant + 1);
-                }
-            }
-            _ if is_space(c) => {}
-            _ => {
-                if depth == 1 && child_start.is_none() {
-                    child_start = Some(p);
-                }
-            }
-        }
-        if !is_space(c) {
-            last_significant = p;
-        }
-        p += 1;
-    }
-    spans
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1499,15 +1433,5 @@ mod tests {
             repaired("{\"big\": 12345678901234567890}"),
             json!({"big": 12345678901234567890u64})
         );
-    }
-
-    #[test]
-    fn strict_children_spans() {
-        let text = r#"[ {"a": "x,]"} , [1, 2], "s" ,3 ]"#;
-        let spans: Vec<&str> = strict_children(text, 0, text.len())
-            .into_iter()
-            .map(|s| &text[s])
-            .collect();
-        assert_eq!(spans, [r#"{"a": "x,]"}"#, "[1, 2]", "\"s\"", "3"]);
     }
 }
