@@ -13,7 +13,8 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 use statecraft_engine::{StateSchema, Value};
 use statecraft_translators::{
-    Expectation, InstructionSpec, Lang, batch_gbnf, batch_schema, grade, prompt, review,
+    Expectation, InstructionSpec, Lang, MAX_PATH_DEPTH, MAX_TARGETS, batch_gbnf, batch_schema,
+    grade, prompt, review,
 };
 
 use crate::EXIT_REJECTED;
@@ -121,6 +122,12 @@ pub(crate) fn run_schema(args: &SchemaArgs) -> Result<ExitCode> {
         None => None,
     };
     let spec = InstructionSpec::from_schema(source.as_ref());
+    if spec.is_partial() {
+        eprintln!(
+            "warning: the schema is recursive or declares more than {MAX_TARGETS} paths; the output \
+             covers paths up to {MAX_PATH_DEPTH} segments deep and the first {MAX_TARGETS} paths"
+        );
+    }
     if args.gbnf {
         print!("{}", batch_gbnf(&spec));
     } else {

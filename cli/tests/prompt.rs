@@ -161,6 +161,19 @@ fn schema_prints_a_tailored_json_schema_or_a_grammar() {
     assert_eq!(gbnf.code, 0, "{}", gbnf.stderr);
     assert!(gbnf.stdout.starts_with("root ::= "), "{}", gbnf.stdout);
     assert!(gbnf.stdout.contains("\nws ::= "));
+    assert_eq!(run.stderr, "", "the fixture is described whole");
+    fs::write(
+        dir.path().join("tree.json"),
+        r##"{"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"}"##,
+    )
+    .expect("written");
+    let tree = run_in(dir.path(), &["schema", "--schema", "tree.json"], "");
+    assert_eq!(tree.code, 0, "{}", tree.stderr);
+    assert!(
+        tree.stderr.starts_with("warning: the schema is recursive"),
+        "{}",
+        tree.stderr
+    );
     let free = run_in(dir.path(), &["schema"], "");
     assert_eq!(free.code, 0, "{}", free.stderr);
     assert_eq!(json_of(&free.stdout)["type"], json!("array"));

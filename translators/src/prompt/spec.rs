@@ -145,6 +145,8 @@ pub struct InstructionSpec {
     pub(crate) shapes: Vec<Shape>,
     /// Every target, in schema order (depth first).
     pub(crate) targets: Vec<Target>,
+    /// Whether descent stopped at [`MAX_PATH_DEPTH`] or [`MAX_TARGETS`] with more schema below.
+    pub(crate) partial: bool,
 }
 
 /// Why an instruction is outside the language, for feedback.
@@ -175,6 +177,13 @@ impl InstructionSpec {
     /// Every target, in schema order (depth first).
     pub fn targets(&self) -> &[Target] {
         &self.targets
+    }
+
+    /// Whether the schema declares more paths than the spec holds: descent stopped at
+    /// [`MAX_PATH_DEPTH`] segments (a recursive schema) or after [`MAX_TARGETS`] targets. Batches that
+    /// use the missing paths are outside the language though the engine may accept them.
+    pub fn is_partial(&self) -> bool {
+        self.partial
     }
 
     /// The shape with this id ([`Shape::Any`] for an id this spec did not make).
@@ -463,6 +472,8 @@ struct Builder<'a> {
     /// Shapes already built, by schema location, so `$ref` cycles end.
     by_location: HashMap<String, ShapeId>,
     partials: HashMap<ShapeId, ShapeId>,
+    /// Set when a limit stopped the walk with more below.
+    partial: bool,
     any: Option<ShapeId>,
 }
 
@@ -473,6 +484,7 @@ impl<'a> Builder<'a> {
             shapes: Vec::new(),
             by_location: HashMap::new(),
             partials: HashMap::new(),
+            partial: false,
             any: None,
         }
     }
@@ -722,6 +734,7 @@ impl<'a> Builder<'a> {
         InstructionSpec {
             shapes: self.shapes,
             targets,
+            partial: self.partial,
         }
     }
 
@@ -735,6 +748,7 @@ impl<'a> Builder<'a> {
         operands: &mut Operands,
     ) {
         if targets.len() >= MAX_TARGETS {
+            self.partial = true;
             return;
         }
         let root = path.is_empty();
@@ -770,6 +784,16 @@ impl<'a> Builder<'a> {
             targets.push(target(path, false, shape, groups));
         }
         if path.len() >= MAX_PATH_DEPTH {
+            let more = match &node {
+                Shape::Object {
+                    properties,
+                    free_keys,
+                    ..
+                } => !properties.is_empty() || *free_keys,
+                Shape::Array { .. } => true,
+                _ => false,
+            };
+            self.partial |= more;
             return;
         }
         match node {
@@ -1097,5 +1121,7 @@ mod tests {
         })));
         let deepest = spec.targets.iter().map(|t| t.path.len()).max();
         assert_eq!(deepest, Some(MAX_PATH_DEPTH));
+        assert!(spec.is_partial());
+        assert!(!InstructionSpec::from_schema(None).is_partial());
     }
 }
