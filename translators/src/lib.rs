@@ -20,12 +20,16 @@ pub use diagnostic::{Diagnostic, Severity, line_column};
 pub use extract::{ExtractOptions, Extraction, extract, json_values};
 pub use feedback::feedback;
 pub use jsonpatch::{JsonPatchTranslation, changes_to_patch, patch_from_text, patch_from_value};
-pub use mvu::{CommandName, MvuCommand, MvuOptions, MvuTranslation, parse_commands, to_mvu, translate};
+pub use mvu::{
+    CommandName, MvuCommand, MvuOptions, MvuTranslation, parse_commands, to_mvu, translate,
+};
 pub use pathtext::{PathSpelling, parse_path};
 pub use prompt::{
     CheckOutcome, Expectation, Grade, InstructionSpec, Lang, MAX_PATH_DEPTH, MAX_TARGETS, Mismatch,
     OpGroup, Problem, Prompt, Property, Review, SegmentPattern, Shape, ShapeId, Target,
     VISIBLE_KEYWORD, batch_gbnf, batch_schema, grade, prompt, review, visible_state,
 };
+pub use repair::{
+    Child, MAX_DEPTH, Parsed, Repair, RepairKind, RepairedDocument, parse_value, repair_json,
+};
 pub use report::RepairReport;
-pub use repair::{Child, MAX_DEPTH, Parsed, Repair, RepairKind, RepairedDocument, parse_value, repair_json};
