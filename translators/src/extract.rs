@@ -126,6 +126,9 @@ struct Walker<'a> {
     last_block_end: Option<usize>,
     collect_values: bool,
     values: Vec<Json>,
+    /// Where to look next after a bracket in prose was refused: the next bracket when only spaces
+    /// lie between, so that a megabyte of `{` is one step, not a million.
+    resume: Option<usize>,
 }
 
 /// One value that claims to be an instruction, with where it sits in the text.
@@ -149,6 +152,7 @@ impl<'a> Walker<'a> {
             last_block_end: None,
             collect_values: false,
             values: Vec::new(),
+            resume: None,
         }
     }
 
@@ -239,7 +243,7 @@ impl<'a> Walker<'a> {
                         self.last_block_end = Some(pos);
                     }
                 }
-                None => pos = at + 1,
+                None => pos = self.resume.take().unwrap_or(at + 1).max(at + 1),
             }
         }
         self.gap(gap_start..end, mode, depth, after_value);
@@ -508,6 +512,12 @@ impl<'a> Walker<'a> {
         let Some(&next) = self.b[..end].get(p) else {
             return false;
         };
+        if next == b'{' && open == b'{' {
+            // `{{`: only the last opener of a run can start JSON.
+            let run = self.b[p..end].iter().take_while(|&&c| c == b'{').count();
+            self.resume = Some(p + run - 1);
+            return false;
+        }
         if open == b'[' {
             return matches!(next, b'{' | b'[' | b'"' | b']')
                 || next.is_ascii_digit()
