@@ -8,10 +8,15 @@
 //!
 //! # What the language is
 //!
-//! - Paths are the paths the state schema declares: `properties` keys, any index into an array with
-//!   `items`, and any key of an object whose `additionalProperties` is a schema. Below a node the schema
-//!   leaves free (`{}`, `true`, no schema at all) any further path is allowed. Descent stops at
-//!   [`MAX_PATH_DEPTH`] segments and after [`MAX_TARGETS`] targets.
+//! - Paths are the paths the state schema declares: `properties` keys, any index into an array (an
+//!   integer, or a decimal string such as `"0"`, which the engine also reads as an index), and any key
+//!   of an object whose `additionalProperties` is a schema. Below a node the schema leaves free (`{}`,
+//!   `true`, no schema at all) any further path is allowed. Descent stops at [`MAX_PATH_DEPTH`]
+//!   segments and after [`MAX_TARGETS`] targets ([`InstructionSpec::is_partial`] says so).
+//! - A batch is a JSON array (the engine also takes one bare instruction; the language does not, so a
+//!   model always writes the same shape). Instructions carry no `metadata`: that is the host's.
+//! - `anyOf` and `oneOf` both read as "any of" (a value matching two `oneOf` branches is left to the
+//!   engine's schema check).
 //! - Ops follow the target's type: `assign` everywhere, `delete` where the key is not `required` (and on
 //!   array items and free keys), `increment` on numbers (integer deltas on integers), `push`, `pop` and
 //!   `splice` on arrays, `merge` on objects (the root allows only `merge`). `get`, `callback` and RFC
@@ -245,11 +250,11 @@ impl InstructionSpec {
                 "\"{key}\" is not an instruction member"
             )));
         }
+        // `from_str` also reads MVU's aliases (`delta`, `insert`); the language takes only the names.
         let op = map
             .get("op")
             .and_then(Json::as_str)
-            .and_then(|name| name.parse::<Op>().ok())
-            .filter(|op| op.name() == map["op"].as_str().unwrap_or_default())
+            .and_then(|name| name.parse::<Op>().ok().filter(|op| op.name() == name))
             .ok_or_else(|| Mismatch::Malformed("\"op\" must name an op".into()))?;
         let path = map
             .get("path")
