@@ -8,6 +8,7 @@
 //! where this engine deliberately differs are listed, with the reason, in
 //! `tests/data/repair_corpus_differences.tsv`; the test checks that each listed case still differs, so
 //! the list cannot go stale. When the corpus folder is absent the test says so and checks nothing else.
+//! Set `SHOW_FAILURES=1` to print every failing case.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -167,6 +168,17 @@ fn repair_corpus_meets_its_baseline() {
                 let entry = counts.entry(category.to_owned()).or_default();
                 entry.0 += usize::from(outcome.passed);
                 entry.1 += 1;
+            }
+            if std::env::var_os("SHOW_FAILURES").is_some() && !outcome.passed {
+                println!(
+                    "FAIL {file}:{} {:?} got {}",
+                    outcome.line,
+                    outcome.input,
+                    outcome
+                        .got
+                        .as_ref()
+                        .map_or("nothing".to_owned(), Json::to_string)
+                );
             }
             if file == "repair_cases_consensus.jsonl" && !outcome.passed && !listed {
                 failures.push(format!(
