@@ -141,13 +141,13 @@ fn schema_prints_a_tailored_json_schema_or_a_grammar() {
     let branches = doc["items"]["anyOf"]
         .as_array()
         .expect("instruction branches");
-    // Increment is offered on numbers only: hp, max_hp, gold, speed, and relation values.
+    // Increment is offered on numbers only: hp, max_hp, gold, speed, luck, weight, relation values.
     let increments: Vec<&Value> = branches
         .iter()
         .filter(|b| b["properties"]["op"] == json!({"const": "increment"}))
         .map(|b| &b["properties"]["path"]["prefixItems"])
         .collect();
-    assert_eq!(increments.len(), 6, "{increments:?}");
+    assert_eq!(increments.len(), 8, "{increments:?}");
     assert!(
         increments
             .iter()

@@ -82,6 +82,8 @@ fn paths() -> Vec<Json> {
         json!(["player", "max_hp"]),
         json!(["player", "gold"]),
         json!(["player", "speed"]),
+        json!(["player", "luck"]),
+        json!(["player", "weight"]),
         json!(["player", "cursed"]),
         json!(["player", "title"]),
         json!(["player", "inventory"]),
@@ -124,6 +126,11 @@ fn values() -> Vec<Json> {
         json!(25),
         json!(150),
         json!(2.5),
+        json!(0.5),
+        json!(-0.25),
+        json!(-1.5),
+        json!(50),
+        json!(49.75),
         json!("forest"),
         json!("Forest"),
         json!("a \"quoted\" word,\nnew line, é 中"),
@@ -298,6 +305,11 @@ fn out_of_schema_batches_are_refused_by_both() {
         json!([{"op": "assign", "path": ["player", "mana"], "value": 3}]),
         json!([{"op": "assign", "path": ["player", "inventory", 0], "value": {"count": 2}}]),
         json!([{"op": "assign", "path": ["relations", "elder"], "value": 101}]),
+        json!([{"op": "assign", "path": ["player", "luck"], "value": 1.5}]),
+        json!([{"op": "assign", "path": ["player", "luck"], "value": -1.25}]),
+        json!([{"op": "assign", "path": ["player", "weight"], "value": 50}]),
+        json!([{"op": "assign", "path": ["player", "weight"], "value": 0}]),
+        json!([{"op": "assign", "path": ["player", "speed"], "value": -0.5}]),
         json!([{"op": "delete", "path": ["player", "hp"]}]),
         json!([{"op": "pop", "path": ["player", "inventory"], "value": 1}]),
         json!([{"op": "assign", "path": [], "value": {}}]),
@@ -348,6 +360,18 @@ fn out_of_schema_batches_are_refused_by_both() {
         json!({"op": "assign", "path": ["player", "hp"], "value": 3})
     ])));
     assert!(kit.grammar.recognises("[]"));
+    for fits in [
+        r#"[{"op": "assign", "path": ["player", "luck"], "value": 1.0}]"#,
+        r#"[{"op": "assign", "path": ["player", "luck"], "value": -1}]"#,
+        r#"[{"op": "assign", "path": ["player", "luck"], "value": -0.125}]"#,
+        r#"[{"op": "assign", "path": ["player", "weight"], "value": 0.001}]"#,
+        r#"[{"op": "assign", "path": ["player", "weight"], "value": 49.999}]"#,
+    ] {
+        let json: Json = serde_json::from_str(fits).unwrap_or_else(|e| panic!("{fits}: {e}"));
+        assert!(kit.validator.is_valid(&json), "schema refused {fits}");
+        assert!(kit.grammar.recognises(fits), "grammar refused {fits}");
+        assert!(kit.spec.accepts_batch(&json), "spec refused {fits}");
+    }
     assert!(
         kit.grammar
             .recognises(" [\n  {\"op\":\"pop\",\"path\":[\"quest\",\"log\"]}\n]\n")

@@ -9,8 +9,10 @@
 //! - Members come in a fixed order: an instruction's as `op`, `path`, `value`, `old`, `reason`; an
 //!   object value's declared keys alphabetically, then undeclared keys. (The schema takes any order.)
 //! - Integers are written as integers of at most 16 digits, without a fraction (`2`, not `2.0`); their
-//!   bounds are exact. Number bounds are not spelled out: a number whose lower bound is zero or more is
-//!   written without a minus sign, and the other bounds are left to the schema.
+//!   bounds are exact. Numbers with bounds are written without an exponent, and their bounds are exact
+//!   when each is an integer of at most 15 digits (`"minimum": 0, "exclusiveMaximum": 1`); other number
+//!   bounds keep only the sign (no minus sign when the lower bound is zero or more) and are left to
+//!   the schema.
 //! - Whitespace between tokens is at most 20 spaces, tabs or newlines, so a model cannot stall on it.
 //! - A `\u` escape cannot name a UTF-16 surrogate (`\uD800`-`\uDFFF`): a lone one is not valid JSON
 //!   text for most parsers, and characters outside the basic plane can be written as they are.
@@ -152,20 +154,18 @@ fn shape_rules(out: &mut String, id: ShapeId, shape: &Shape) {
         Shape::String => "string".to_owned(),
         Shape::Integer { min, max } => integer_rule(*min, *max),
         Shape::Number {
-            min, exclusive_min, ..
-        } => {
-            // Only the sign is spelled out; see the module documentation.
-            let _ = exclusive_min;
-            if min.is_some_and(|m| m >= 0.0) {
-                "unsigned-number".to_owned()
-            } else {
-                "number".to_owned()
-            }
-        }
+            min,
+            exclusive_min,
+            max,
+            exclusive_max,
+        } => number_rule(
+            min.map(|m| (m, *exclusive_min)),
+            max.map(|m| (m, *exclusive_max)),
+        ),
         Shape::Enum(options) => {
             if options.is_empty() {
                 // Nothing fits an empty enum; a rule that never matches keeps the grammar valid.
-                "[^\\x00-\\U0010FFFF]".to_owned()
+                NEVER.to_owned()
             } else {
                 let literals: Vec<String> = options.iter().map(json_literal).collect();
                 literals.join(" | ")
@@ -243,6 +243,95 @@ enum Presence {
     Repeated,
 }
 
+/// The largest bound magnitude the exact number grammar handles.
+const MAX_EXACT_BOUND: f64 = 1.0e15;
+
+/// A number within bounds, each `(value, exclusive)`. Exact when every bound is an integer of at most
+/// 15 digits: such numbers are written without an exponent, as an integer part checked against the
+/// bounds and a fraction whose digits decide the edge cases (`1` and `1.0` are at most 1, `1.5` is
+/// not). Other bounds keep only the sign (see the module documentation).
+fn number_rule(min: Option<(f64, bool)>, max: Option<(f64, bool)>) -> String {
+    let exact = |bound: Option<(f64, bool)>| {
+        bound.is_none_or(|(b, _)| b.fract() == 0.0 && b.abs() < MAX_EXACT_BOUND)
+    };
+    match (min, max) {
+        (None, None) => return "number".to_owned(),
+        (Some((0.0, false)), None) => return "unsigned-number".to_owned(),
+        _ if !exact(min) || !exact(max) => {
+            return if min.is_some_and(|(m, _)| m >= 0.0) {
+                "unsigned-number".to_owned()
+            } else {
+                "number".to_owned()
+            };
+        }
+        _ => {}
+    }
+    // Bounds are integral and small here, so the conversions are exact.
+    let as_int = |(b, exclusive): (f64, bool)| (b as i64, exclusive);
+    let (min, max) = (min.map(as_int), max.map(as_int));
+    let mut alternatives = Vec::new();
+    // Non-negative part: [max(min, 0), max].
+    let (low, low_exclusive) = match min {
+        Some((m, exclusive)) if m >= 0 => (m.unsigned_abs(), exclusive),
+        _ => (0, false),
+    };
+    match max {
+        Some((m, _)) if m < 0 => {}
+        _ => {
+            let high = max.map(|(m, exclusive)| (m.unsigned_abs(), exclusive));
+            alternatives.extend(magnitudes(low, low_exclusive, high));
+        }
+    }
+    // Negative part, as magnitudes: above 0 (or -max) and up to -min.
+    if min.is_none_or(|(m, _)| m < 0) {
+        let (low, low_exclusive) = match max {
+            Some((m, exclusive)) if m < 0 => (m.unsigned_abs(), exclusive),
+            _ => (0, true),
+        };
+        let high = min.map(|(m, exclusive)| (m.unsigned_abs(), exclusive));
+        let negative = magnitudes(low, low_exclusive, high);
+        if !negative.is_empty() {
+            alternatives.push(format!("\"-\" ({})", negative.join(" | ")));
+        }
+    }
+    if alternatives.is_empty() {
+        NEVER.to_owned()
+    } else {
+        alternatives.join(" | ")
+    }
+}
+
+/// Decimal numerals without sign or exponent for the magnitudes between `low` and `high` (each
+/// bound inclusive unless its flag says exclusive; `high` `None` is unbounded).
+fn magnitudes(low: u64, low_exclusive: bool, high: Option<(u64, bool)>) -> Vec<String> {
+    const ANY_FRACTION: &str = "(\".\" [0-9]{1,16})?";
+    const ZERO_FRACTION: &str = "(\".\" \"0\"{1,16})?";
+    const NONZERO_FRACTION: &str = "\".\" \"0\"{0,15} [1-9] [0-9]{0,15}";
+    let mut out = Vec::new();
+    // Integer parts strictly inside the bounds take any fraction.
+    let first = if low_exclusive { low + 1 } else { low };
+    let whole = match high {
+        None => digits_range(first, None),
+        Some((h, _)) if h >= 1 && first < h => digits_range(first, Some(h - 1)),
+        Some(_) => Vec::new(),
+    };
+    out.extend(whole.into_iter().map(|p| format!("{p} {ANY_FRACTION}")));
+    // An exclusive low bound itself only with a fraction above zero, when that stays below high.
+    if low_exclusive && high.is_none_or(|(h, _)| low < h) {
+        out.push(format!("{} {NONZERO_FRACTION}", literal(&low.to_string())));
+    }
+    // An inclusive high bound itself only with a zero fraction.
+    if let Some((h, false)) = high {
+        if h > low || (h == low && !low_exclusive) {
+            out.push(format!("{} {ZERO_FRACTION}", literal(&h.to_string())));
+        }
+    }
+    out
+}
+
+/// A rule body that matches nothing: no character lies outside the whole Unicode range.
+const NEVER: &str = "[^\\x00-\\U0010FFFF]";
+
 /// An integer within inclusive bounds, exactly, as alternatives of digit patterns.
 fn integer_rule(min: Option<i64>, max: Option<i64>) -> String {
     let mut alternatives = Vec::new();
@@ -269,7 +358,7 @@ fn integer_rule(min: Option<i64>, max: Option<i64>) -> String {
     }
     if alternatives.is_empty() {
         // No integer satisfies the bounds.
-        "[^\\x00-\\U0010FFFF]".to_owned()
+        NEVER.to_owned()
     } else {
         alternatives.join(" | ")
     }
@@ -389,6 +478,21 @@ mod tests {
         assert_eq!(integer_rule(Some(1), None), "[1-9] | [1-9] [0-9]{1,15}");
         assert_eq!(integer_rule(Some(-5), Some(-2)), "\"-\" ([2-5])");
         assert_eq!(integer_rule(Some(5), Some(2)), "[^\\x00-\\U0010FFFF]");
+    }
+
+    #[test]
+    fn number_bounds_split_on_the_integer_part() {
+        assert_eq!(
+            number_rule(Some((0.0, false)), Some((1.0, false))),
+            "\"0\" (\".\" [0-9]{1,16})? | \"1\" (\".\" \"0\"{1,16})?"
+        );
+        assert_eq!(
+            number_rule(Some((-1.0, true)), Some((0.0, true))),
+            "\"-\" (\"0\" \".\" \"0\"{0,15} [1-9] [0-9]{0,15})"
+        );
+        assert_eq!(number_rule(Some((0.5, false)), None), "unsigned-number");
+        assert_eq!(number_rule(None, Some((0.5, false))), "number");
+        assert_eq!(number_rule(Some((2.0, false)), Some((1.0, false))), NEVER);
     }
 
     #[test]
