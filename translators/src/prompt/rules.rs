@@ -237,7 +237,7 @@ fn example(spec: &InstructionSpec, state: &Json, op: Op) -> Option<String> {
 }
 
 /// Lower is a better example: a change to a leaf rather than a whole container, a scalar item rather
-/// than an object (shorter), an array item for `delete` (it shows an integer index), several members
+/// than an object (shorter), an array item or a leaf for `delete`, several members
 /// for `merge` (that is what merge is for).
 fn rank(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> u8 {
     let scalar = |v: &Json| !v.is_object() && !v.is_array();
@@ -256,7 +256,10 @@ fn rank(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> u8 {
             let first = current.as_array().and_then(|items| items.first());
             u8::from(!first.is_none_or(scalar))
         }
-        Op::Delete => u8::from(!path.last().is_some_and(Json::is_number)),
+        // An array item first (it shows an integer index), then a leaf: deleting a whole subtree is
+        // rarely what an example should suggest.
+        Op::Delete if path.last().is_some_and(Json::is_number) => 0,
+        Op::Delete => 1 + u8::from(!scalar(current)),
         Op::Merge => {
             let members = current
                 .as_object()
