@@ -464,25 +464,31 @@ impl<'a> Walker<'a> {
                 }
                 i += 1;
             }
-            if line_end >= end {
-                return line_end;
-            }
-            let next = line_end + 1;
-            let next_end = self.b[next..end]
-                .iter()
-                .position(|&c| c == b'\n')
-                .map_or(end, |i| next + i);
-            let next_line = self.text[next..next_end].trim_start();
-            let continues = depth > 0 || quote.is_some();
-            if !(continues
-                || next_line.starts_with("_.")
-                || (next_line.starts_with("//") && depth <= 0))
-            {
-                return line_end;
-            }
             if depth <= 0 {
                 quote = None;
                 depth = 0;
+            }
+            // Blank lines between commands belong to the run only if a command or a comment follows:
+            // MVU reads a `//` comment on a later line as the previous command's reason.
+            let mut next = line_end + 1;
+            let next_line = loop {
+                if next >= end {
+                    return line_end;
+                }
+                let next_end = self.b[next..end]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(end, |i| next + i);
+                let line = self.text[next..next_end].trim_start();
+                if line.trim_end().is_empty() && depth == 0 && quote.is_none() {
+                    next = next_end + 1;
+                    continue;
+                }
+                break line;
+            };
+            let continues = depth > 0 || quote.is_some();
+            if !(continues || next_line.starts_with("_.") || next_line.starts_with("//")) {
+                return line_end;
             }
             p = next;
         }
