@@ -5,6 +5,7 @@
 //! must not hold instruction semantics, wording or scoring of its own, and it never writes a state
 //! file: `feedback` and `grade` try the reply on a copy of the state.
 
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -105,12 +106,10 @@ pub(crate) fn run_prompt(args: &PromptArgs, out: &Output) -> Result<ExitCode> {
     };
     let made = prompt(&state, schema.as_ref().map(StateSchema::source), lang);
     if out.json() {
-        println!(
-            "{}",
-            json!({"rules": made.rules, "state": made.state, "text": made.text()})
-        );
+        let doc = json!({"rules": made.rules, "state": made.state, "text": made.text()});
+        emit(&format!("{doc}\n"))?;
     } else {
-        print!("{}", made.text());
+        emit(&made.text())?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -129,11 +128,11 @@ pub(crate) fn run_schema(args: &SchemaArgs) -> Result<ExitCode> {
         );
     }
     if args.gbnf {
-        print!("{}", batch_gbnf(&spec));
+        emit(&batch_gbnf(&spec))?;
     } else {
         let text = serde_json::to_string_pretty(&batch_schema(&spec))
             .context("cannot write the schema as json")?;
-        println!("{text}");
+        emit(&format!("{text}\n"))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -144,12 +143,11 @@ pub(crate) fn run_feedback(args: &FeedbackArgs, out: &Output) -> Result<ExitCode
     let text = files::read_input(args.input.as_deref())?;
     let found = review(&text, &state, schema.as_ref());
     if out.json() {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&found).context("cannot write the review as json")?
-        );
+        let text =
+            serde_json::to_string_pretty(&found).context("cannot write the review as json")?;
+        emit(&format!("{text}\n"))?;
     } else {
-        print!("{}", found.message);
+        emit(&found.message)?;
         if found.is_clean() {
             eprintln!("nothing to correct (repair score {}/100)", found.score);
         } else {
@@ -182,11 +180,22 @@ pub(crate) fn run_grade(args: &GradeArgs) -> Result<ExitCode> {
     };
     let text = files::read_input(args.input.as_deref())?;
     let result = grade(&text, &state, schema.as_ref(), &expected);
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&result).context("cannot write the grade as json")?
-    );
+    let text = serde_json::to_string_pretty(&result).context("cannot write the grade as json")?;
+    emit(&format!("{text}\n"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` to stdout. A reader that closes the pipe early (`statecraft schema --gbnf | head`)
+/// has what it wanted, so that ends the output quietly instead of failing.
+fn emit(text: &str) -> Result<()> {
+    let mut stdout = io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        written => written.context("cannot write to stdout"),
+    }
 }
 
 /// Reads the state and the schema, and refuses a state that breaks its schema: it is not a valid

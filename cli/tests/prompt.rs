@@ -200,6 +200,18 @@ fn feedback_is_silent_and_exits_0_for_a_clean_reply() {
     assert!(run.stderr.contains("nothing to correct"), "{}", run.stderr);
     let after = fs::read_to_string(dir.path().join("state.json")).expect("state");
     assert_eq!(before, after, "feedback never writes the state");
+    // `[]` is how the rules say "nothing changed".
+    let nothing = run_in(
+        dir.path(),
+        &["feedback", "--state", "state.json", "-"],
+        "[]\n",
+    );
+    assert_eq!(nothing.code, 0, "{}{}", nothing.stdout, nothing.stderr);
+    assert!(
+        nothing.stderr.contains("repair score 100/100"),
+        "{}",
+        nothing.stderr
+    );
 }
 
 #[test]

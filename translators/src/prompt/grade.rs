@@ -9,13 +9,15 @@
 //! `score` is 0 when the reply is invalid (an instruction with an `op` could not be read) or its batch
 //! would be rejected; otherwise the repair report's cleanliness score (100 only for exactly one clean
 //! JSON batch) times the fraction of expected-state checks that pass, rounded. Without checks the
-//! fraction is 1.
+//! fraction is 1. A reply whose only JSON is `[]` ("nothing changed", as the rules ask) scores 100
+//! when bare and loses the report's penalties for any wrapping, instead of the report's 0 for a
+//! reply without instructions.
 
 use serde::Serialize;
 use serde_json::Value as Json;
 use statecraft_engine::{Path, StateSchema, Value};
 
-use crate::prompt::review::{Trial, canonical_json, extract_for, run, trial_store};
+use crate::prompt::review::{Trial, canonical_json, cleanliness, extract_for, run, trial_store};
 use crate::prompt::spec::InstructionSpec;
 use crate::report::RepairReport;
 
@@ -138,7 +140,7 @@ pub fn grade(
         })
         .collect();
     let checks_passed = checks.iter().filter(|c| c.passed).count();
-    let cleanliness = extraction.report.score;
+    let cleanliness = cleanliness(text, &extraction);
     let score = if extraction.valid && applies {
         let fraction = if checks.is_empty() {
             1.0
@@ -221,6 +223,24 @@ mod tests {
         assert!(!grade.applies);
         assert_eq!(grade.score, 0);
         assert_eq!(grade.errors.len(), 1, "{:?}", grade.errors);
+    }
+
+    #[test]
+    fn nothing_changed_is_a_clean_answer() {
+        let expected = Expectation::from_map(&json!({"/hp": 30})).unwrap_or_default();
+        let bare = grade("[]", &state(), None, &expected);
+        assert_eq!(
+            (bare.score, bare.applies, bare.checks_passed),
+            (100, true, 1)
+        );
+        let fenced = grade(
+            "Nothing changes.\n```json\n[]\n```",
+            &state(),
+            None,
+            &expected,
+        );
+        assert_eq!(fenced.cleanliness, 100 - 2 - 3);
+        assert_eq!(grade("The hero rests.", &state(), None, &[]).score, 0);
     }
 
     #[test]

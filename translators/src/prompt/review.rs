@@ -17,7 +17,7 @@ use statecraft_engine::{
 };
 
 use crate::diagnostic::Severity;
-use crate::extract::{ExtractOptions, Extraction, extract};
+use crate::extract::{ExtractOptions, Extraction, extract, json_values};
 use crate::feedback::feedback;
 use crate::mvu::MvuOptions;
 use crate::prompt::rules::canonical;
@@ -50,7 +50,7 @@ pub struct Review {
     /// The whole batch with every inferable correction made, when the engine accepts it on a copy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrected_batch: Option<Json>,
-    /// The repair report's cleanliness score of the reply.
+    /// The reply's cleanliness score (the repair report's; `[]` alone scores 100).
     pub score: u8,
     /// The batch read from the reply, canonical.
     pub batch: Json,
@@ -73,7 +73,14 @@ impl Review {
 ///
 /// Time: O(reply) for extraction plus the trial run, which costs what applying the batch costs.
 pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review {
-    let extraction = extract_for(text, state);
+    let mut extraction = extract_for(text, state);
+    if empty_batches(text) > 0 {
+        // `[]` is how the rules say "nothing changed"; the extractor reports it as a value without an
+        // `op` and as no instructions, which is not something the model should correct.
+        extraction
+            .diagnostics
+            .retain(|d| !matches!(&*d.kind, "no_instructions" | "not_an_instruction"));
+    }
     let spec = spec_for(state, schema);
     let mut problems: Vec<Problem> = extraction
         .diagnostics
@@ -200,7 +207,7 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
         problems,
         message,
         corrected_batch,
-        score: extraction.report.score,
+        score: cleanliness(text, &extraction),
         batch: Json::Array(
             extraction
                 .batch
@@ -211,6 +218,37 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
         ),
         errors,
         extraction,
+    }
+}
+
+/// How many empty arrays the reply holds when every JSON value in it is one (the model wrote `[]`
+/// for "nothing changed", as the rules ask); 0 otherwise.
+pub(crate) fn empty_batches(text: &str) -> usize {
+    let values = json_values(text);
+    let all_empty = values
+        .iter()
+        .all(|v| v.as_array().is_some_and(Vec::is_empty));
+    if all_empty { values.len() } else { 0 }
+}
+
+/// The reply's cleanliness score: the repair report's, except that a reply whose only JSON is `[]`
+/// ("nothing changed") scores 100 when bare and loses only the report's penalties for its wrapping,
+/// where the report gives 0 to a reply without instructions.
+pub(crate) fn cleanliness(text: &str, extraction: &Extraction) -> u8 {
+    match empty_batches(text) {
+        0 => extraction.report.score,
+        count => {
+            let bare = serde_json::from_str::<Json>(text.trim()).is_ok_and(|v| v == json!([]));
+            if bare {
+                return 100;
+            }
+            // The formula scores the wrapping once the empty batch stands for an instruction and is
+            // no longer counted as a skipped value.
+            let mut report = extraction.report.clone();
+            report.instructions = 1;
+            report.skipped_values = report.skipped_values.saturating_sub(count);
+            report.cleanliness(false, true)
+        }
     }
 }
 
@@ -626,6 +664,17 @@ mod tests {
             review.corrected_batch, None,
             "push onto a number has no inferable fix"
         );
+    }
+
+    #[test]
+    fn an_empty_array_means_nothing_changed() {
+        for text in ["[]", "Nothing changes.\n```json\n[]\n```"] {
+            let review = review(text, &state(), Some(&schema()));
+            assert!(review.is_clean(), "{text}: {:?}", review.problems);
+        }
+        let review = review("The hero rests.", &state(), None);
+        assert_eq!(review.problems.len(), 1, "{:?}", review.problems);
+        assert_eq!(review.problems[0].kind, "no_instructions");
     }
 
     #[test]
