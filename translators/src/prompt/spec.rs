@@ -390,12 +390,27 @@ impl InstructionSpec {
                 (None, Some(b)) => format!("an integer of at most {b}"),
                 (None, None) => "an integer".into(),
             },
-            Shape::Number { min, max, .. } => match (min, max) {
-                (Some(a), Some(b)) => format!("a number from {a} to {b}"),
-                (Some(a), None) => format!("a number of at least {a}"),
-                (None, Some(b)) => format!("a number of at most {b}"),
-                (None, None) => "a number".into(),
-            },
+            Shape::Number {
+                min,
+                exclusive_min,
+                max,
+                exclusive_max,
+            } => {
+                let lower = min.map(|a| match exclusive_min {
+                    true => format!("greater than {a}"),
+                    false => format!("at least {a}"),
+                });
+                let upper = max.map(|b| match exclusive_max {
+                    true => format!("less than {b}"),
+                    false => format!("at most {b}"),
+                });
+                let bounds: Vec<String> = lower.into_iter().chain(upper).collect();
+                if bounds.is_empty() {
+                    "a number".into()
+                } else {
+                    format!("a number {}", bounds.join(" and "))
+                }
+            }
             Shape::Enum(options) => {
                 let texts: Vec<String> = options.iter().map(Json::to_string).collect();
                 format!("one of {}", texts.join(", "))
@@ -1106,6 +1121,19 @@ mod tests {
         assert_eq!(
             spec.check(&json!({"op": "assign", "path": ["x"], "value": 1})),
             Err(Mismatch::UnknownPath)
+        );
+    }
+
+    #[test]
+    fn descriptions_name_the_bounds() {
+        let spec = InstructionSpec::from_schema(Some(&json!({"properties": {
+            "w": {"type": "number", "exclusiveMinimum": 0, "maximum": 5}
+        }})));
+        assert_eq!(
+            spec.check(&json!({"op": "assign", "path": ["w"], "value": 0})),
+            Err(Mismatch::BadValue(
+                "assign needs a number greater than 0 and at most 5".into()
+            ))
         );
     }
 
