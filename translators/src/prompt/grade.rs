@@ -72,7 +72,8 @@ pub struct Grade {
     pub cleanliness: u8,
     /// Whether every instruction with an `op` could be read.
     pub valid: bool,
-    /// Whether the engine would commit the batch on the state.
+    /// Whether the engine would commit the batch on the state (`callback`s are skipped: no scripts
+    /// are loaded for grading).
     pub applies: bool,
     /// Whether every instruction is in the tailored language of the state schema (what a
     /// structured-output API constrained by `statecraft schema` would have produced).

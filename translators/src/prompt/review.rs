@@ -5,15 +5,15 @@
 //! run of the batch on a throwaway copy of the state (an O(1) clone; the caller's state never changes),
 //! the tailored language of [`crate::prompt::spec`] to say which instruction broke the schema, and the
 //! inference of corrections (a misspelt key, a stale `old`, a value of the wrong JSON type, a `merge`
-//! onto a non-object). The message wording is [`crate::feedback`]'s; this module only adds the
+//! onto a non-object). No scripts run here: `callback` instructions are skipped in the trial. The message wording is [`crate::feedback`]'s; this module only adds the
 //! corrected batch. A correction is offered only when the engine accepts the corrected batch on a copy,
 //! so the model is never told to send something that would fail.
 
 use serde::Serialize;
 use serde_json::{Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, ErrorKind, Instruction, Op, Outcome, Path, Segment,
-    StateSchema, Store, Trail, Value,
+    ApplyOptions, Batch, BatchError, ErrorKind, Instruction, Op, Outcome, Path, Policies, Segment,
+    StateSchema, Store, Trail, UnknownCallback, Value,
 };
 
 use crate::diagnostic::Severity;
@@ -314,9 +314,16 @@ pub(crate) fn trial_store(
 }
 
 /// Applies on `store` with the policies the reply calls for.
+///
+/// No script handlers are loaded here, so a `callback` is skipped rather than refused: whether its
+/// name is registered is the host's business, and the rest of the batch still gets checked.
 pub(crate) fn run(store: &mut Store, batch: &Batch, extraction: &Extraction) -> Trial {
+    let policies = Policies {
+        unknown_callback: UnknownCallback::Skip,
+        ..extraction.policies
+    };
     let options = ApplyOptions {
-        policies: Some(extraction.policies),
+        policies: Some(policies),
         ..ApplyOptions::default()
     };
     match store.apply_with(batch, &options) {
@@ -675,6 +682,16 @@ mod tests {
         let review = review("The hero rests.", &state(), None);
         assert_eq!(review.problems.len(), 1, "{:?}", review.problems);
         assert_eq!(review.problems[0].kind, "no_instructions");
+    }
+
+    #[test]
+    fn callbacks_are_the_hosts_business() {
+        let review = review(
+            r#"[{"op": "callback", "path": ["level_up"]}, {"op": "increment", "path": ["player", "hp"], "value": 1}]"#,
+            &state(),
+            None,
+        );
+        assert!(review.is_clean(), "{:?}", review.problems);
     }
 
     #[test]
