@@ -5,7 +5,6 @@
 //! spellings of model output (`"player.hp"`, `"a[0]"`) are text heuristics and live in the translators.
 
 use std::fmt;
-use std::sync::Arc;
 
 use crate::value::Key;
 
@@ -21,7 +20,7 @@ pub enum Segment {
 impl Segment {
     /// A key segment.
     pub fn key(key: &str) -> Segment {
-        Segment::Key(Arc::from(key))
+        Segment::Key(Key::from(key))
     }
 
     /// The index this segment names on an existing array: an integer, or a decimal key with no sign

@@ -514,7 +514,7 @@ impl Run<'_> {
             };
         }
         let name = match instruction.path.segments().first() {
-            Some(crate::path::Segment::Key(name)) => Arc::clone(name),
+            Some(crate::path::Segment::Key(name)) => name.clone(),
             _ => {
                 return Err(vec![BatchError::in_field(
                     ErrorKind::InvalidPath,

@@ -11,12 +11,63 @@ use std::sync::Arc;
 use imbl::{OrdMap, Vector};
 use serde_json::Number;
 
-/// An object key. Shared, so cloning a map node does not copy key text.
-pub type Key = Arc<str>;
+/// An object key: short keys are stored inline (no allocation, no reference count to touch when a map
+/// node is copied), longer ones are shared.
+pub type Key = smol_str::SmolStr;
 /// An object: keys in sorted order. Clone: O(1).
 pub type Object = OrdMap<Key, Value>;
-/// An array. Clone: O(1).
-pub type Array = Vector<Value>;
+/// An array: an `imbl::Vector` behind one shared pointer, so that a `Value` stays 32 bytes (a vector
+/// stored inline makes every map entry 80 bytes, and map nodes are copied on write). Reads go through
+/// `Deref`; writes through `DerefMut` copy the vector's spine only when it is shared. Clone: O(1).
+#[derive(Clone, Default)]
+pub struct Array(Arc<Vector<Value>>);
+
+impl Array {
+    /// An empty array.
+    pub fn new() -> Array {
+        Array::default()
+    }
+
+    /// Whether two arrays share their storage. Time: O(1).
+    pub fn ptr_eq(&self, other: &Array) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.ptr_eq(&other.0)
+    }
+}
+
+impl std::ops::Deref for Array {
+    type Target = Vector<Value>;
+
+    fn deref(&self) -> &Vector<Value> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Array {
+    fn deref_mut(&mut self) -> &mut Vector<Value> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl FromIterator<Value> for Array {
+    fn from_iter<I: IntoIterator<Item = Value>>(iter: I) -> Array {
+        Array(Arc::new(iter.into_iter().collect()))
+    }
+}
+
+impl<'a> IntoIterator for &'a Array {
+    type Item = &'a Value;
+    type IntoIter = imbl::vector::Iter<'a, Value, imbl::shared_ptr::DefaultSharedPtr>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl fmt::Debug for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
 
 /// One JSON value in a state, on persistent data structures.
 #[derive(Clone, Default)]

@@ -10,7 +10,6 @@
 
 use std::ffi::c_void;
 use std::fmt;
-use std::sync::Arc;
 
 use mlua::{Lua, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value as Json};
@@ -391,6 +390,6 @@ pub(crate) fn dotted(text: &str) -> Path {
         return Path::root();
     }
     text.split('.')
-        .map(|part| Segment::Key(Arc::from(part)))
+        .map(|part| Segment::Key(Key::from(part)))
         .collect()
 }

@@ -49,7 +49,14 @@ impl Diagnostic {
         message: impl Into<String>,
     ) -> Diagnostic {
         let (line, column) = line_column(text, span.start);
-        Diagnostic { kind: kind.into(), severity, span, line, column, message: message.into() }
+        Diagnostic {
+            kind: kind.into(),
+            severity,
+            span,
+            line,
+            column,
+            message: message.into(),
+        }
     }
 
     /// The same diagnostic moved by `offset` bytes, for a text that was a slice of a larger one.

@@ -6,10 +6,8 @@
 //! module owns those rules and MVU's `[value, "description"]` convention. It must not read text (the
 //! command arrives parsed) and must not run anything: looking at the state is its only contact with it.
 
-use std::sync::Arc;
-
 use serde_json::{Value as Json, json};
-use statecraft_engine::{Instruction, Op, Path, Segment, Value};
+use statecraft_engine::{Instruction, Key, Op, Path, Segment, Value};
 
 use super::{CommandName, MvuCommand, MvuOptions, unplaced};
 use crate::diagnostic::{Diagnostic, Severity};
@@ -292,10 +290,10 @@ fn insert_at(
 }
 
 /// `String(key)` as MVU computes it.
-fn key_text(key: &Json) -> Arc<str> {
+fn key_text(key: &Json) -> Key {
     match key {
-        Json::String(text) => Arc::from(text.as_str()),
-        other => Arc::from(other.to_string().as_str()),
+        Json::String(text) => Key::from(text.as_str()),
+        other => Key::from(other.to_string()),
     }
 }
 
