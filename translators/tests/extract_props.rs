@@ -4,6 +4,7 @@
 //! of both kinds, labelled or not, tags in any case with attributes, tool calls) with prose, `{name}`
 //! placeholders and `<think>` drafts around them, extraction returns exactly the batch. For any text at
 //! all, extraction and the repair parser return without panicking and every span lies inside the text.
+//! Cut anywhere, a reply yields a prefix of its batch: never an instruction completed with a guess.
 
 use proptest::prelude::*;
 use serde_json::{Value as Json, json};
@@ -151,6 +152,27 @@ proptest! {
         let extraction = extract(&reply, &ExtractOptions::default());
         prop_assert!(extraction.valid, "{reply}\n{:#?}", extraction.diagnostics);
         prop_assert_eq!(extraction.batch.to_json(), expected.to_json(), "{}", reply);
+    }
+
+    #[test]
+    fn cut_output_never_yields_a_guessed_instruction(
+        instructions in prop::collection::vec(instruction(), 1..5),
+        cut in any::<prop::sample::Index>(),
+        style in 0usize..9,
+        pretty in any::<bool>(),
+    ) {
+        // Whatever byte the output stops at, the instructions read are a prefix of the batch: a cut
+        // instruction is dropped, never completed with a guess (`8` cut from `80`).
+        let expected = Batch::from_json(&Json::Array(instructions.clone())).expect("generated batches are valid");
+        let reply = format!("Here you go:\n{}", wrap(&instructions, style, pretty));
+        let mut at = cut.index(reply.len() + 1);
+        while !reply.is_char_boundary(at) {
+            at -= 1;
+        }
+        let extraction = extract(&reply[..at], &ExtractOptions::default());
+        let got = &extraction.batch.instructions;
+        prop_assert!(got.len() <= expected.len(), "{}", &reply[..at]);
+        prop_assert_eq!(&got[..], &expected.instructions[..got.len()], "{}", &reply[..at]);
     }
 
     #[test]
