@@ -12,6 +12,7 @@
 //! the state. This module must not know about instructions.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use jsonschema::{Draft, Validator, ValidatorMap};
 use serde_json::{Map, Value as Json};
@@ -26,8 +27,14 @@ use crate::value::Value;
 #[error("invalid state schema: {0}")]
 pub struct SchemaError(String);
 
-/// A compiled JSON Schema for the state (draft 2020-12 unless `$schema` names another).
+/// A compiled JSON Schema for the state (draft 2020-12 unless `$schema` names another). Clone: O(1),
+/// the compiled validators are shared.
+#[derive(Clone)]
 pub struct StateSchema {
+    compiled: Arc<Compiled>,
+}
+
+struct Compiled {
     source: Json,
     validators: ValidatorMap,
     /// Shallow validators for plain object schemas, by schema location (`#/properties/player`).
@@ -37,7 +44,7 @@ pub struct StateSchema {
 impl std::fmt::Debug for StateSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StateSchema")
-            .field("source", &self.source)
+            .field("source", self.source())
             .finish_non_exhaustive()
     }
 }
@@ -96,15 +103,17 @@ impl StateSchema {
             }
         }
         Ok(StateSchema {
-            source,
-            validators,
-            shallow,
+            compiled: Arc::new(Compiled {
+                source,
+                validators,
+                shallow,
+            }),
         })
     }
 
     /// The schema as given.
     pub fn source(&self) -> &Json {
-        &self.source
+        &self.compiled.source
     }
 
     /// Validates the whole state. Time: O(state).
@@ -144,7 +153,7 @@ impl StateSchema {
             }
             if let (Ok(Some(Value::Object(map))), Some(validator)) = (
                 crate::exec::lookup(state, path.segments()),
-                self.shallow.get(location),
+                self.compiled.shallow.get(location),
             ) {
                 let keys: Map<String, Json> =
                     map.keys().map(|k| (k.to_string(), Json::Null)).collect();
@@ -174,7 +183,7 @@ impl StateSchema {
                 }
                 return;
             }
-            let schema = resolve(&self.source, &location);
+            let schema = resolve(self.source(), &location);
             let plain = schema.is_some_and(is_plain_object);
             let Some(Value::Object(map)) = node else {
                 if node.is_some() || !plain {
@@ -207,8 +216,8 @@ impl StateSchema {
                     _ => return,
                 }
             };
-            let child = follow_ref(&self.source, child);
-            if !self.validators.contains_key(&child) {
+            let child = follow_ref(self.source(), child);
+            if !self.compiled.validators.contains_key(&child) {
                 // Not compiled on its own: validate this level whole instead.
                 full.push((here, location));
                 return;
@@ -219,7 +228,7 @@ impl StateSchema {
     }
 
     fn validate_at(&self, location: &str, path: &Path, node: &Value) -> Vec<BatchError> {
-        let Some(validator) = self.validators.get(location) else {
+        let Some(validator) = self.compiled.validators.get(location) else {
             return vec![BatchError::whole_batch(
                 ErrorKind::SchemaViolation,
                 Some(path.to_pointer()),
