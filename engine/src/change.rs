@@ -42,12 +42,10 @@ impl Change {
                 .path
                 .segments()
                 .iter()
-                .map(|s| {
-                    if let Segment::Key(k) = s {
-                        k.len() + 16
-                    } else {
-                        0
-                    }
+                .map(|s| match s {
+                    // Short keys live inside the segment; only long ones own heap text.
+                    Segment::Key(k) if k.is_heap_allocated() => k.len() + 16,
+                    _ => 0,
                 })
                 .sum::<usize>()
             + self.old.as_ref().map_or(0, |v| v.estimated_bytes(CAP))

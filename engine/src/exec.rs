@@ -212,7 +212,7 @@ fn parent_mut<'v>(
     let (_, parents) = segments
         .split_last()
         .expect("callers pass a non-empty path");
-    let mut canonical_path = Path::root();
+    let mut canonical_path = Path::from(Vec::with_capacity(segments.len()));
     let mut cursor = root;
     for (depth, segment) in parents.iter().enumerate() {
         let next_is_index = matches!(segments[depth + 1], Segment::Index(_));

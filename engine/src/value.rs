@@ -209,6 +209,11 @@ impl Value {
     /// not shared. Stops counting once `cap` is reached. Time: O(min(n, cap)).
     pub fn estimated_bytes(&self, cap: usize) -> usize {
         const SLOT: usize = std::mem::size_of::<Value>();
+        match self {
+            Value::Null | Value::Bool(_) | Value::Number(_) => return SLOT.min(cap),
+            Value::String(text) => return (SLOT + text.len() + 16).min(cap),
+            Value::Array(_) | Value::Object(_) => {}
+        }
         let mut total = SLOT;
         let mut stack = vec![self];
         while let Some(value) = stack.pop() {
@@ -223,7 +228,12 @@ impl Value {
                 }
                 Value::Object(map) => {
                     for (key, item) in map {
-                        total += key.len() + 16 + SLOT;
+                        let heap = if key.is_heap_allocated() {
+                            key.len() + 16
+                        } else {
+                            0
+                        };
+                        total += std::mem::size_of::<Key>() + heap + SLOT;
                         stack.push(item);
                     }
                 }
