@@ -1102,37 +1102,3 @@ fn apply_save_refuses_state_only_options() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("--in-place"), "{}", run.stderr);
 }
-
-/// The fantasy scenario plays the Lua crate's example handlers, whose own tests live in `scripts/`;
-/// the copies must not drift from them.
-#[test]
-fn the_fantasy_scripts_are_the_lua_crates_examples() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let listing = |dir: &Path| -> Vec<(String, String)> {
-        let mut files: Vec<(String, String)> = fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "lua"))
-            .map(|p| {
-                (
-                    p.file_name().unwrap().to_string_lossy().into_owned(),
-                    fs::read_to_string(&p).unwrap(),
-                )
-            })
-            .collect();
-        files.sort();
-        files
-    };
-    let ours = listing(&root.join("examples/fantasy/scripts"));
-    let theirs = listing(&root.join("scripts/examples/fantasy"));
-    assert!(!ours.is_empty());
-    let names =
-        |files: &[(String, String)]| files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&ours), names(&theirs));
-    for ((name, text), (_, original)) in ours.iter().zip(&theirs) {
-        assert!(
-            text == original,
-            "examples/fantasy/scripts/{name} differs from scripts/examples/fantasy/{name}"
-        );
-    }
-}

@@ -13,7 +13,7 @@
 //! # use statecraft_engine::{Limits, Store, Value};
 //! # use statecraft_scripts::LuaHandlers;
 //! let limits = Limits::default();
-//! let handlers = LuaHandlers::load_dir("examples/fantasy", &limits)?;
+//! let handlers = LuaHandlers::load_dir("examples/fantasy/scripts", &limits)?;
 //! let store = Store::builder(Value::object()).handler(handlers).limits(limits).build();
 //! # Ok::<(), statecraft_scripts::LoadError>(())
 //! ```

@@ -1,5 +1,5 @@
-//! The example handlers in `examples/fantasy/` (level-up, shop, quest progress) against the fantasy
-//! scenario's state, loaded from their folder as a host would load them.
+//! The example handlers of the fantasy scenario (`examples/fantasy/scripts/`: level-up, shop, quest
+//! progress) against its state, loaded from their folder as a host would load them.
 
 mod support;
 
@@ -9,7 +9,7 @@ use statecraft_scripts::LuaHandlers;
 use support::{batch, callback, commit, reject, state, test_limits};
 
 fn fantasy() -> Store {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/fantasy");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/fantasy/scripts");
     let handlers = LuaHandlers::load_dir(dir, &test_limits()).expect("the examples load");
     let state = json!({
         "player": {"name": "Aria", "level": 1, "xp": 0, "hp": 30, "max_hp": 30, "gold": 25, "inventory": ["rusty sword"]},
