@@ -184,7 +184,7 @@ fn through_scalar(at: &[Segment], found: &Value) -> Failure {
         ErrorKind::TypeMismatch,
         parent,
         format!(
-            "the path continues through a {}, which has no members",
+            "the path continues through {}, which has no members",
             found.value_type()
         ),
     )
@@ -393,7 +393,7 @@ fn merge(
             other => Err(failure(
                 ErrorKind::TypeMismatch,
                 segments,
-                format!("cannot merge an object into a {}", other.value_type()),
+                format!("cannot merge an object into {}", other.value_type()),
             )),
         };
     }
@@ -414,7 +414,7 @@ fn merge(
         Some(other) => Err(failure(
             ErrorKind::TypeMismatch,
             segments,
-            format!("cannot merge an object into a {}", other.value_type()),
+            format!("cannot merge an object into {}", other.value_type()),
         )),
     }
 }
@@ -503,7 +503,7 @@ fn push(
         Some(other) => Err(failure(
             ErrorKind::TypeMismatch,
             segments,
-            format!("push needs an array, found a {}", other.value_type()),
+            format!("push needs an array, found {}", other.value_type()),
         )),
     }
 }
@@ -525,7 +525,7 @@ fn existing_array<'v>(
         Some(other) => Err(failure(
             ErrorKind::TypeMismatch,
             segments,
-            format!("{op} needs an array, found a {}", other.value_type()),
+            format!("{op} needs an array, found {}", other.value_type()),
         )),
     }
 }
@@ -576,7 +576,7 @@ pub(crate) fn splice_args(value: Option<&Value>) -> Result<SpliceArgs, String> {
                 None => Err(format!("splice \"{name}\" must be an integer, not {n}")),
             },
             Some(other) => Err(format!(
-                "splice \"{name}\" must be an integer, not a {}",
+                "splice \"{name}\" must be an integer, not {}",
                 other.value_type()
             )),
         }
@@ -595,7 +595,7 @@ pub(crate) fn splice_args(value: Option<&Value>) -> Result<SpliceArgs, String> {
         Some(Value::Array(items)) => items.iter().cloned().collect(),
         Some(other) => {
             return Err(format!(
-                "splice \"items\" must be an array, not a {}",
+                "splice \"items\" must be an array, not {}",
                 other.value_type()
             ));
         }
@@ -667,7 +667,7 @@ fn increment(
             return Err(failure(
                 ErrorKind::TypeMismatch,
                 segments,
-                format!("increment needs a number, found a {}", other.value_type()),
+                format!("increment needs a number, found {}", other.value_type()),
             ));
         }
     };

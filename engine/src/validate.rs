@@ -90,15 +90,12 @@ impl Rules<'_> {
             (Op::Merge, Some(value)) if !matches!(value, Value::Object(_)) => error(
                 ErrorKind::InvalidField,
                 "/value".into(),
-                format!("merge needs an object value, not a {}", value.value_type()),
+                format!("merge needs an object value, not {}", value.value_type()),
             ),
             (Op::Increment, Some(value)) if !matches!(value, Value::Number(_)) => error(
                 ErrorKind::InvalidField,
                 "/value".into(),
-                format!(
-                    "increment needs a number value, not a {}",
-                    value.value_type()
-                ),
+                format!("increment needs a number value, not {}", value.value_type()),
             ),
             (Op::Splice, value @ Some(_)) => {
                 if let Err(message) = splice_args(value.as_ref()) {

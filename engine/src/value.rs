@@ -104,15 +104,16 @@ pub enum ValueType {
     Object,
 }
 
+/// The type with its article, as messages use it: "an object", "a string", "null".
 impl fmt::Display for ValueType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ValueType::Null => "null",
-            ValueType::Bool => "boolean",
-            ValueType::Number => "number",
-            ValueType::String => "string",
-            ValueType::Array => "array",
-            ValueType::Object => "object",
+            ValueType::Bool => "a boolean",
+            ValueType::Number => "a number",
+            ValueType::String => "a string",
+            ValueType::Array => "an array",
+            ValueType::Object => "an object",
         })
     }
 }

@@ -102,7 +102,7 @@ fn op_effects(
 #[case::splice_shape(json!({"a": []}), json!({"op": "splice", "path": ["a"], "value": {"begin": 1}}),
     "instruction 0, field /value: splice takes start, deleteCount and items, not \"begin\"")]
 #[case::push_to_object(json!({"a": {}}), json!({"op": "push", "path": ["a"], "value": 1}),
-    "instruction 0, at /a: push needs an array, found a object")]
+    "instruction 0, at /a: push needs an array, found an object")]
 #[case::merge_into_string(json!({"a": "x"}), json!({"op": "merge", "path": ["a"], "value": {}}),
     "instruction 0, at /a: cannot merge an object into a string")]
 #[case::path_through_scalar(json!({"a": 5}), json!({"op": "assign", "path": ["a", "b", "c"], "value": 1}),
@@ -249,7 +249,7 @@ fn best_effort_applies_what_succeeds() {
         warnings,
         [
             "instruction 2, field /path: assign needs a path inside the state; only get and merge may target the root",
-            "instruction 1, at /l: cannot merge an object into a array",
+            "instruction 1, at /l: cannot merge an object into an array",
         ]
     );
 }

@@ -224,7 +224,7 @@ fn insert_value_exact(
                 "mvu_insert_type",
                 Severity::Warning,
                 format!(
-                    "`_.{name}` skipped: the target at {path} is a {}, not an array or object; mvu skips it too",
+                    "`_.{name}` skipped: the target at {path} is {}, not an array or object; mvu skips it too",
                     other.value_type()
                 ),
             );
@@ -253,7 +253,7 @@ fn insert_at(
                 "mvu_insert_type",
                 Severity::Warning,
                 format!(
-                    "`_.{name}` skipped: the target at {path} is a {}, not an array or object; mvu skips it too",
+                    "`_.{name}` skipped: the target at {path} is {}, not an array or object; mvu skips it too",
                     other.value_type()
                 ),
             );
