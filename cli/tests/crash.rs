@@ -3,7 +3,7 @@
 //! that does not load. Also: concurrent appliers never lose a step (the lock).
 //!
 //! The suite runs 200 trials; `STATECRAFT_SOAK=10000` runs that many instead (the soak, whose result
-//! goes in `saves/BENCHMARKS.md`). `STATECRAFT_CRASH_SEED` replays a run; the seed is printed.
+//! goes in `BENCHMARKS.md`). `STATECRAFT_CRASH_SEED` replays a run; the seed is printed.
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! to a `serde_json::Value`, then `Value::from_json`), which is the floor of any load that ends in an
 //! engine value; for appending, `Store::apply` of the same batch with no file, so the difference is
 //! what the save adds before the disk. Run with `cargo bench -p statecraft-saves`; the figures are in
-//! `saves/BENCHMARKS.md`.
+//! `BENCHMARKS.md`.
 
 use std::hint::black_box;
 use std::path::Path;
