@@ -300,6 +300,30 @@ impl Batch {
     }
 }
 
+/// Strict decoding through [`Batch::from_json`]; every problem is joined into the error's message.
+impl<'de> serde::Deserialize<'de> for Batch {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Batch, D::Error> {
+        let json = Json::deserialize(deserializer)?;
+        Batch::from_json(&json).map_err(|errors| serde::de::Error::custom(joined(&errors)))
+    }
+}
+
+/// Strict decoding through [`Instruction::from_json`].
+impl<'de> serde::Deserialize<'de> for Instruction {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Instruction, D::Error> {
+        let json = Json::deserialize(deserializer)?;
+        Instruction::from_json(&json).map_err(|errors| serde::de::Error::custom(joined(&errors)))
+    }
+}
+
+fn joined(errors: &[BatchError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 impl From<Vec<Instruction>> for Batch {
     fn from(instructions: Vec<Instruction>) -> Batch {
         Batch { instructions }
@@ -694,6 +718,24 @@ mod tests {
                 "instruction 2, field /colour: unknown member \"colour\"; an instruction has only op, path, from, value, old, reason, metadata",
                 "instruction 2, field /value: push needs a \"value\"",
             ]
+        );
+    }
+
+    #[test]
+    fn serde_round_trip_is_strict() {
+        let batch: Batch =
+            serde_json::from_str(r#"[{"op": "push", "path": ["bag", 0], "value": "rope"}]"#)
+                .unwrap();
+        assert_eq!(
+            serde_json::to_string(&batch).unwrap(),
+            r#"[{"op":"push","path":["bag",0],"value":"rope"}]"#
+        );
+        let error =
+            serde_json::from_str::<Instruction>(r#"{"op": "pop", "path": ["bag"], "value": 1}"#)
+                .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "instruction 0, field /value: pop takes no \"value\""
         );
     }
 
