@@ -34,3 +34,8 @@ pub use store::{
 };
 pub use validate::DEFAULT_FORBIDDEN;
 pub use value::{Array, Key, Object, Value, ValueType, json_depth, numbers_equal};
+
+/// The README's library tour runs as a doctest, so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeTour;
