@@ -244,16 +244,12 @@ fn report(validator: &Validator, instance: &Json, at: &Path) -> Vec<BatchError> 
     validator
         .iter_errors(instance)
         .map(|error| {
+            // The error's own `path` carries the location; the message says what is wrong there.
             let pointer = format!("{prefix}{}", error.instance_path());
-            let shown = if pointer.is_empty() {
-                "(root)".to_owned()
-            } else {
-                pointer.clone()
-            };
             BatchError::whole_batch(
                 ErrorKind::SchemaViolation,
                 Some(pointer),
-                format!("schema violation at {shown}: {error}"),
+                format!("schema violation: {error}"),
             )
         })
         .collect()

@@ -560,6 +560,14 @@ fn schema_violations_reject_and_list_every_location() {
         "{errors:#?}"
     );
     assert!(errors.iter().all(|e| e.kind == ErrorKind::SchemaViolation));
+    let mood = errors
+        .iter()
+        .find(|e| e.path.as_deref() == Some("/npcs/bob/mood"))
+        .unwrap();
+    assert_eq!(
+        mood.to_string(),
+        "at /npcs/bob/mood: schema violation: \"glad\" is not one of \"calm\" or \"angry\""
+    );
 }
 
 #[test]
