@@ -27,15 +27,8 @@ pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<E
     let origin = files::origin(args.input.as_deref());
     let mut store = build_store(state.clone(), schema, args.scripts.as_deref())?;
     let reading = reply::read_with(&text, Some(&state), &args.macros.iter().cloned().collect());
-    report_reading(out, &text, &origin, &reading);
-    if !reading.valid() {
-        report_invalid(out, &reading);
+    let Some(options) = prepare(out, &text, &origin, &reading, args.label.clone()) else {
         return Ok(ExitCode::from(EXIT_REJECTED));
-    }
-    let options = ApplyOptions {
-        label: args.label.clone(),
-        policies: Some(reading.policies()),
-        best_effort: false,
     };
     match store.apply_with(reading.batch(), &options) {
         Outcome::Rejected(rejection) => {
@@ -79,6 +72,27 @@ pub(crate) fn build_store(
 }
 
 /// Prints the reading's diagnostics on stderr, when there are any.
+/// Reports what reading the reply found and, when it holds only valid instructions, the options to
+/// apply it with (the reading's policies, the label). `None` means it was refused and reported.
+pub(crate) fn prepare(
+    out: &Output,
+    text: &str,
+    origin: &str,
+    reading: &Reading,
+    label: Option<String>,
+) -> Option<ApplyOptions> {
+    report_reading(out, text, origin, reading);
+    if !reading.valid() {
+        report_invalid(out, reading);
+        return None;
+    }
+    Some(ApplyOptions {
+        label,
+        policies: Some(reading.policies()),
+        best_effort: false,
+    })
+}
+
 pub(crate) fn report_reading(out: &Output, text: &str, origin: &str, reading: &Reading) {
     if reading.diagnostics().is_empty() {
         return;

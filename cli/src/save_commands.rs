@@ -13,10 +13,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use statecraft_engine::{ApplyOptions, Outcome};
+use statecraft_engine::Outcome;
 use statecraft_saves::{Game, NewGame, OpenOptions};
 
-use crate::apply::{report_commit, report_invalid, report_reading, report_rejection};
+use crate::apply::{prepare, report_commit, report_rejection};
 use crate::args::{ApplyArgs, NewArgs, RedoArgs, ShowArgs, UndoArgs};
 use crate::render::Output;
 use crate::{EXIT_REJECTED, files, reply, scripting};
@@ -58,15 +58,8 @@ pub(crate) fn apply(args: &ApplyArgs, save: &Path, out: &Output) -> Result<ExitC
     });
     let mut game = Game::open_with(save, options)?;
     let reading = reply::read(&text, Some(game.state()));
-    report_reading(out, &text, &origin, &reading);
-    if !reading.valid() {
-        report_invalid(out, &reading);
+    let Some(options) = prepare(out, &text, &origin, &reading, args.label.clone()) else {
         return Ok(ExitCode::from(EXIT_REJECTED));
-    }
-    let options = ApplyOptions {
-        label: args.label.clone(),
-        policies: Some(reading.policies()),
-        best_effort: false,
     };
     match game.apply_with(reading.batch(), &options)? {
         Outcome::Rejected(rejection) => {
