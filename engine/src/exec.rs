@@ -178,6 +178,23 @@ fn not_an_index(at: &[Segment], segment: &Segment) -> Failure {
     )
 }
 
+/// The op needs another type than the one found: "push needs an array, found a string".
+fn wrong_type(at: &[Segment], needs: &str, found: &Value) -> Failure {
+    failure(
+        ErrorKind::TypeMismatch,
+        at,
+        format!("{needs}, found {}", found.value_type()),
+    )
+}
+
+fn cannot_merge_into(at: &[Segment], found: &Value) -> Failure {
+    failure(
+        ErrorKind::TypeMismatch,
+        at,
+        format!("cannot merge an object into {}", found.value_type()),
+    )
+}
+
 fn through_scalar(at: &[Segment], found: &Value) -> Failure {
     let parent = &at[..at.len() - 1];
     failure(
@@ -390,11 +407,7 @@ fn merge(
                 merge_into(root, Path::root(), patch, recorder);
                 Ok(Some(previous))
             }
-            other => Err(failure(
-                ErrorKind::TypeMismatch,
-                segments,
-                format!("cannot merge an object into {}", other.value_type()),
-            )),
+            other => Err(cannot_merge_into(segments, other)),
         };
     }
     let (parent, path) = parent_mut(root, segments, Some(policies.missing_parent), recorder)?;
@@ -411,11 +424,7 @@ fn merge(
             }
             Ok(Some(previous))
         }
-        Some(other) => Err(failure(
-            ErrorKind::TypeMismatch,
-            segments,
-            format!("cannot merge an object into {}", other.value_type()),
-        )),
+        Some(other) => Err(cannot_merge_into(segments, &other)),
     }
 }
 
@@ -500,11 +509,7 @@ fn push(
             recorder.record(path.child(Segment::Index(index)), None, Some(value));
             Ok(Some(Value::Number(Number::from(index + 1))))
         }
-        Some(other) => Err(failure(
-            ErrorKind::TypeMismatch,
-            segments,
-            format!("push needs an array, found {}", other.value_type()),
-        )),
+        Some(other) => Err(wrong_type(segments, "push needs an array", other)),
     }
 }
 
@@ -522,11 +527,7 @@ fn existing_array<'v>(
             segments,
             "nothing exists at this path",
         )),
-        Some(other) => Err(failure(
-            ErrorKind::TypeMismatch,
-            segments,
-            format!("{op} needs an array, found {}", other.value_type()),
-        )),
+        Some(other) => Err(wrong_type(segments, &format!("{op} needs an array"), other)),
     }
 }
 
@@ -663,13 +664,7 @@ fn increment(
                 "nothing exists at this path to increment",
             ));
         }
-        Some(other) => {
-            return Err(failure(
-                ErrorKind::TypeMismatch,
-                segments,
-                format!("increment needs a number, found {}", other.value_type()),
-            ));
-        }
+        Some(other) => return Err(wrong_type(segments, "increment needs a number", other)),
     };
     let sum = add_numbers(&current, delta).ok_or_else(|| {
         failure(
