@@ -312,14 +312,19 @@ impl Store {
             warnings: Vec::new(),
             emitted: 0,
         };
-        let invalid: Vec<usize> = errors
+        // In best-effort mode, instructions that failed validation are skipped (a flag per instruction,
+        // so a long batch with many invalid instructions stays linear).
+        let mut invalid = vec![false; batch.len()];
+        for index in errors
             .iter()
-            .filter_map(|e| e.instruction.as_ref().map(|t| t.0[0]))
-            .collect();
+            .filter_map(|e| e.instruction.as_ref()?.0.first())
+        {
+            invalid[*index] = true;
+        }
         run.warnings.extend(errors);
         let mut results = Vec::with_capacity(batch.len());
         for (index, instruction) in batch.instructions.iter().enumerate() {
-            if invalid.contains(&index) {
+            if invalid[index] {
                 results.push(None);
                 continue;
             }
@@ -327,7 +332,7 @@ impl Store {
             let checkpoint = options
                 .best_effort
                 .then(|| (run.root.clone(), run.changes.len(), run.events.len()));
-            match run.top_level(instruction, index) {
+            match run.one(instruction, &Trail(vec![index]), 0) {
                 Ok(result) => results.push(result),
                 Err(errors) if options.best_effort => {
                     let (root, changes, events) = checkpoint.expect("taken in best-effort mode");
@@ -480,17 +485,6 @@ struct Run<'s> {
 }
 
 impl Run<'_> {
-    /// Runs one instruction of the batch and everything its callbacks emit.
-    fn top_level(
-        &mut self,
-        instruction: &Instruction,
-        index: usize,
-    ) -> Result<Option<Value>, Vec<BatchError>> {
-        let trail = Trail(vec![index]);
-        let result = self.one(instruction, &trail, 0)?;
-        Ok(result)
-    }
-
     /// Runs an instruction at cascade `depth`; callbacks run their emitted instructions right after.
     fn one(
         &mut self,
