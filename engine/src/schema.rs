@@ -128,17 +128,19 @@ impl StateSchema {
         for change in changes {
             self.plan(state, change, &mut full, &mut shallow);
         }
-        // A subtree validated in full covers every check beneath it.
+        // A subtree validated in full covers every check beneath it. Sorted, a path comes right after
+        // its prefixes and everything between them shares the prefix, so one pass finds the covered.
         full.sort_by(|a, b| a.0.cmp(&b.0));
         full.dedup();
-        let covered = |path: &Path, full: &[(Path, String)]| {
-            full.iter().any(|(p, _)| path.starts_with(p) && p != path)
-        };
-        let full_kept: Vec<_> = full
-            .iter()
-            .filter(|(p, _)| !covered(p, &full))
-            .cloned()
-            .collect();
+        let mut full_kept: Vec<(Path, String)> = Vec::with_capacity(full.len());
+        for (path, location) in full {
+            let covered = full_kept
+                .last()
+                .is_some_and(|(kept, _)| path.starts_with(kept) && *kept != path);
+            if !covered {
+                full_kept.push((path, location));
+            }
+        }
         shallow.sort_by(|a, b| a.0.cmp(&b.0));
         shallow.dedup();
         let mut errors = Vec::new();
@@ -148,7 +150,9 @@ impl StateSchema {
             }
         }
         for (path, location) in &shallow {
-            if full_kept.iter().any(|(p, _)| path.starts_with(p)) {
+            // The kept paths are sorted and disjoint: only the last one not after `path` can cover it.
+            let before = full_kept.partition_point(|(kept, _)| kept <= path);
+            if before > 0 && path.starts_with(&full_kept[before - 1].0) {
                 continue;
             }
             if let (Ok(Some(Value::Object(map))), Some(validator)) = (
