@@ -20,12 +20,17 @@ pub enum ErrorKind {
     UnknownOp,
     /// A required member (`op`, `path`, `value`, `from`) is absent.
     MissingField,
-    /// A member this op does not take, or an unknown member (strict decoding).
+    /// A member this op does not take (`value` on `pop`, `from` on `assign`).
     UnexpectedField,
+    /// A member no instruction has. Strict decoding refuses it; lenient decoding ignores and reports it.
+    UnknownMember,
     /// A member has the wrong JSON type or shape.
     InvalidField,
     /// The path is not a list of keys and indexes, or not a valid JSON Pointer.
     InvalidPath,
+    /// A JSON Patch pointer without its leading `/`. Strict decoding refuses it; lenient decoding reads
+    /// it with the `/` and reports it.
+    PointerWithoutSlash,
     /// One array mixes instruction ops with JSON Patch ops.
     MixedBatch,
     /// The empty path where the op needs a target inside the state.

@@ -419,8 +419,10 @@ const MISSING_SLASH: &str = "a JSON Pointer must start with '/'";
 /// What lenient decoding accepts with a warning: unknown members (ignored) and JSON Pointers without
 /// their leading `/` (repaired). Strict decoding refuses both.
 fn is_tolerable(error: &BatchError) -> bool {
-    (error.kind == ErrorKind::UnexpectedField && error.message.starts_with("unknown member"))
-        || (error.kind == ErrorKind::InvalidPath && error.message.starts_with(MISSING_SLASH))
+    matches!(
+        error.kind,
+        ErrorKind::UnknownMember | ErrorKind::PointerWithoutSlash
+    )
 }
 
 fn decode_instruction(
@@ -445,7 +447,7 @@ fn decode_instruction(
     for key in map.keys() {
         if !KNOWN_FIELDS.contains(&key.as_str()) {
             report.push(BatchError::in_field(
-                ErrorKind::UnexpectedField,
+                ErrorKind::UnknownMember,
                 trail,
                 crate::path::pointer_of(&[crate::Segment::key(key)]),
                 format!(
@@ -607,7 +609,7 @@ fn decode_path(
             if !pointer.is_empty() && !pointer.starts_with('/') {
                 // Reported as a repair; lenient decoding keeps the path, strict decoding refuses it.
                 report.push(BatchError::in_field(
-                    ErrorKind::InvalidPath,
+                    ErrorKind::PointerWithoutSlash,
                     trail,
                     field,
                     format!("{MISSING_SLASH}; read \"{pointer}\" as \"/{pointer}\""),
@@ -748,6 +750,7 @@ mod tests {
         .unwrap();
         assert_eq!(lenient.batch.len(), 1);
         assert_eq!(lenient.warnings[0].field.as_deref(), Some("/note"));
+        assert_eq!(lenient.warnings[0].kind, ErrorKind::UnknownMember);
     }
 
     #[test]
@@ -765,6 +768,7 @@ mod tests {
         .unwrap();
         assert_eq!(repaired.batch.instructions[0].path, crate::path!["a", "b"]);
         assert_eq!(repaired.warnings.len(), 1);
+        assert_eq!(repaired.warnings[0].kind, ErrorKind::PointerWithoutSlash);
         assert!(Batch::from_json(&json!([{"op": "replace", "path": "a/b", "value": 1}])).is_err());
     }
 }

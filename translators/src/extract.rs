@@ -14,7 +14,7 @@
 use std::ops::Range;
 
 use serde_json::Value as Json;
-use statecraft_engine::{Batch, BatchError, Instruction, Limits, Policies};
+use statecraft_engine::{Batch, BatchError, ErrorKind, Instruction, Limits, Policies};
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::mvu::{MvuOptions, translate};
@@ -851,7 +851,7 @@ impl<'a> Walker<'a> {
             Ok(lenient) => {
                 for warning in &lenient.warnings {
                     let field_span = warning_span(self.text, &span, warning);
-                    let kind = if warning.message.starts_with("unknown member") {
+                    let kind = if warning.kind == ErrorKind::UnknownMember {
                         "unknown_member"
                     } else {
                         "pointer_repaired"
