@@ -896,8 +896,7 @@ impl<'a> Walker<'a> {
             && self.report.prose_after_bytes == 0
             && self.diagnostics.is_empty();
         self.report.score = self.report.cleanliness(exact, self.valid);
-        self.diagnostics.sort_by_key(|d| d.span.start);
-        fill_positions(self.text, &mut self.diagnostics);
+        crate::diagnostic::place(self.text, &mut self.diagnostics);
         let policies = if self.mvu_used {
             Policies::mvu()
         } else {
@@ -910,29 +909,6 @@ impl<'a> Walker<'a> {
             valid: self.valid,
             policies,
         }
-    }
-}
-
-/// Fills line and column of diagnostics sorted by span start, in one pass over the text.
-/// Time: O(n + d).
-fn fill_positions(text: &str, diagnostics: &mut [Diagnostic]) {
-    let (mut pos, mut line, mut column) = (0usize, 1usize, 1usize);
-    for diagnostic in diagnostics {
-        let mut target = diagnostic.span.start.min(text.len());
-        while !text.is_char_boundary(target) {
-            target -= 1;
-        }
-        // Sorted starts only move forward; equal starts share the position.
-        for c in text[pos.min(target)..target].chars() {
-            if c == '\n' {
-                line += 1;
-                column = 1;
-            } else {
-                column += 1;
-            }
-        }
-        pos = pos.max(target);
-        (diagnostic.line, diagnostic.column) = (line, column);
     }
 }
 

@@ -63,7 +63,7 @@ pub fn to_mvu(batch: &Batch) -> (String, Vec<Diagnostic>) {
         .into_iter()
         .map(|(at, kind, severity, message)| super::unplaced(kind, severity, at..at, message))
         .collect();
-    super::place(&out, &mut diagnostics);
+    crate::diagnostic::place(&out, &mut diagnostics);
     (out, diagnostics)
 }
 

@@ -20,7 +20,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 use statecraft_engine::{Batch, Instruction, Policies, Value};
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, Severity, place};
 
 pub use emit::to_mvu;
 pub use scan::CommandName;
@@ -192,30 +192,5 @@ pub(crate) fn unplaced(
         line: 0,
         column: 0,
         message: message.into(),
-    }
-}
-
-/// Sorts diagnostics by position and computes every line and column in one pass over `text`.
-/// `Diagnostic::new` scans from the start of the text for each diagnostic, which is quadratic on a
-/// long text with a diagnostic per command. Time: O(n + d log d).
-pub(crate) fn place(text: &str, diagnostics: &mut [Diagnostic]) {
-    diagnostics.sort_by_key(|d| d.span.start);
-    let (mut line, mut column, mut scanned) = (1, 1, 0);
-    for diagnostic in diagnostics.iter_mut() {
-        let at = diagnostic.span.start.min(text.len());
-        if at > scanned {
-            for &b in &text.as_bytes()[scanned..at] {
-                if b == b'\n' {
-                    line += 1;
-                    column = 1;
-                } else if b & 0xC0 != 0x80 {
-                    // Counting only bytes that start a character counts characters.
-                    column += 1;
-                }
-            }
-            scanned = at;
-        }
-        diagnostic.line = line;
-        diagnostic.column = column;
     }
 }
