@@ -35,8 +35,8 @@ pub struct Diagnostic {
     pub line: usize,
     /// 1-based column of `span.start`, in characters.
     pub column: usize,
-    /// What happened, for people.
-    pub message: String,
+    /// What happened, for people. Most messages are fixed texts, borrowed rather than allocated.
+    pub message: Cow<'static, str>,
 }
 
 impl Diagnostic {
@@ -46,7 +46,7 @@ impl Diagnostic {
         kind: impl Into<Cow<'static, str>>,
         severity: Severity,
         span: Range<usize>,
-        message: impl Into<String>,
+        message: impl Into<Cow<'static, str>>,
     ) -> Diagnostic {
         let (line, column) = line_column(text, span.start);
         Diagnostic {
@@ -79,6 +79,23 @@ pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
+/// A diagnostic whose line and column are filled in later by [`place`].
+pub(crate) fn unplaced(
+    kind: &'static str,
+    severity: Severity,
+    span: Range<usize>,
+    message: impl Into<Cow<'static, str>>,
+) -> Diagnostic {
+    Diagnostic {
+        kind: kind.into(),
+        severity,
+        span,
+        line: 0,
+        column: 0,
+        message: message.into(),
+    }
+}
+
 /// Sorts diagnostics by position and fills every line and column in one pass over `text`.
 /// [`Diagnostic::new`] scans from the start of the text for each diagnostic, which is quadratic for a
 /// long text with many diagnostics; translators that report many build them unplaced and call this.
@@ -91,16 +108,20 @@ pub(crate) fn place(text: &str, diagnostics: &mut [Diagnostic]) {
         while !text.is_char_boundary(target) {
             target -= 1;
         }
-        // Sorted starts only move forward; equal starts share the position.
-        for &b in &text.as_bytes()[pos.min(target)..target] {
-            if b == b'\n' {
-                line += 1;
-                column = 1;
-            } else if b & 0xC0 != 0x80 {
-                // Counting only the bytes that start a character counts characters.
-                column += 1;
-            }
-        }
+        // Sorted starts only move forward; equal starts share the position. Each count below is a
+        // plain pass over the bytes, which the compiler vectorises.
+        let segment = &text.as_bytes()[pos.min(target)..target];
+        let newlines = segment.iter().filter(|&&b| b == b'\n').count();
+        let last_line = if newlines > 0 {
+            line += newlines;
+            column = 1;
+            let last = segment.iter().rposition(|&b| b == b'\n').unwrap_or(0);
+            &segment[last + 1..]
+        } else {
+            segment
+        };
+        // Counting only the bytes that start a character counts characters.
+        column += last_line.iter().filter(|&&b| b & 0xC0 != 0x80).count();
         pos = pos.max(target);
         (diagnostic.line, diagnostic.column) = (line, column);
     }
@@ -121,7 +142,7 @@ mod tests {
                 span: at..at,
                 line: 0,
                 column: 0,
-                message: String::new(),
+                message: Cow::Borrowed(""),
             })
             .collect();
         place(text, &mut diagnostics);

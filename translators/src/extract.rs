@@ -11,12 +11,13 @@
 //! and fence nesting is bounded, and the JSON parser is linear. This module must not repair JSON itself
 //! ([`crate::repair`] does), read path spellings ([`crate::pathtext`]) or parse MVU commands.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde_json::Value as Json;
 use statecraft_engine::{Batch, BatchError, ErrorKind, Instruction, Limits, Policies};
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, Severity, unplaced};
 use crate::mvu::{MvuOptions, translate};
 use crate::pathtext::parse_path;
 use crate::repair::{Parsed, RepairKind, find, parse_value};
@@ -75,13 +76,7 @@ const MVU_COMMANDS: [&str; 7] = [
 /// Time: O(n) in the length of `text`, plus the engine's decoding of the instructions found.
 pub fn extract(text: &str, options: &ExtractOptions) -> Extraction {
     let mut walker = Walker::new(text, options);
-    let think = walker.think_sections();
-    let mut from = 0;
-    for section in think {
-        walker.scan(from..section.start, Mode::Prose, 0);
-        from = section.end;
-    }
-    walker.scan(from..text.len(), Mode::Prose, 0);
+    walker.walk();
     walker.finish()
 }
 
@@ -93,13 +88,7 @@ pub fn json_values(text: &str) -> Vec<Json> {
     let options = ExtractOptions::default();
     let mut walker = Walker::new(text, &options);
     walker.collect_values = true;
-    let think = walker.think_sections();
-    let mut from = 0;
-    for section in think {
-        walker.scan(from..section.start, Mode::Prose, 0);
-        from = section.end;
-    }
-    walker.scan(from..text.len(), Mode::Prose, 0);
+    walker.walk();
     walker.values
 }
 
@@ -161,23 +150,17 @@ impl<'a> Walker<'a> {
         kind: &'static str,
         severity: Severity,
         span: Range<usize>,
-        message: impl Into<String>,
+        message: impl Into<Cow<'static, str>>,
     ) {
         // Line and column are filled in one pass at the end: computing them from the start of the
         // text for each diagnostic would make many diagnostics quadratic.
-        self.diagnostics.push(Diagnostic {
-            kind: kind.into(),
-            severity,
-            span,
-            line: 0,
-            column: 0,
-            message: message.into(),
-        });
+        self.diagnostics
+            .push(unplaced(kind, severity, span, message));
     }
 
     /// The `<think>`/`<thinking>` sections, in order. A closing tag with no opener hides everything
     /// before it (some models omit the opener); an opener with no closer hides the rest.
-    fn think_sections(&mut self) -> Vec<Range<usize>> {
+    fn think_sections(&self) -> Vec<Range<usize>> {
         const NAMES: [&str; 2] = ["think", "thinking"];
         let mut sections = Vec::new();
         let mut pos = 0;
@@ -200,7 +183,15 @@ impl<'a> Walker<'a> {
                 }
             }
         }
-        for section in &sections {
+        sections
+    }
+
+    /// Walks the whole text, skipping `<think>` sections. Diagnostics are pushed in text order, so
+    /// that placing them at the end needs no real sort.
+    fn walk(&mut self) {
+        let mut from = 0;
+        for section in self.think_sections() {
+            self.scan(from..section.start, Mode::Prose, 0);
             self.report.think_sections += 1;
             self.diag(
                 "think_ignored",
@@ -208,8 +199,9 @@ impl<'a> Walker<'a> {
                 section.clone(),
                 "ignored a <think> section: drafts written while thinking are not instructions",
             );
+            from = section.end;
         }
-        sections
+        self.scan(from..self.text.len(), Mode::Prose, 0);
     }
 
     /// Walks `range` for blocks. Nesting (tags and fences inside tags) is bounded by [`MAX_NESTING`].
@@ -226,6 +218,7 @@ impl<'a> Walker<'a> {
                 break;
             };
             let at = pos + offset;
+            let mark = self.diagnostics.len();
             let next = match self.b[at] {
                 b'<' if depth < MAX_NESTING => self.tag(at, end, depth),
                 b'`' | b'~' if depth < MAX_NESTING => self.fence(at, end, depth),
@@ -235,7 +228,10 @@ impl<'a> Walker<'a> {
             };
             match next {
                 Some(block_end) => {
+                    // The gap comes before the block: its diagnostics go before the block's.
+                    let block_diagnostics = self.diagnostics.len() - mark;
                     self.gap(gap_start..at, mode, depth, after_value);
+                    self.diagnostics[mark..].rotate_left(block_diagnostics);
                     after_value = true;
                     pos = block_end.max(at + 1);
                     gap_start = pos;
@@ -594,7 +590,14 @@ impl<'a> Walker<'a> {
     }
 
     /// Handles one parsed value: its instructions are decoded, anything else is skipped and reported.
-    fn block(&mut self, mut parsed: Parsed, mode: Mode) {
+    fn block(&mut self, parsed: Parsed, mode: Mode) {
+        let first = self.diagnostics.len();
+        self.block_unsorted(parsed, mode);
+        // A block reports its repairs, then its instructions' problems: put them in text order.
+        self.diagnostics[first..].sort_by_key(|d| d.span.start);
+    }
+
+    fn block_unsorted(&mut self, mut parsed: Parsed, mode: Mode) {
         let Some(value) = parsed.value.take() else {
             if let Some(too_deep) = parsed
                 .repairs
@@ -637,8 +640,16 @@ impl<'a> Walker<'a> {
                 format!("read the instructions inside the wrapper member \"{member}\""),
             );
         }
+        let mut counts = [0usize; RepairKind::ALL.len()];
+        for repair in &parsed.repairs {
+            counts[repair.kind as usize] += 1;
+        }
+        for (kind, count) in RepairKind::ALL.iter().zip(counts) {
+            if count > 0 {
+                *self.report.repairs.entry(kind.code()).or_default() += count;
+            }
+        }
         for (index, repair) in parsed.repairs.iter().enumerate() {
-            *self.report.repairs.entry(repair.kind.code()).or_default() += 1;
             if index == MAX_REPAIR_DIAGNOSTICS {
                 let elided = parsed.repairs.len() - MAX_REPAIR_DIAGNOSTICS;
                 self.diag(

@@ -1336,6 +1336,14 @@ mod tests {
     }
 
     #[test]
+    fn all_lists_every_kind_in_declaration_order() {
+        // The extractor counts repairs in an array indexed by `kind as usize`.
+        for (index, kind) in RepairKind::ALL.iter().enumerate() {
+            assert_eq!(*kind as usize, index, "{kind:?}");
+        }
+    }
+
+    #[test]
     fn valid_json_is_read_without_repairs() {
         let parsed = parse_value(r#" {"a": [1, 2.5, "x\n\u00e9"], "b": null} "#, 0);
         assert_eq!(

@@ -61,7 +61,9 @@ pub fn to_mvu(batch: &Batch) -> (String, Vec<Diagnostic>) {
     }
     let mut diagnostics: Vec<Diagnostic> = problems
         .into_iter()
-        .map(|(at, kind, severity, message)| super::unplaced(kind, severity, at..at, message))
+        .map(|(at, kind, severity, message)| {
+            crate::diagnostic::unplaced(kind, severity, at..at, message)
+        })
         .collect();
     crate::diagnostic::place(&out, &mut diagnostics);
     (out, diagnostics)

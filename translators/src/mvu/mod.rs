@@ -20,7 +20,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 use statecraft_engine::{Batch, Instruction, Policies, Value};
 
-use crate::diagnostic::{Diagnostic, Severity, place};
+use crate::diagnostic::{Diagnostic, Severity, place, unplaced};
 
 pub use emit::to_mvu;
 pub use scan::CommandName;
@@ -175,22 +175,5 @@ pub fn translate(text: &str, options: &MvuOptions) -> MvuTranslation {
     MvuTranslation {
         instructions,
         diagnostics,
-    }
-}
-
-/// A diagnostic whose line and column are filled in later by [`place`].
-pub(crate) fn unplaced(
-    kind: &'static str,
-    severity: Severity,
-    span: Range<usize>,
-    message: impl Into<String>,
-) -> Diagnostic {
-    Diagnostic {
-        kind: kind.into(),
-        severity,
-        span,
-        line: 0,
-        column: 0,
-        message: message.into(),
     }
 }

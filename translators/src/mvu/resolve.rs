@@ -9,7 +9,8 @@
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Instruction, Key, Op, Path, Segment, Value};
 
-use super::{CommandName, MvuCommand, MvuOptions, unplaced};
+use super::{CommandName, MvuCommand, MvuOptions};
+use crate::diagnostic::unplaced;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::pathtext::{PathSpelling, parse_path};
 

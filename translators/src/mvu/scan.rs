@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use super::unplaced;
+use crate::diagnostic::unplaced;
 use crate::diagnostic::{Diagnostic, Severity};
 
 /// The commands MVU's extractor recognises.

@@ -90,7 +90,7 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
             kind: d.kind.to_string(),
             instruction: None,
             location: format!("line {}, column {}", d.line, d.column),
-            message: d.message.clone(),
+            message: d.message.to_string(),
             corrected: None,
         })
         .collect();
