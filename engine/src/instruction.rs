@@ -15,7 +15,8 @@ use serde_json::Value as Json;
 
 use crate::error::{BatchError, ErrorKind, Trail};
 use crate::limits::Limits;
-use crate::path::{Path, json_type_name, path_from_json};
+use crate::path::{Path, path_from_json};
+use crate::tree::{JsonTree, NodeKind, type_name};
 use crate::value::{Value, json_depth};
 
 /// An operation.
@@ -212,7 +213,7 @@ impl Instruction {
     }
 
     /// Decodes one instruction from JSON (strict: unknown members are errors).
-    pub fn from_json(json: &Json) -> Result<Instruction, Vec<BatchError>> {
+    pub fn from_json<'a>(json: impl JsonTree<'a>) -> Result<Instruction, Vec<BatchError>> {
         let mut report = Vec::new();
         let decoded = decode_instruction(json, &Trail(vec![0]), &Limits::default(), &mut report);
         match decoded {
@@ -255,8 +256,8 @@ impl Batch {
     }
 
     /// Decodes a batch strictly: one instruction object or an array of them, or a JSON Patch document.
-    /// Every problem is reported.
-    pub fn from_json(json: &Json) -> Result<Batch, Vec<BatchError>> {
+    /// Every problem is reported. `json` is a `&serde_json::Value` or any other [`JsonTree`].
+    pub fn from_json<'a>(json: impl JsonTree<'a>) -> Result<Batch, Vec<BatchError>> {
         let decoded = decode_batch(json, Mode::Strict, &Limits::default());
         if decoded.problems.is_empty() {
             Ok(decoded.batch)
@@ -267,7 +268,10 @@ impl Batch {
 
     /// Decodes a batch leniently: unknown members and pointers without a leading `/` are accepted,
     /// each reported in `warnings`. Real problems are still errors.
-    pub fn from_json_lenient(json: &Json, limits: &Limits) -> Result<Lenient, Vec<BatchError>> {
+    pub fn from_json_lenient<'a>(
+        json: impl JsonTree<'a>,
+        limits: &Limits,
+    ) -> Result<Lenient, Vec<BatchError>> {
         let decoded = decode_batch(json, Mode::Lenient, limits);
         if decoded.problems.is_empty() {
             Ok(Lenient {
@@ -353,23 +357,22 @@ struct Decoded {
 
 const KNOWN_FIELDS: [&str; 7] = ["op", "path", "from", "value", "old", "reason", "metadata"];
 
-fn decode_batch(json: &Json, mode: Mode, limits: &Limits) -> Decoded {
-    let items: &[Json] = match json {
-        Json::Array(items) => items,
-        single => std::slice::from_ref(single),
-    };
+fn decode_batch<'a, T: JsonTree<'a>>(json: T, mode: Mode, limits: &Limits) -> Decoded {
+    // An array of instructions, or one instruction on its own.
+    let is_array = json.kind() == NodeKind::Array;
+    let count = if is_array { json.items().count() } else { 1 };
+    let items = json.items().chain((!is_array).then_some(json));
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
-    let mut instructions = Vec::with_capacity(items.len());
-    let mut patch_forms = Vec::with_capacity(items.len());
-    if items.len() > limits.max_batch_len {
+    let mut instructions = Vec::with_capacity(count);
+    let mut patch_forms = Vec::with_capacity(count);
+    if count > limits.max_batch_len {
         problems.push(BatchError::whole_batch(
             ErrorKind::BatchTooLong,
             None,
             format!(
                 "the batch has {} instructions; the limit is {}",
-                items.len(),
-                limits.max_batch_len
+                count, limits.max_batch_len
             ),
         ));
         return Decoded {
@@ -378,7 +381,7 @@ fn decode_batch(json: &Json, mode: Mode, limits: &Limits) -> Decoded {
             warnings,
         };
     }
-    for (index, item) in items.iter().enumerate() {
+    for (index, item) in items.enumerate() {
         let trail = Trail(vec![index]);
         let mut report = Vec::new();
         if let Some((instruction, patch_form)) =
@@ -425,27 +428,27 @@ fn is_tolerable(error: &BatchError) -> bool {
     )
 }
 
-fn decode_instruction(
-    json: &Json,
+fn decode_instruction<'a>(
+    json: impl JsonTree<'a>,
     trail: &Trail,
     limits: &Limits,
     report: &mut Vec<BatchError>,
 ) -> Option<(Instruction, bool)> {
-    let Json::Object(map) = json else {
+    if json.kind() != NodeKind::Object {
         report.push(BatchError::in_field(
             ErrorKind::NotAnInstruction,
             trail,
             "",
             format!(
                 "an instruction must be an object with \"op\" and \"path\", not {}",
-                json_type_name(json)
+                type_name(json)
             ),
         ));
         return None;
-    };
+    }
     let before = report.len();
-    for key in map.keys() {
-        if !KNOWN_FIELDS.contains(&key.as_str()) {
+    for (key, _) in json.members() {
+        if !KNOWN_FIELDS.contains(&key) {
             report.push(BatchError::in_field(
                 ErrorKind::UnknownMember,
                 trail,
@@ -458,7 +461,7 @@ fn decode_instruction(
         }
     }
     let mut patch_form = false;
-    let op = match map.get("op") {
+    let op = match json.get("op").map(JsonTree::kind) {
         None => {
             report.push(BatchError::in_field(
                 ErrorKind::MissingField,
@@ -468,7 +471,7 @@ fn decode_instruction(
             ));
             None
         }
-        Some(Json::String(name)) => match name.parse::<Op>() {
+        Some(NodeKind::String(name)) => match name.parse::<Op>() {
             Ok(op) => {
                 // MVU's `delta` is a JSON Patch document member: its path is a pointer.
                 patch_form = op.is_json_patch() || name == "delta";
@@ -487,22 +490,25 @@ fn decode_instruction(
                 None
             }
         },
-        Some(other) => {
+        Some(_) => {
             report.push(BatchError::in_field(
                 ErrorKind::InvalidField,
                 trail,
                 "/op",
-                format!("\"op\" must be a string, not {}", json_type_name(other)),
+                format!(
+                    "\"op\" must be a string, not {}",
+                    json.get("op").map_or("nothing", type_name)
+                ),
             ));
             None
         }
     };
     let op = op?;
-    let path = decode_path(map.get("path"), "/path", patch_form, trail, report);
+    let path = decode_path(json.get("path"), "/path", patch_form, trail, report);
     let from = match op {
-        Op::Move | Op::Copy => decode_path(map.get("from"), "/from", patch_form, trail, report),
+        Op::Move | Op::Copy => decode_path(json.get("from"), "/from", patch_form, trail, report),
         _ => {
-            if map.contains_key("from") {
+            if json.get("from").is_some() {
                 report.push(BatchError::in_field(
                     ErrorKind::UnexpectedField,
                     trail,
@@ -513,7 +519,7 @@ fn decode_instruction(
             None
         }
     };
-    let value = match (op.value_rule(), map.get("value")) {
+    let value = match (op.value_rule(), json.get("value")) {
         (Some(true), None) => {
             report.push(BatchError::in_field(
                 ErrorKind::MissingField,
@@ -535,7 +541,7 @@ fn decode_instruction(
         (_, Some(json)) => decode_value(json, "/value", trail, limits, report),
         (_, None) => None,
     };
-    let old = match map.get("old") {
+    let old = match json.get("old") {
         Some(json) if op.takes_old() => decode_value(json, "/old", trail, limits, report),
         Some(_) => {
             report.push(BatchError::in_field(
@@ -548,20 +554,24 @@ fn decode_instruction(
         }
         None => None,
     };
-    let reason = match map.get("reason") {
-        None | Some(Json::Null) => None,
-        Some(Json::String(text)) => Some(text.clone()),
-        Some(other) => {
+    let reason_json = json.get("reason");
+    let reason = match reason_json.map(JsonTree::kind) {
+        None | Some(NodeKind::Null) => None,
+        Some(NodeKind::String(text)) => Some(text.to_owned()),
+        Some(_) => {
             report.push(BatchError::in_field(
                 ErrorKind::InvalidField,
                 trail,
                 "/reason",
-                format!("\"reason\" must be a string, not {}", json_type_name(other)),
+                format!(
+                    "\"reason\" must be a string, not {}",
+                    reason_json.map_or("nothing", type_name)
+                ),
             ));
             None
         }
     };
-    let metadata = map
+    let metadata = json
         .get("metadata")
         .and_then(|json| decode_value(json, "/metadata", trail, limits, report));
     let fatal = report[before..].iter().any(|e| !is_tolerable(e));
@@ -587,8 +597,8 @@ fn decode_instruction(
     ))
 }
 
-fn decode_path(
-    json: Option<&Json>,
+fn decode_path<'a>(
+    json: Option<impl JsonTree<'a>>,
     field: &str,
     pointer_form: bool,
     trail: &Trail,
@@ -605,7 +615,7 @@ fn decode_path(
     };
     if pointer_form {
         // JSON Patch documents address by JSON Pointer.
-        if let Json::String(pointer) = json {
+        if let NodeKind::String(pointer) = json.kind() {
             if !pointer.is_empty() && !pointer.starts_with('/') {
                 // Reported as a repair; lenient decoding keeps the path, strict decoding refuses it.
                 report.push(BatchError::in_field(
@@ -636,7 +646,7 @@ fn decode_path(
             format!(
                 "a JSON Patch \"{}\" must be a JSON Pointer string, not {}",
                 &field[1..],
-                json_type_name(json)
+                type_name(json)
             ),
         ));
         return None;
@@ -655,8 +665,8 @@ fn decode_path(
     }
 }
 
-fn decode_value(
-    json: &Json,
+fn decode_value<'a>(
+    json: impl JsonTree<'a>,
     field: &str,
     trail: &Trail,
     limits: &Limits,

@@ -16,6 +16,7 @@ mod limits;
 mod path;
 mod schema;
 mod store;
+mod tree;
 mod validate;
 mod value;
 
@@ -32,6 +33,7 @@ pub use schema::{SchemaError, StateSchema};
 pub use store::{
     ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder,
 };
+pub use tree::{JsonTree, NodeKind};
 pub use validate::DEFAULT_FORBIDDEN;
 pub use value::{Array, Key, Object, Value, ValueType, json_depth, numbers_equal};
 

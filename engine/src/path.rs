@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::tree::{JsonTree, NodeKind, type_name};
 use crate::value::Key;
 
 /// One step of a path: an object key or an array index.
@@ -252,47 +253,34 @@ impl<'de> serde::Deserialize<'de> for Path {
 }
 
 /// Reads the canonical list form. The string spellings are the lenient layer's job.
-pub(crate) fn path_from_json(json: &serde_json::Value) -> Result<Path, String> {
-    let serde_json::Value::Array(items) = json else {
+pub(crate) fn path_from_json<'a>(json: impl JsonTree<'a>) -> Result<Path, String> {
+    if json.kind() != NodeKind::Array {
         return Err(format!(
             "a path must be a list of keys and indexes, like [\"player\", \"hp\"], not {}",
-            json_type_name(json)
+            type_name(json)
         ));
-    };
-    let mut segments = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        match item {
-            serde_json::Value::String(key) => segments.push(Segment::key(key)),
-            serde_json::Value::Number(n) => {
-                match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
-                    Some(index) => segments.push(Segment::Index(index)),
-                    None => {
-                        return Err(format!(
-                            "segment {i} must be a non-negative integer index, not {n}"
-                        ));
-                    }
+    }
+    let mut segments = Vec::new();
+    for (i, item) in json.items().enumerate() {
+        match item.kind() {
+            NodeKind::String(key) => segments.push(Segment::key(key)),
+            NodeKind::Number(n) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(index) => segments.push(Segment::Index(index)),
+                None => {
+                    return Err(format!(
+                        "segment {i} must be a non-negative integer index, not {n}"
+                    ));
                 }
-            }
-            other => {
+            },
+            _ => {
                 return Err(format!(
                     "segment {i} must be a string key or an integer index, not {}",
-                    json_type_name(other)
+                    type_name(item)
                 ));
             }
         }
     }
     Ok(Path(segments))
-}
-
-pub(crate) fn json_type_name(json: &serde_json::Value) -> &'static str {
-    match json {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use imbl::{OrdMap, Vector};
 use serde_json::Number;
 
+use crate::tree::{JsonTree, NodeKind};
+
 /// An object key: short keys are stored inline (no allocation, no reference count to touch when a map
 /// node is copied), longer ones are shared.
 pub type Key = smol_str::SmolStr;
@@ -262,43 +264,42 @@ impl Value {
         }
     }
 
-    /// Converts from a `serde_json::Value`. Recursive: callers that take values from outside check
-    /// the depth first (see [`json_depth`]); serde_json's own parser stops at 128 levels.
-    /// Time: O(n).
-    pub fn from_json(json: &serde_json::Value) -> Value {
-        match json {
-            serde_json::Value::Null => Value::Null,
-            serde_json::Value::Bool(b) => Value::Bool(*b),
-            serde_json::Value::Number(n) => Value::Number(n.clone()),
-            serde_json::Value::String(s) => Value::String(Arc::from(s.as_str())),
-            serde_json::Value::Array(items) => {
-                Value::Array(items.iter().map(Value::from_json).collect())
-            }
-            serde_json::Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| (Key::from(k.as_str()), Value::from_json(v)))
+    /// Converts from JSON: a `serde_json::Value` or any other [`JsonTree`]. Recursive: callers that
+    /// take values from outside check the depth first (see [`json_depth`]); serde_json's own parser
+    /// stops at 128 levels. Time: O(n).
+    pub fn from_json<'a>(json: impl JsonTree<'a>) -> Value {
+        match json.kind() {
+            NodeKind::Null => Value::Null,
+            NodeKind::Bool(b) => Value::Bool(b),
+            NodeKind::Number(n) => Value::Number(n.clone()),
+            NodeKind::String(s) => Value::String(Arc::from(s)),
+            NodeKind::Array => Value::Array(json.items().map(Value::from_json).collect()),
+            NodeKind::Object => Value::Object(
+                json.members()
+                    .map(|(key, value)| (Key::from(key), Value::from_json(value)))
                     .collect(),
             ),
         }
     }
 }
 
-/// How deeply containers nest in a `serde_json::Value`, computed without recursion.
-pub fn json_depth(json: &serde_json::Value) -> usize {
+/// How deeply containers nest in JSON (0 for a scalar), computed without recursion.
+pub fn json_depth<'a, T: JsonTree<'a>>(json: T) -> usize {
+    let is_container = |node: T| matches!(node.kind(), NodeKind::Array | NodeKind::Object);
+    if !is_container(json) {
+        // Scalars are most values: they need no stack.
+        return 0;
+    }
     let mut deepest = 0;
-    let mut stack = vec![(json, 0usize)];
-    while let Some((value, depth)) = stack.pop() {
-        match value {
-            serde_json::Value::Array(items) => {
-                deepest = deepest.max(depth + 1);
-                stack.extend(items.iter().map(|item| (item, depth + 1)));
-            }
-            serde_json::Value::Object(map) => {
-                deepest = deepest.max(depth + 1);
-                stack.extend(map.values().map(|item| (item, depth + 1)));
-            }
-            _ => {}
-        }
+    let mut stack = vec![(json, 1usize)];
+    while let Some((node, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        let children = node.items().chain(node.members().map(|(_, value)| value));
+        stack.extend(
+            children
+                .filter(|&child| is_container(child))
+                .map(|child| (child, depth + 1)),
+        );
     }
     deepest
 }
