@@ -15,9 +15,12 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use serde_json::Value as Json;
-use statecraft_engine::{Batch, BatchError, ErrorKind, Instruction, Limits, Policies};
+use statecraft_engine::{
+    Batch, BatchError, ErrorKind, Instruction, JsonTree, Limits, NodeKind, Policies,
+};
 
 use crate::diagnostic::{Diagnostic, Severity, unplaced};
+use crate::document::{Document, NodeId, NodeRef};
 use crate::mvu::{MvuOptions, translate};
 use crate::pathtext::parse_path;
 use crate::repair::{Parsed, RepairKind, find, parse_value};
@@ -122,7 +125,8 @@ struct Walker<'a> {
 
 /// One value that claims to be an instruction, with where it sits in the text.
 struct Candidate {
-    json: Json,
+    /// Its node in the block's document.
+    node: NodeId,
     span: Range<usize>,
     complete: bool,
 }
@@ -590,15 +594,15 @@ impl<'a> Walker<'a> {
     }
 
     /// Handles one parsed value: its instructions are decoded, anything else is skipped and reported.
-    fn block(&mut self, parsed: Parsed, mode: Mode) {
+    fn block(&mut self, parsed: Parsed<'a>, mode: Mode) {
         let first = self.diagnostics.len();
         self.block_unsorted(parsed, mode);
         // A block reports its repairs, then its instructions' problems: put them in text order.
         self.diagnostics[first..].sort_by_key(|d| d.span.start);
     }
 
-    fn block_unsorted(&mut self, mut parsed: Parsed, mode: Mode) {
-        let Some(value) = parsed.value.take() else {
+    fn block_unsorted(&mut self, mut parsed: Parsed<'a>, mode: Mode) {
+        let Some(value) = parsed.value else {
             if let Some(too_deep) = parsed
                 .repairs
                 .iter()
@@ -617,10 +621,10 @@ impl<'a> Walker<'a> {
             return;
         };
         if self.collect_values {
-            self.values.push(value);
+            self.values.push(parsed.document.to_json(value));
             return;
         }
-        let (candidates, wrapper) = self.candidates(value, &parsed);
+        let (candidates, wrapper) = self.candidates(value, &mut parsed);
         if candidates.is_empty() {
             self.report.skipped_values += 1;
             self.diag(
@@ -682,7 +686,7 @@ impl<'a> Walker<'a> {
         }
         let mut forms: Vec<(bool, Range<usize>)> = Vec::new();
         for candidate in candidates {
-            if let Some(form) = self.instruction(candidate, mode) {
+            if let Some(form) = self.instruction(&mut parsed.document, candidate, mode) {
                 forms.push(form);
             }
         }
@@ -699,35 +703,37 @@ impl<'a> Walker<'a> {
     }
 
     /// The values in `value` that claim to be instructions, and the wrapper member they came from.
-    fn candidates(&mut self, value: Json, parsed: &Parsed) -> (Vec<Candidate>, Option<String>) {
+    fn candidates(
+        &mut self,
+        value: NodeId,
+        parsed: &mut Parsed<'a>,
+    ) -> (Vec<Candidate>, Option<String>) {
         let span = parsed.span.clone();
-        match value {
-            Json::Object(map) if map.contains_key("op") => (
+        let node = parsed.document.node(value);
+        match node.kind() {
+            NodeKind::Object if node.get("op").is_some() => (
                 vec![Candidate {
-                    json: Json::Object(map),
+                    node: value,
                     span,
                     complete: parsed.complete,
                 }],
                 None,
             ),
-            Json::Array(items) => {
-                if !items.iter().any(has_op) {
+            NodeKind::Array => {
+                if !node.items().any(has_op) {
                     return (Vec::new(), None);
                 }
-                let spans: Vec<(Range<usize>, bool)> = parsed
-                    .children
-                    .iter()
-                    .map(|c| (c.span.clone(), c.complete))
-                    .collect();
-                let mut out = Vec::with_capacity(items.len());
-                for (index, item) in items.into_iter().enumerate() {
-                    let (item_span, complete) = spans
+                let mut out = Vec::new();
+                for (index, item) in node.items().enumerate() {
+                    let (item_span, complete) = parsed
+                        .children
                         .get(index)
-                        .cloned()
-                        .unwrap_or((span.clone(), parsed.complete));
-                    if has_op(&item) {
+                        .map_or((span.clone(), parsed.complete), |child| {
+                            (child.span.clone(), child.complete)
+                        });
+                    if has_op(item) {
                         out.push(Candidate {
-                            json: item,
+                            node: item.id(),
                             span: item_span,
                             complete,
                         });
@@ -743,61 +749,72 @@ impl<'a> Walker<'a> {
                 }
                 (out, None)
             }
-            Json::Object(map) => {
+            NodeKind::Object => {
                 // A tool call (`{"name", "arguments"}`, OpenAI's `{"function": {...}}`) or a wrapper
-                // object (`{"updates": [...]}`): its instructions are one level down.
-                let mut inner: Option<(String, Json)> = None;
-                for (key, member) in &map {
-                    let member = match (key.as_str(), member) {
-                        ("arguments" | "parameters" | "input" | "args", Json::String(text)) => {
-                            serde_json::from_str::<Json>(text)
-                                .ok()
-                                .or_else(|| crate::repair::repair_json(text).map(|d| d.value))
+                // object (`{"updates": [...]}`): its instructions are one level down. Arguments sent
+                // as a JSON string are read into the document first.
+                let members: Vec<(String, NodeId)> = node
+                    .members()
+                    .map(|(key, member)| (key.to_owned(), member.id()))
+                    .collect();
+                let document = &mut parsed.document;
+                let mut inner: Option<(String, NodeId)> = None;
+                for (key, member) in members {
+                    let arguments = match (key.as_str(), document.node(member).kind()) {
+                        ("arguments" | "parameters" | "input" | "args", NodeKind::String(text)) => {
+                            Some(serde_json::from_str::<Json>(text).ok().or_else(|| {
+                                crate::repair::repair_json(text).map(|repaired| repaired.value)
+                            }))
                         }
-                        ("function", Json::Object(function)) => {
-                            function.get("arguments").and_then(|a| match a {
-                                Json::String(text) => serde_json::from_str::<Json>(text).ok(),
-                                other => Some(other.clone()),
-                            })
+                        ("function", NodeKind::Object) => {
+                            let arguments = document.node(member).get("arguments");
+                            match arguments.map(|a| (a.id(), a.kind())) {
+                                Some((_, NodeKind::String(text))) => {
+                                    Some(serde_json::from_str::<Json>(text).ok())
+                                }
+                                Some((id, _)) => {
+                                    inner = holds_instructions(document.node(id))
+                                        .then(|| (key.clone(), id));
+                                    if inner.is_some() {
+                                        break;
+                                    }
+                                    continue;
+                                }
+                                None => continue,
+                            }
                         }
-                        _ => Some(member.clone()),
+                        _ => None,
                     };
-                    let Some(member) = member else { continue };
-                    let holds = match &member {
-                        Json::Array(items) => items.iter().any(has_op),
-                        Json::Object(object) => {
-                            object.contains_key("op")
-                                || object.values().any(|v| {
-                                    v.as_array().is_some_and(|items| items.iter().any(has_op))
-                                })
-                        }
-                        _ => false,
+                    let member = match arguments {
+                        None => member,
+                        Some(Some(json)) => document.push_json(&json),
+                        Some(None) => continue,
                     };
-                    if holds {
-                        inner = Some((key.clone(), member));
+                    if holds_instructions(document.node(member)) {
+                        inner = Some((key, member));
                         break;
                     }
                 }
                 let Some((key, member)) = inner else {
                     return (Vec::new(), None);
                 };
-                let items = match member {
-                    Json::Array(items) => items,
-                    Json::Object(object) if object.contains_key("op") => vec![Json::Object(object)],
-                    Json::Object(object) => object
-                        .into_iter()
-                        .find_map(|(_, v)| match v {
-                            Json::Array(items) if items.iter().any(has_op) => Some(items),
-                            _ => None,
-                        })
+                let member = document.node(member);
+                let items: Vec<NodeRef<'_, 'a>> = match member.kind() {
+                    NodeKind::Array => member.items().collect(),
+                    NodeKind::Object if member.get("op").is_some() => vec![member],
+                    NodeKind::Object => member
+                        .members()
+                        .map(|(_, v)| v)
+                        .find(|v| v.kind() == NodeKind::Array && v.items().any(has_op))
+                        .map(|v| v.items().collect())
                         .unwrap_or_default(),
                     _ => Vec::new(),
                 };
                 let out = items
                     .into_iter()
-                    .filter(has_op)
-                    .map(|json| Candidate {
-                        json,
+                    .filter(|&item| has_op(item))
+                    .map(|item| Candidate {
+                        node: item.id(),
                         span: span.clone(),
                         complete: parsed.complete,
                     })
@@ -809,9 +826,14 @@ impl<'a> Walker<'a> {
     }
 
     /// Decodes one candidate; returns whether it is a JSON Patch op and its span when it decoded.
-    fn instruction(&mut self, candidate: Candidate, mode: Mode) -> Option<(bool, Range<usize>)> {
+    fn instruction(
+        &mut self,
+        document: &mut Document<'a>,
+        candidate: Candidate,
+        mode: Mode,
+    ) -> Option<(bool, Range<usize>)> {
         let Candidate {
-            mut json,
+            node,
             span,
             complete,
         } = candidate;
@@ -825,40 +847,40 @@ impl<'a> Walker<'a> {
             );
             return None;
         }
-        let op = json
-            .get("op")
-            .and_then(Json::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let patch = mode == Mode::Patch || PATCH_OPS.contains(&op.as_str());
-        if !patch {
-            if let Some(Json::String(text)) = json.get("path") {
-                let text = text.clone();
-                let path_span = member_span(self.text, &span, "path").unwrap_or(span.clone());
-                match parse_path(&text) {
-                    Ok((path, spelling)) => {
-                        self.report.normalised_paths += 1;
-                        let list = serde_json::to_value(&path).unwrap_or(Json::Null);
-                        self.diag(
-                            "path_normalised",
-                            Severity::Note,
-                            path_span,
-                            format!("read the {} path \"{text}\" as {list}", spelling.describe()),
-                        );
-                        if let Some(slot) = json.get_mut("path") {
-                            *slot = list;
-                        }
-                    }
-                    Err(message) => {
-                        self.valid = false;
-                        self.report.invalid_instructions += 1;
-                        self.diag("invalid_path", Severity::Error, path_span, message);
-                        return None;
-                    }
+        let instruction = document.node(node);
+        let op = match instruction.get("op").map(JsonTree::kind) {
+            Some(NodeKind::String(op)) => op,
+            _ => "",
+        };
+        let patch = mode == Mode::Patch || PATCH_OPS.contains(&op);
+        if let (false, Some(NodeKind::String(text))) =
+            (patch, instruction.get("path").map(JsonTree::kind))
+        {
+            // A string path (SPEC §1) is read into its list form in the document.
+            let path_span = member_span(self.text, &span, "path").unwrap_or(span.clone());
+            let path = match parse_path(text) {
+                Ok((path, spelling)) => {
+                    self.report.normalised_paths += 1;
+                    let list = serde_json::to_string(&path).unwrap_or_default();
+                    self.diag(
+                        "path_normalised",
+                        Severity::Note,
+                        path_span,
+                        format!("read the {} path \"{text}\" as {list}", spelling.describe()),
+                    );
+                    path
                 }
-            }
+                Err(message) => {
+                    self.valid = false;
+                    self.report.invalid_instructions += 1;
+                    self.diag("invalid_path", Severity::Error, path_span, message);
+                    return None;
+                }
+            };
+            let list = document.push_path(&path);
+            document.set_member(node, "path", list);
         }
-        match Batch::from_json_lenient(&json, &self.options.limits) {
+        match Batch::from_json_lenient(document.node(node), &self.options.limits) {
             Ok(lenient) => {
                 for warning in &lenient.warnings {
                     let field_span = warning_span(self.text, &span, warning);
@@ -923,8 +945,22 @@ impl<'a> Walker<'a> {
     }
 }
 
-fn has_op(json: &Json) -> bool {
-    json.as_object().is_some_and(|map| map.contains_key("op"))
+fn has_op<'a>(node: impl JsonTree<'a>) -> bool {
+    node.kind() == NodeKind::Object && node.get("op").is_some()
+}
+
+/// Whether `node` holds instructions: an array with one, an instruction, or an object with such an array.
+fn holds_instructions<'a>(node: impl JsonTree<'a>) -> bool {
+    match node.kind() {
+        NodeKind::Array => node.items().any(has_op),
+        NodeKind::Object => {
+            node.get("op").is_some()
+                || node.members().any(|(_, member)| {
+                    member.kind() == NodeKind::Array && member.items().any(has_op)
+                })
+        }
+        _ => false,
+    }
 }
 
 /// Finds the first tag named one of `names` (lower-case) at or after `from`: an opening tag `<name…>`

@@ -7,6 +7,7 @@
 //! the engine, and reads a state only to resolve MVU's type-dependent commands.
 
 mod diagnostic;
+mod document;
 mod extract;
 mod feedback;
 mod jsonpatch;
@@ -17,6 +18,7 @@ mod repair;
 mod report;
 
 pub use diagnostic::{Diagnostic, Severity, line_column};
+pub use document::{Document, NodeId, NodeRef};
 pub use extract::{ExtractOptions, Extraction, extract, json_values};
 pub use feedback::feedback;
 pub use jsonpatch::{JsonPatchTranslation, changes_to_patch, patch_from_text, patch_from_value};

@@ -1,4 +1,4 @@
-//! A tolerant JSON parser: broken model JSON in, a `serde_json::Value` plus every repair made out.
+//! A tolerant JSON parser: broken model JSON in, a [`Document`] plus every repair made out.
 //!
 //! This module owns reading one JSON value the way a model meant it: trailing, missing and doubled
 //! commas, single and smart quotes, unquoted keys and strings, `//`, `/* */` and `#` comments, Python
@@ -12,9 +12,12 @@
 //! a bounded number of times, so time is linear in the text. It must not decide what is an instruction,
 //! where a block starts in prose, or how to report repairs to people: that is the extractor's job.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
-use serde_json::{Map, Number, Value as Json};
+use serde_json::{Number, Value as Json};
+
+use crate::document::{Document, Node, NodeId};
 
 /// Deepest container nesting the parser builds. Deeper input is skipped and reported, because deeply
 /// nested `serde_json::Value`s are dropped recursively and the engine refuses them anyway.
@@ -194,9 +197,12 @@ pub struct Child {
 
 /// The outcome of parsing one value.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Parsed {
-    /// The value, or `None` when nothing could be read (no value, or nesting beyond [`MAX_DEPTH`]).
-    pub value: Option<Json>,
+pub struct Parsed<'a> {
+    /// The nodes read; strings that needed no repair borrow the text.
+    pub document: Document<'a>,
+    /// The value's node in [`Parsed::document`], or `None` when nothing could be read (no value, or
+    /// nesting beyond [`MAX_DEPTH`]).
+    pub value: Option<NodeId>,
     /// Byte range from the value's first byte to the byte after the last one consumed.
     pub span: Range<usize>,
     /// Every repair, in text order of discovery.
@@ -208,11 +214,18 @@ pub struct Parsed {
     pub children: Vec<Child>,
 }
 
+impl Parsed<'_> {
+    /// The value as a `serde_json::Value`.
+    pub fn to_json(&self) -> Option<Json> {
+        self.value.map(|id| self.document.to_json(id))
+    }
+}
+
 /// Parses one value starting at byte `start` of `text`, after skipping whitespace and comments.
 ///
 /// The end of `text` is the end of the input: pass a slice that ends where a block ends (a fence, a
 /// tag). Time: O(n) in the bytes consumed.
-pub fn parse_value(text: &str, start: usize) -> Parsed {
+pub fn parse_value(text: &str, start: usize) -> Parsed<'_> {
     let mut parser = Parser::new(text, start.min(text.len()));
     parser.run()
 }
@@ -243,7 +256,7 @@ pub fn repair_json(text: &str) -> Option<RepairedDocument> {
     let mut pos = body_start;
     loop {
         let parsed = parse_value(body, pos);
-        let Some(value) = parsed.value else { break };
+        let Some(value) = parsed.to_json() else { break };
         values.push(value);
         repairs.extend(parsed.repairs);
         complete &= parsed.complete;
@@ -290,15 +303,17 @@ fn strip_fence(text: &str) -> (usize, usize) {
     (body_start, end)
 }
 
-enum Frame {
+/// An open container: where it starts in the text, and where its children start on the parser's
+/// scratch stacks (they become the container's node when it closes).
+enum Frame<'a> {
     Array {
         start: usize,
-        items: Vec<Json>,
+        first: usize,
     },
     Object {
         start: usize,
-        map: Map<String, Json>,
-        key: Option<String>,
+        first: usize,
+        key: Option<Cow<'a, str>>,
     },
 }
 
@@ -321,7 +336,11 @@ struct Parser<'a> {
     b: &'a [u8],
     pos: usize,
     repairs: Vec<Repair>,
-    stack: Vec<Frame>,
+    stack: Vec<Frame<'a>>,
+    document: Document<'a>,
+    /// Elements and members of the open containers, innermost last.
+    open_items: Vec<NodeId>,
+    open_members: Vec<(Cow<'a, str>, NodeId)>,
     open_arrays: usize,
     open_objects: usize,
     /// How many times the end of the text cut something; a value is complete when this did not move
@@ -329,7 +348,7 @@ struct Parser<'a> {
     cuts: usize,
     /// Byte of the last comma consumed between elements, to report trailing commas.
     comma: Option<usize>,
-    root: Option<Json>,
+    root: Option<NodeId>,
     children: Vec<Child>,
     child_start: usize,
     child_cuts: usize,
@@ -366,6 +385,9 @@ impl<'a> Parser<'a> {
             pos: start,
             repairs: Vec::new(),
             stack: Vec::new(),
+            document: Document::default(),
+            open_items: Vec::new(),
+            open_members: Vec::new(),
             open_arrays: 0,
             open_objects: 0,
             cuts: 0,
@@ -443,7 +465,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn run(&mut self) -> Parsed {
+    fn run(&mut self) -> Parsed<'a> {
         self.skip_trivia();
         let start = self.pos;
         let jsonp = self.skip_jsonp_head();
@@ -474,7 +496,8 @@ impl<'a> Parser<'a> {
         }
         let complete = self.cuts == 0;
         Parsed {
-            value: self.root.take(),
+            document: std::mem::take(&mut self.document),
+            value: self.root,
             span: start..end.max(start),
             repairs: std::mem::take(&mut self.repairs),
             complete,
@@ -558,7 +581,7 @@ impl<'a> Parser<'a> {
                 if b == b'{' {
                     self.stack.push(Frame::Object {
                         start,
-                        map: Map::new(),
+                        first: self.open_members.len(),
                         key: None,
                     });
                     self.open_objects += 1;
@@ -566,7 +589,7 @@ impl<'a> Parser<'a> {
                 } else {
                     self.stack.push(Frame::Array {
                         start,
-                        items: Vec::new(),
+                        first: self.open_items.len(),
                     });
                     self.open_arrays += 1;
                     State::ArrayElement
@@ -576,7 +599,7 @@ impl<'a> Parser<'a> {
                 // `{"a": }` or `{"a": ,`: the key has no value.
                 let at = self.pos;
                 self.repair(RepairKind::MissingValue, at..at);
-                self.attach(Json::Null);
+                self.attach(Node::Null);
                 State::AfterValue
             }
             _ => {
@@ -690,7 +713,7 @@ impl<'a> Parser<'a> {
                         let at = self.pos;
                         self.repair(RepairKind::MissingValue, at..at);
                         self.set_key(key);
-                        self.attach(Json::Null);
+                        self.attach(Node::Null);
                         return State::AfterValue;
                     }
                     None => {
@@ -708,14 +731,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn set_key(&mut self, key: String) {
+    fn set_key(&mut self, key: Cow<'a, str>) {
         if let Some(Frame::Object { key: slot, .. }) = self.stack.last_mut() {
             *slot = Some(key);
         }
     }
 
     /// Reads an object key: a quoted string or an unquoted word up to the colon.
-    fn key(&mut self) -> Option<String> {
+    fn key(&mut self) -> Option<Cow<'a, str>> {
         let c = self.char_at(self.pos)?;
         if is_quote(c) || (c == '\\' && self.b.get(self.pos + 1) == Some(&b'"')) {
             return Some(self.string(Context::Key));
@@ -750,7 +773,7 @@ impl<'a> Parser<'a> {
             self.pos += 1;
         }
         self.repair(RepairKind::UnquotedKey, start..start + word.len());
-        Some(word.to_owned())
+        Some(Cow::Borrowed(word))
     }
 
     /// The next non-space byte at or after `from`, on any line.
@@ -831,17 +854,17 @@ impl<'a> Parser<'a> {
         let Some(frame) = self.stack.pop() else {
             return;
         };
-        let value = match frame {
-            Frame::Array { items, .. } => {
+        let id = match frame {
+            Frame::Array { first, .. } => {
                 self.open_arrays -= 1;
-                Json::Array(items)
+                self.document.push_array(self.open_items.drain(first..))
             }
-            Frame::Object { map, .. } => {
+            Frame::Object { first, .. } => {
                 self.open_objects -= 1;
-                Json::Object(map)
+                self.document.push_object(self.open_members.drain(first..))
             }
         };
-        self.attach(value);
+        self.attach_node(id);
     }
 
     fn close_all_at_end(&mut self) {
@@ -856,12 +879,18 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn attach(&mut self, value: Json) {
+    /// Adds a scalar to the innermost container (or makes it the root).
+    fn attach(&mut self, value: Node<'a>) {
+        let id = self.document.push(value);
+        self.attach_node(id);
+    }
+
+    fn attach_node(&mut self, id: NodeId) {
         let root_array = self.top_is_root_array();
         match self.stack.last_mut() {
-            None => self.root = Some(value),
-            Some(Frame::Array { items, .. }) => {
-                items.push(value);
+            None => self.root = Some(id),
+            Some(Frame::Array { .. }) => {
+                self.open_items.push(id);
                 if root_array {
                     let complete = self.cuts == self.child_cuts;
                     self.children.push(Child {
@@ -870,9 +899,9 @@ impl<'a> Parser<'a> {
                     });
                 }
             }
-            Some(Frame::Object { map, key, .. }) => {
+            Some(Frame::Object { key, .. }) => {
                 if let Some(key) = key.take() {
-                    map.insert(key, value);
+                    self.open_members.push((key, id));
                 }
             }
         }
@@ -917,10 +946,10 @@ impl<'a> Parser<'a> {
 
     /// Reads a scalar: a string, number, literal or unquoted word. Returns `None` after skipping a
     /// character that starts no value.
-    fn scalar(&mut self, context: Context) -> Option<Json> {
+    fn scalar(&mut self, context: Context) -> Option<Node<'a>> {
         let c = self.char_at(self.pos)?;
         if is_quote(c) || (c == '\\' && self.b.get(self.pos + 1) == Some(&b'"')) {
-            return Some(Json::String(self.string(context)));
+            return Some(Node::String(self.string(context)));
         }
         if c.is_ascii_digit()
             || c == '-'
@@ -933,7 +962,7 @@ impl<'a> Parser<'a> {
         self.unquoted()
     }
 
-    fn number(&mut self) -> Option<Json> {
+    fn number(&mut self) -> Option<Node<'a>> {
         let start = self.pos;
         let len = self.b[start..]
             .iter()
@@ -960,11 +989,11 @@ impl<'a> Parser<'a> {
             // A number the text ends on may be cut (`8` of `80`).
             self.cuts += 1;
         }
-        Some(Json::Number(number))
+        Some(Node::Number(number))
     }
 
     /// An unquoted word: a literal, or a string up to the next delimiter on the line.
-    fn unquoted(&mut self) -> Option<Json> {
+    fn unquoted(&mut self) -> Option<Node<'a>> {
         let start = self.pos;
         let mut p = start;
         while p < self.b.len() {
@@ -1011,24 +1040,24 @@ impl<'a> Parser<'a> {
             self.cuts += 1;
         }
         let value = match word {
-            "true" => Json::Bool(true),
-            "false" => Json::Bool(false),
-            "null" => Json::Null,
+            "true" => Node::Bool(true),
+            "false" => Node::Bool(false),
+            "null" => Node::Null,
             "True" | "False" | "None" => {
                 self.repair(RepairKind::PythonLiteral, start..end);
                 match word {
-                    "True" => Json::Bool(true),
-                    "False" => Json::Bool(false),
-                    _ => Json::Null,
+                    "True" => Node::Bool(true),
+                    "False" => Node::Bool(false),
+                    _ => Node::Null,
                 }
             }
             "undefined" | "NaN" | "Infinity" | "-Infinity" => {
                 self.repair(RepairKind::JsLiteral, start..end);
-                Json::Null
+                Node::Null
             }
             _ => {
                 self.repair(RepairKind::UnquotedString, start..end);
-                Json::String(word.to_owned())
+                Node::String(Cow::Borrowed(word))
             }
         };
         // `{"a":foo","b":1}`: a stray quote right after an unquoted word.
@@ -1045,7 +1074,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads a string at `self.pos`, whose first character is a quote (or `\"`).
-    fn string(&mut self, context: Context) -> String {
+    fn string(&mut self, context: Context) -> Cow<'a, str> {
         let start = self.pos;
         let escaped_quotes = self.b[start] == b'\\';
         let open = if escaped_quotes {
@@ -1074,6 +1103,19 @@ impl<'a> Parser<'a> {
             _ => |b| b == b'"' || b == b'\'' || b >= 0x80,
         };
         let mut p = start + if escaped_quotes { 2 } else { open.len_utf8() };
+        // Most strings end at their first quote with nothing to unescape: they borrow the text.
+        if !escaped_quotes && matches!(open, '"' | '\'' | '`') {
+            let quote = open as u8;
+            let run = self.b[p..]
+                .iter()
+                .position(|&b| b == b'\\' || b < 0x20 || b == quote);
+            if let Some(end) = run.map(|run| p + run) {
+                if self.b[end] == quote && self.is_closing(end + 1, context) {
+                    self.pos = end + 1;
+                    return Cow::Borrowed(&self.text[p..end]);
+                }
+            }
+        }
         let mut out = String::new();
         // The last comma inside the string, as (byte in text, length of `out` before it), for
         // `"b,"c": 1` where a missing closing quote is found only at the colon.
@@ -1091,13 +1133,13 @@ impl<'a> Parser<'a> {
             out.push_str(&self.text[p..p + run]);
             p += run;
             let Some(c) = self.text[p..].chars().next() else {
-                return self.unclosed_string(start, out);
+                return Cow::Owned(self.unclosed_string(start, out));
             };
             if c == '\\' {
                 if escaped_quotes && self.b.get(p + 1) == Some(&b'"') {
                     if self.is_closing(p + 2, context) {
                         self.pos = p + 2;
-                        return out;
+                        return Cow::Owned(out);
                     }
                     out.push('"');
                     p += 2;
@@ -1115,7 +1157,7 @@ impl<'a> Parser<'a> {
                 let after = p + c.len_utf8();
                 if self.is_closing(after, context) {
                     self.pos = after;
-                    return out;
+                    return Cow::Owned(out);
                 }
                 if context == Context::Value && self.next_significant(after) == Some(b':') {
                     if let Some((comma_at, out_len)) = last_comma {
@@ -1127,10 +1169,10 @@ impl<'a> Parser<'a> {
                         }
                         self.repair(RepairKind::UnclosedString, start..comma_at);
                         self.pos = comma_at;
-                        return out;
+                        return Cow::Owned(out);
                     }
                     self.pos = after;
-                    return out;
+                    return Cow::Owned(out);
                 }
                 self.extend_repair(&mut quote_repair, RepairKind::UnescapedQuote, p..after);
                 out.push(c);
@@ -1347,7 +1389,7 @@ mod tests {
     fn valid_json_is_read_without_repairs() {
         let parsed = parse_value(r#" {"a": [1, 2.5, "x\n\u00e9"], "b": null} "#, 0);
         assert_eq!(
-            parsed.value,
+            parsed.to_json(),
             Some(json!({"a": [1, 2.5, "x\n\u{e9}"], "b": null}))
         );
         assert!(parsed.repairs.is_empty());
@@ -1359,7 +1401,7 @@ mod tests {
     fn common_defects_are_repaired_and_reported() {
         let parsed = parse_value("{'a': True, b: None, // note\n \"c\": [1 2,],}", 0);
         assert_eq!(
-            parsed.value,
+            parsed.to_json(),
             Some(json!({"a": true, "b": null, "c": [1, 2]}))
         );
         let kinds: Vec<&str> = parsed.repairs.iter().map(|r| r.kind.code()).collect();
@@ -1392,7 +1434,7 @@ mod tests {
         );
         assert!(!parsed.children[1].complete);
         let cut_string = parse_value(r#"[{"a": "full}"#, 0);
-        assert_eq!(cut_string.value, Some(json!([{"a": "full"}])));
+        assert_eq!(cut_string.to_json(), Some(json!([{"a": "full"}])));
         assert!(!cut_string.children[0].complete);
     }
 

@@ -1,0 +1,269 @@
+//! The tree the repair parser builds: every node in one vector, strings borrowed from the text.
+//!
+//! A reply's JSON is read once and decoded once, so building a `serde_json::Value` in between (a map
+//! node and an owned string for every key and string) was most of the lenient layer's time. A
+//! [`Document`] keeps its nodes, array elements and object members in three vectors, and a string that
+//! needed no repair borrows the text it was read from. The engine decodes instructions straight from
+//! it through [`JsonTree`]; [`Document::to_json`] gives a `serde_json::Value` where one is wanted.
+//!
+//! This module owns the tree and nothing else: what a value means is for the parser and the extractor.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Number, Value as Json};
+use statecraft_engine::{JsonTree, NodeKind, Path, Segment};
+
+/// Where a node sits in its [`Document`].
+pub type NodeId = u32;
+
+/// One node. Containers hold a range of [`Document::items`] or [`Document::members`].
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Node<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(Cow<'a, str>),
+    Array { start: u32, end: u32 },
+    Object { start: u32, end: u32 },
+}
+
+/// JSON values read from a text of lifetime `'a`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Document<'a> {
+    nodes: Vec<Node<'a>>,
+    /// Array elements, each array's contiguous.
+    items: Vec<NodeId>,
+    /// Object members in text order, each object's contiguous; a key may repeat (the last one counts).
+    members: Vec<(Cow<'a, str>, NodeId)>,
+}
+
+/// A node of a [`Document`], to read it (it implements the engine's [`JsonTree`]).
+#[derive(Clone, Copy, Debug)]
+pub struct NodeRef<'d, 'a> {
+    document: &'d Document<'a>,
+    id: NodeId,
+}
+
+impl<'a> Document<'a> {
+    /// Reads node `id`.
+    ///
+    /// # Panics
+    /// When `id` is not a node of this document.
+    pub fn node(&self, id: NodeId) -> NodeRef<'_, 'a> {
+        assert!((id as usize) < self.nodes.len(), "no node {id}");
+        NodeRef { document: self, id }
+    }
+
+    /// The node `id` as a `serde_json::Value` (a repeated key keeps its last value).
+    pub fn to_json(&self, id: NodeId) -> Json {
+        match &self.nodes[id as usize] {
+            Node::Null => Json::Null,
+            Node::Bool(b) => Json::Bool(*b),
+            Node::Number(n) => Json::Number(n.clone()),
+            Node::String(s) => Json::String(s.to_string()),
+            Node::Array { start, end } => Json::Array(
+                self.items[*start as usize..*end as usize]
+                    .iter()
+                    .map(|&item| self.to_json(item))
+                    .collect(),
+            ),
+            Node::Object { start, end } => {
+                let mut map = Map::new();
+                for (key, value) in &self.members[*start as usize..*end as usize] {
+                    map.insert(key.to_string(), self.to_json(*value));
+                }
+                Json::Object(map)
+            }
+        }
+    }
+
+    /// Adds a scalar node.
+    pub(crate) fn push(&mut self, node: Node<'a>) -> NodeId {
+        debug_assert!(!matches!(node, Node::Array { .. } | Node::Object { .. }));
+        self.add(node)
+    }
+
+    /// Adds an array of `items`, which are nodes of this document.
+    pub(crate) fn push_array(&mut self, items: impl IntoIterator<Item = NodeId>) -> NodeId {
+        let start = index(self.items.len());
+        self.items.extend(items);
+        let end = index(self.items.len());
+        self.add(Node::Array { start, end })
+    }
+
+    /// Adds an object of `members`, whose values are nodes of this document.
+    pub(crate) fn push_object(
+        &mut self,
+        members: impl IntoIterator<Item = (Cow<'a, str>, NodeId)>,
+    ) -> NodeId {
+        let start = index(self.members.len());
+        self.members.extend(members);
+        let end = index(self.members.len());
+        self.add(Node::Object { start, end })
+    }
+
+    /// Adds a copy of `json`.
+    pub(crate) fn push_json(&mut self, json: &Json) -> NodeId {
+        match json {
+            Json::Null => self.push(Node::Null),
+            Json::Bool(b) => self.push(Node::Bool(*b)),
+            Json::Number(n) => self.push(Node::Number(n.clone())),
+            Json::String(s) => self.push(Node::String(Cow::Owned(s.clone()))),
+            Json::Array(items) => {
+                let items: Vec<NodeId> = items.iter().map(|item| self.push_json(item)).collect();
+                self.push_array(items)
+            }
+            Json::Object(map) => {
+                let members: Vec<(Cow<'a, str>, NodeId)> = map
+                    .iter()
+                    .map(|(key, value)| (Cow::Owned(key.clone()), self.push_json(value)))
+                    .collect();
+                self.push_object(members)
+            }
+        }
+    }
+
+    /// Adds `path` in its canonical list form.
+    pub(crate) fn push_path(&mut self, path: &Path) -> NodeId {
+        let items: Vec<NodeId> = path
+            .segments()
+            .iter()
+            .map(|segment| match segment {
+                Segment::Key(key) => self.push(Node::String(Cow::Owned(key.to_string()))),
+                Segment::Index(index) => self.push(Node::Number(Number::from(*index))),
+            })
+            .collect();
+        self.push_array(items)
+    }
+
+    /// Points the member `key` of object `object` (its last one, when repeated) at `value`.
+    pub(crate) fn set_member(&mut self, object: NodeId, key: &str, value: NodeId) {
+        if let Node::Object { start, end } = self.nodes[object as usize] {
+            let members = &mut self.members[start as usize..end as usize];
+            if let Some(member) = members.iter_mut().rev().find(|(k, _)| k == key) {
+                member.1 = value;
+            }
+        }
+    }
+
+    fn add(&mut self, node: Node<'a>) -> NodeId {
+        self.nodes.push(node);
+        index(self.nodes.len() - 1)
+    }
+}
+
+/// A position in one of the vectors as a `u32`. Texts are far below 4 GiB, and a node takes at least
+/// one byte of text, so this never truncates.
+fn index(position: usize) -> u32 {
+    u32::try_from(position).expect("a document holds fewer than 2^32 nodes")
+}
+
+impl<'d, 'a> NodeRef<'d, 'a> {
+    /// The node's id in its document.
+    pub fn id(self) -> NodeId {
+        self.id
+    }
+
+    fn node(self) -> &'d Node<'a> {
+        &self.document.nodes[self.id as usize]
+    }
+
+    fn at(self, id: NodeId) -> NodeRef<'d, 'a> {
+        NodeRef {
+            document: self.document,
+            id,
+        }
+    }
+}
+
+impl<'d, 'a: 'd> JsonTree<'d> for NodeRef<'d, 'a> {
+    fn kind(self) -> NodeKind<'d> {
+        match self.node() {
+            Node::Null => NodeKind::Null,
+            Node::Bool(b) => NodeKind::Bool(*b),
+            Node::Number(n) => NodeKind::Number(n),
+            Node::String(s) => NodeKind::String(s),
+            Node::Array { .. } => NodeKind::Array,
+            Node::Object { .. } => NodeKind::Object,
+        }
+    }
+
+    fn items(self) -> impl Iterator<Item = Self> + 'd {
+        let ids: &'d [NodeId] = match *self.node() {
+            Node::Array { start, end } => &self.document.items[start as usize..end as usize],
+            _ => &[],
+        };
+        ids.iter().map(move |&id| self.at(id))
+    }
+
+    fn members(self) -> impl Iterator<Item = (&'d str, Self)> + 'd {
+        let members: &'d [(Cow<'a, str>, NodeId)] = match *self.node() {
+            Node::Object { start, end } => &self.document.members[start as usize..end as usize],
+            _ => &[],
+        };
+        members.iter().map(move |(key, id)| (&**key, self.at(*id)))
+    }
+
+    fn get(self, key: &str) -> Option<Self> {
+        self.members()
+            .filter(|(k, _)| *k == key)
+            .last()
+            .map(|(_, node)| node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use statecraft_engine::{Value, path};
+
+    fn sample() -> (Document<'static>, NodeId) {
+        let mut document = Document::default();
+        let json = json!({"op": "assign", "path": "a.b", "value": [1, {"x": null}]});
+        let root = document.push_json(&json);
+        (document, root)
+    }
+
+    #[test]
+    fn reads_like_the_json_it_holds() {
+        let (document, root) = sample();
+        let node = document.node(root);
+        assert_eq!(node.kind(), NodeKind::Object);
+        assert_eq!(
+            node.get("op").map(JsonTree::kind),
+            Some(NodeKind::String("assign"))
+        );
+        assert!(node.get("nope").is_none());
+        let value = node.get("value").expect("value");
+        assert_eq!(value.items().count(), 2);
+        assert_eq!(
+            Value::from_json(value),
+            Value::from_json(&json!([1, {"x": null}]))
+        );
+        assert_eq!(
+            document.to_json(root),
+            json!({"op": "assign", "path": "a.b", "value": [1, {"x": null}]})
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_reads_its_last_value() {
+        let mut document = Document::default();
+        let first = document.push(Node::Number(1.into()));
+        let second = document.push(Node::Number(2.into()));
+        let object = document.push_object([("a".into(), first), ("a".into(), second)]);
+        let node = document.node(object);
+        assert_eq!(node.members().count(), 2);
+        assert_eq!(node.get("a").map(NodeRef::id), Some(second));
+        assert_eq!(document.to_json(object), json!({"a": 2}));
+    }
+
+    #[test]
+    fn a_member_can_be_pointed_at_a_new_node() {
+        let (mut document, root) = sample();
+        let path = document.push_path(&path!["a", 0]);
+        document.set_member(root, "path", path);
+        assert_eq!(document.to_json(root)["path"], json!(["a", 0]));
+    }
+}
