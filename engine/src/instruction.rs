@@ -215,10 +215,23 @@ impl Instruction {
     /// Decodes one instruction from JSON (strict: unknown members are errors).
     pub fn from_json<'a>(json: impl JsonTree<'a>) -> Result<Instruction, Vec<BatchError>> {
         let mut report = Vec::new();
-        let decoded = decode_instruction(json, &Trail(vec![0]), &Limits::default(), &mut report);
+        let decoded = decode_instruction(json, 0, &Limits::default(), &mut report);
         match decoded {
             Some((instruction, _)) if report.is_empty() => Ok(instruction),
             _ => Err(report),
+        }
+    }
+
+    /// Decodes one instruction leniently, as [`Batch::from_json_lenient`] decodes each of a batch's:
+    /// the instruction and the warnings for what was tolerated, or every problem.
+    pub fn from_json_lenient<'a>(
+        json: impl JsonTree<'a>,
+        limits: &Limits,
+    ) -> Result<(Instruction, Vec<BatchError>), Vec<BatchError>> {
+        let mut report = Vec::new();
+        match decode_instruction(json, 0, limits, &mut report) {
+            Some((instruction, _)) if report.iter().all(is_tolerable) => Ok((instruction, report)),
+            _ => Err(report.into_iter().filter(|e| !is_tolerable(e)).collect()),
         }
     }
 
@@ -382,10 +395,9 @@ fn decode_batch<'a, T: JsonTree<'a>>(json: T, mode: Mode, limits: &Limits) -> De
         };
     }
     for (index, item) in items.enumerate() {
-        let trail = Trail(vec![index]);
         let mut report = Vec::new();
         if let Some((instruction, patch_form)) =
-            decode_instruction(item, &trail, limits, &mut report)
+            decode_instruction(item, index, limits, &mut report)
         {
             patch_forms.push(patch_form);
             instructions.push(instruction);
@@ -430,14 +442,14 @@ fn is_tolerable(error: &BatchError) -> bool {
 
 fn decode_instruction<'a>(
     json: impl JsonTree<'a>,
-    trail: &Trail,
+    index: usize,
     limits: &Limits,
     report: &mut Vec<BatchError>,
 ) -> Option<(Instruction, bool)> {
     if json.kind() != NodeKind::Object {
         report.push(BatchError::in_field(
             ErrorKind::NotAnInstruction,
-            trail,
+            &Trail(vec![index]),
             "",
             format!(
                 "an instruction must be an object with \"op\" and \"path\", not {}",
@@ -451,7 +463,7 @@ fn decode_instruction<'a>(
         if !KNOWN_FIELDS.contains(&key) {
             report.push(BatchError::in_field(
                 ErrorKind::UnknownMember,
-                trail,
+                &Trail(vec![index]),
                 crate::path::pointer_of(&[crate::Segment::key(key)]),
                 format!(
                     "unknown member \"{key}\"; an instruction has only {}",
@@ -465,7 +477,7 @@ fn decode_instruction<'a>(
         None => {
             report.push(BatchError::in_field(
                 ErrorKind::MissingField,
-                trail,
+                &Trail(vec![index]),
                 "/op",
                 "missing \"op\"",
             ));
@@ -480,7 +492,7 @@ fn decode_instruction<'a>(
             Err(()) => {
                 report.push(BatchError::in_field(
                     ErrorKind::UnknownOp,
-                    trail,
+                    &Trail(vec![index]),
                     "/op",
                     format!(
                         "unknown op \"{name}\"; expected one of assign, get, delete, merge, push, pop, splice, \
@@ -493,7 +505,7 @@ fn decode_instruction<'a>(
         Some(_) => {
             report.push(BatchError::in_field(
                 ErrorKind::InvalidField,
-                trail,
+                &Trail(vec![index]),
                 "/op",
                 format!(
                     "\"op\" must be a string, not {}",
@@ -504,14 +516,14 @@ fn decode_instruction<'a>(
         }
     };
     let op = op?;
-    let path = decode_path(json.get("path"), "/path", patch_form, trail, report);
+    let path = decode_path(json.get("path"), "/path", patch_form, index, report);
     let from = match op {
-        Op::Move | Op::Copy => decode_path(json.get("from"), "/from", patch_form, trail, report),
+        Op::Move | Op::Copy => decode_path(json.get("from"), "/from", patch_form, index, report),
         _ => {
             if json.get("from").is_some() {
                 report.push(BatchError::in_field(
                     ErrorKind::UnexpectedField,
-                    trail,
+                    &Trail(vec![index]),
                     "/from",
                     format!("\"from\" is only for move and copy, not {op}"),
                 ));
@@ -523,7 +535,7 @@ fn decode_instruction<'a>(
         (Some(true), None) => {
             report.push(BatchError::in_field(
                 ErrorKind::MissingField,
-                trail,
+                &Trail(vec![index]),
                 "/value",
                 format!("{op} needs a \"value\""),
             ));
@@ -532,21 +544,21 @@ fn decode_instruction<'a>(
         (None, Some(_)) => {
             report.push(BatchError::in_field(
                 ErrorKind::UnexpectedField,
-                trail,
+                &Trail(vec![index]),
                 "/value",
                 format!("{op} takes no \"value\""),
             ));
             None
         }
-        (_, Some(json)) => decode_value(json, "/value", trail, limits, report),
+        (_, Some(json)) => decode_value(json, "/value", index, limits, report),
         (_, None) => None,
     };
     let old = match json.get("old") {
-        Some(json) if op.takes_old() => decode_value(json, "/old", trail, limits, report),
+        Some(json) if op.takes_old() => decode_value(json, "/old", index, limits, report),
         Some(_) => {
             report.push(BatchError::in_field(
                 ErrorKind::UnexpectedField,
-                trail,
+                &Trail(vec![index]),
                 "/old",
                 format!("{op} takes no \"old\" check"),
             ));
@@ -561,7 +573,7 @@ fn decode_instruction<'a>(
         Some(_) => {
             report.push(BatchError::in_field(
                 ErrorKind::InvalidField,
-                trail,
+                &Trail(vec![index]),
                 "/reason",
                 format!(
                     "\"reason\" must be a string, not {}",
@@ -573,7 +585,7 @@ fn decode_instruction<'a>(
     };
     let metadata = json
         .get("metadata")
-        .and_then(|json| decode_value(json, "/metadata", trail, limits, report));
+        .and_then(|json| decode_value(json, "/metadata", index, limits, report));
     let fatal = report[before..].iter().any(|e| !is_tolerable(e));
     if fatal {
         return None;
@@ -601,13 +613,13 @@ fn decode_path<'a>(
     json: Option<impl JsonTree<'a>>,
     field: &str,
     pointer_form: bool,
-    trail: &Trail,
+    index: usize,
     report: &mut Vec<BatchError>,
 ) -> Option<Path> {
     let Some(json) = json else {
         report.push(BatchError::in_field(
             ErrorKind::MissingField,
-            trail,
+            &Trail(vec![index]),
             field,
             format!("missing \"{}\"", &field[1..]),
         ));
@@ -620,7 +632,7 @@ fn decode_path<'a>(
                 // Reported as a repair; lenient decoding keeps the path, strict decoding refuses it.
                 report.push(BatchError::in_field(
                     ErrorKind::PointerWithoutSlash,
-                    trail,
+                    &Trail(vec![index]),
                     field,
                     format!("{MISSING_SLASH}; read \"{pointer}\" as \"/{pointer}\""),
                 ));
@@ -631,7 +643,7 @@ fn decode_path<'a>(
                 Err(error) => {
                     report.push(BatchError::in_field(
                         ErrorKind::InvalidPath,
-                        trail,
+                        &Trail(vec![index]),
                         field,
                         format!("{error}: \"{pointer}\""),
                     ));
@@ -641,7 +653,7 @@ fn decode_path<'a>(
         }
         report.push(BatchError::in_field(
             ErrorKind::InvalidPath,
-            trail,
+            &Trail(vec![index]),
             field,
             format!(
                 "a JSON Patch \"{}\" must be a JSON Pointer string, not {}",
@@ -656,7 +668,7 @@ fn decode_path<'a>(
         Err(message) => {
             report.push(BatchError::in_field(
                 ErrorKind::InvalidPath,
-                trail,
+                &Trail(vec![index]),
                 field,
                 message,
             ));
@@ -668,7 +680,7 @@ fn decode_path<'a>(
 fn decode_value<'a>(
     json: impl JsonTree<'a>,
     field: &str,
-    trail: &Trail,
+    index: usize,
     limits: &Limits,
     report: &mut Vec<BatchError>,
 ) -> Option<Value> {
@@ -677,7 +689,7 @@ fn decode_value<'a>(
     if depth > limits.max_value_depth {
         report.push(BatchError::in_field(
             ErrorKind::ValueTooDeep,
-            trail,
+            &Trail(vec![index]),
             field,
             format!(
                 "the value nests {depth} levels deep; the limit is {}",
@@ -761,6 +773,21 @@ mod tests {
         assert_eq!(lenient.batch.len(), 1);
         assert_eq!(lenient.warnings[0].field.as_deref(), Some("/note"));
         assert_eq!(lenient.warnings[0].kind, ErrorKind::UnknownMember);
+    }
+
+    #[test]
+    fn one_instruction_decodes_leniently_like_a_batch_of_one() {
+        let limits = Limits::default();
+        let json = json!({"op": "assign", "path": ["a"], "value": 1, "mood": "x"});
+        let (instruction, warnings) = Instruction::from_json_lenient(&json, &limits).unwrap();
+        let batch = Batch::from_json_lenient(&json, &limits).unwrap();
+        assert_eq!(batch.batch.instructions, [instruction]);
+        assert_eq!(batch.warnings, warnings);
+        assert_eq!(warnings[0].kind, ErrorKind::UnknownMember);
+        let bad = json!({"op": "assign", "value": 1, "mood": "x"});
+        let errors = Instruction::from_json_lenient(&bad, &limits).unwrap_err();
+        assert_eq!(errors, Batch::from_json_lenient(&bad, &limits).unwrap_err());
+        assert_eq!(errors.len(), 1, "{errors:?}");
     }
 
     #[test]

@@ -54,6 +54,13 @@ impl<'a> Document<'a> {
         NodeRef { document: self, id }
     }
 
+    /// Empties the document, keeping its vectors' capacity.
+    pub(crate) fn clear(&mut self) {
+        self.nodes.clear();
+        self.items.clear();
+        self.members.clear();
+    }
+
     /// The node `id` as a `serde_json::Value` (a repeated key keeps its last value).
     pub fn to_json(&self, id: NodeId) -> Json {
         match &self.nodes[id as usize] {

@@ -23,7 +23,7 @@ use crate::diagnostic::{Diagnostic, Severity, unplaced};
 use crate::document::{Document, NodeId, NodeRef};
 use crate::mvu::{MvuOptions, translate};
 use crate::pathtext::parse_path;
-use crate::repair::{Parsed, RepairKind, find, parse_value};
+use crate::repair::{Parsed, RepairKind, Spare, find, parse_value_in};
 use crate::report::RepairReport;
 
 /// How to read a reply.
@@ -121,6 +121,8 @@ struct Walker<'a> {
     /// Where to look next after a bracket in prose was refused: the next bracket when only spaces
     /// lie between, so that a megabyte of `{` is one step, not a million.
     resume: Option<usize>,
+    /// Vectors kept from one block's parse for the next.
+    spare: Spare<'a>,
 }
 
 /// One value that claims to be an instruction, with where it sits in the text.
@@ -146,6 +148,7 @@ impl<'a> Walker<'a> {
             collect_values: false,
             values: Vec::new(),
             resume: None,
+            spare: Spare::default(),
         }
     }
 
@@ -502,7 +505,7 @@ impl<'a> Walker<'a> {
         let slice = &self.text[..end];
         // One pass of the tolerant parser: on valid JSON it runs near serde_json's speed, and on
         // broken JSON it avoids building and dropping a partial value first.
-        let parsed = parse_value(slice, at);
+        let parsed = parse_value_in(slice, at, &mut self.spare);
         let block_end = parsed.span.end;
         self.block(parsed, mode);
         Some(self.trailing_garbage(block_end, end, mode))
@@ -594,14 +597,15 @@ impl<'a> Walker<'a> {
     }
 
     /// Handles one parsed value: its instructions are decoded, anything else is skipped and reported.
-    fn block(&mut self, parsed: Parsed<'a>, mode: Mode) {
+    fn block(&mut self, mut parsed: Parsed<'a>, mode: Mode) {
         let first = self.diagnostics.len();
-        self.block_unsorted(parsed, mode);
+        self.block_unsorted(&mut parsed, mode);
+        self.spare.recycle(parsed);
         // A block reports its repairs, then its instructions' problems: put them in text order.
         self.diagnostics[first..].sort_by_key(|d| d.span.start);
     }
 
-    fn block_unsorted(&mut self, mut parsed: Parsed<'a>, mode: Mode) {
+    fn block_unsorted(&mut self, parsed: &mut Parsed<'a>, mode: Mode) {
         let Some(value) = parsed.value else {
             if let Some(too_deep) = parsed
                 .repairs
@@ -624,7 +628,7 @@ impl<'a> Walker<'a> {
             self.values.push(parsed.document.to_json(value));
             return;
         }
-        let (candidates, wrapper) = self.candidates(value, &mut parsed);
+        let (candidates, wrapper) = self.candidates(value, parsed);
         if candidates.is_empty() {
             self.report.skipped_values += 1;
             self.diag(
@@ -880,9 +884,9 @@ impl<'a> Walker<'a> {
             let list = document.push_path(&path);
             document.set_member(node, "path", list);
         }
-        match Batch::from_json_lenient(document.node(node), &self.options.limits) {
-            Ok(lenient) => {
-                for warning in &lenient.warnings {
+        match Instruction::from_json_lenient(document.node(node), &self.options.limits) {
+            Ok((instruction, warnings)) => {
+                for warning in &warnings {
                     let field_span = warning_span(self.text, &span, warning);
                     let kind = if warning.kind == ErrorKind::UnknownMember {
                         "unknown_member"
@@ -892,8 +896,8 @@ impl<'a> Walker<'a> {
                     self.report.unknown_members += usize::from(kind == "unknown_member");
                     self.diag(kind, Severity::Warning, field_span, warning.message.clone());
                 }
-                self.report.instructions += lenient.batch.instructions.len();
-                self.instructions.extend(lenient.batch.instructions);
+                self.report.instructions += 1;
+                self.instructions.push(instruction);
                 Some((patch, span))
             }
             Err(errors) => {

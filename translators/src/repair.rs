@@ -226,8 +226,41 @@ impl Parsed<'_> {
 /// The end of `text` is the end of the input: pass a slice that ends where a block ends (a fence, a
 /// tag). Time: O(n) in the bytes consumed.
 pub fn parse_value(text: &str, start: usize) -> Parsed<'_> {
-    let mut parser = Parser::new(text, start.min(text.len()));
-    parser.run()
+    parse_value_in(text, start, &mut Spare::default())
+}
+
+/// [`parse_value`] with the vectors an earlier parse left in `spare`: reading many blocks of one text
+/// then allocates about once, not once per block.
+pub(crate) fn parse_value_in<'a>(text: &'a str, start: usize, spare: &mut Spare<'a>) -> Parsed<'a> {
+    let mut parser = Parser::new(text, start.min(text.len()), spare);
+    let parsed = parser.run();
+    spare.stack = parser.stack;
+    spare.open_items = parser.open_items;
+    spare.open_members = parser.open_members;
+    parsed
+}
+
+/// Emptied vectors kept from one parse for the next.
+#[derive(Default)]
+pub(crate) struct Spare<'a> {
+    document: Document<'a>,
+    repairs: Vec<Repair>,
+    children: Vec<Child>,
+    stack: Vec<Frame<'a>>,
+    open_items: Vec<NodeId>,
+    open_members: Vec<(Cow<'a, str>, NodeId)>,
+}
+
+impl<'a> Spare<'a> {
+    /// Keeps the vectors of a parse whose result is no longer needed.
+    pub(crate) fn recycle(&mut self, mut parsed: Parsed<'a>) {
+        parsed.document.clear();
+        parsed.repairs.clear();
+        parsed.children.clear();
+        self.document = parsed.document;
+        self.repairs = parsed.repairs;
+        self.children = parsed.children;
+    }
 }
 
 /// The outcome of [`repair_json`].
@@ -378,22 +411,28 @@ fn is_quote(c: char) -> bool {
 }
 
 impl<'a> Parser<'a> {
-    fn new(text: &'a str, start: usize) -> Parser<'a> {
+    fn new(text: &'a str, start: usize, spare: &mut Spare<'a>) -> Parser<'a> {
+        let mut stack = std::mem::take(&mut spare.stack);
+        let mut open_items = std::mem::take(&mut spare.open_items);
+        let mut open_members = std::mem::take(&mut spare.open_members);
+        stack.clear();
+        open_items.clear();
+        open_members.clear();
         Parser {
             text,
             b: text.as_bytes(),
             pos: start,
-            repairs: Vec::new(),
-            stack: Vec::new(),
-            document: Document::default(),
-            open_items: Vec::new(),
-            open_members: Vec::new(),
+            repairs: std::mem::take(&mut spare.repairs),
+            stack,
+            document: std::mem::take(&mut spare.document),
+            open_items,
+            open_members,
             open_arrays: 0,
             open_objects: 0,
             cuts: 0,
             comma: None,
             root: None,
-            children: Vec::new(),
+            children: std::mem::take(&mut spare.children),
             child_start: start,
             child_cuts: 0,
         }
