@@ -108,20 +108,17 @@ pub(crate) fn place(text: &str, diagnostics: &mut [Diagnostic]) {
         while !text.is_char_boundary(target) {
             target -= 1;
         }
-        // Sorted starts only move forward; equal starts share the position. Each count below is a
-        // plain pass over the bytes, which the compiler vectorises.
+        // Sorted starts only move forward; equal starts share the position.
         let segment = &text.as_bytes()[pos.min(target)..target];
-        let newlines = segment.iter().filter(|&&b| b == b'\n').count();
-        let last_line = if newlines > 0 {
-            line += newlines;
-            column = 1;
-            let last = segment.iter().rposition(|&b| b == b'\n').unwrap_or(0);
-            &segment[last + 1..]
-        } else {
-            segment
+        let last_line = match memchr::memrchr(b'\n', segment) {
+            Some(last) => {
+                line += bytecount::count(segment, b'\n');
+                column = 1;
+                &segment[last + 1..]
+            }
+            None => segment,
         };
-        // Counting only the bytes that start a character counts characters.
-        column += last_line.iter().filter(|&&b| b & 0xC0 != 0x80).count();
+        column += bytecount::num_chars(last_line);
         pos = pos.max(target);
         (diagnostic.line, diagnostic.column) = (line, column);
     }

@@ -972,7 +972,7 @@ fn holds_instructions<'a>(node: impl JsonTree<'a>) -> bool {
 fn find_tag(b: &[u8], from: usize, names: &[&str], closing: bool) -> Option<(usize, usize)> {
     let mut pos = from;
     while pos < b.len() {
-        let at = pos + b[pos..].iter().position(|&c| c == b'<')?;
+        let at = pos + memchr::memchr(b'<', &b[pos..])?;
         let mut p = at + 1;
         if closing {
             if b.get(p) != Some(&b'/') {

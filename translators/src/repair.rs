@@ -1393,18 +1393,9 @@ fn is_json_number(token: &str) -> bool {
     i == b.len()
 }
 
-/// The first index of `needle` in `haystack`. Time: O(n·m) with m tiny.
+/// The first index of `needle` in `haystack`. Time: O(n).
 pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    let first = *needle.first()?;
-    let mut from = 0;
-    while let Some(i) = haystack[from..].iter().position(|&b| b == first) {
-        let at = from + i;
-        if haystack[at..].starts_with(needle) {
-            return Some(at);
-        }
-        from = at + 1;
-    }
-    None
+    memchr::memmem::find(haystack, needle)
 }
 
 #[cfg(test)]
