@@ -368,7 +368,18 @@ struct Decoded {
     warnings: Vec<BatchError>,
 }
 
-const KNOWN_FIELDS: [&str; 7] = ["op", "path", "from", "value", "old", "reason", "metadata"];
+/// The members an instruction may have, in one pass over an object (a repeated key: the last counts).
+struct Fields<T> {
+    op: Option<T>,
+    path: Option<T>,
+    from: Option<T>,
+    value: Option<T>,
+    old: Option<T>,
+    reason: Option<T>,
+    metadata: Option<T>,
+}
+
+const KNOWN_FIELDS: &str = "op, path, from, value, old, reason, metadata";
 
 fn decode_batch<'a, T: JsonTree<'a>>(json: T, mode: Mode, limits: &Limits) -> Decoded {
     // An array of instructions, or one instruction on its own.
@@ -459,21 +470,38 @@ fn decode_instruction<'a>(
         return None;
     }
     let before = report.len();
-    for (key, _) in json.members() {
-        if !KNOWN_FIELDS.contains(&key) {
-            report.push(BatchError::in_field(
-                ErrorKind::UnknownMember,
-                &Trail(vec![index]),
-                crate::path::pointer_of(&[crate::Segment::key(key)]),
-                format!(
-                    "unknown member \"{key}\"; an instruction has only {}",
-                    KNOWN_FIELDS.join(", ")
-                ),
-            ));
-        }
+    let mut fields = Fields {
+        op: None,
+        path: None,
+        from: None,
+        value: None,
+        old: None,
+        reason: None,
+        metadata: None,
+    };
+    for (key, member) in json.members() {
+        let slot = match key {
+            "op" => &mut fields.op,
+            "path" => &mut fields.path,
+            "from" => &mut fields.from,
+            "value" => &mut fields.value,
+            "old" => &mut fields.old,
+            "reason" => &mut fields.reason,
+            "metadata" => &mut fields.metadata,
+            _ => {
+                report.push(BatchError::in_field(
+                    ErrorKind::UnknownMember,
+                    &Trail(vec![index]),
+                    crate::path::pointer_of(&[crate::Segment::key(key)]),
+                    format!("unknown member \"{key}\"; an instruction has only {KNOWN_FIELDS}"),
+                ));
+                continue;
+            }
+        };
+        *slot = Some(member);
     }
     let mut patch_form = false;
-    let op = match json.get("op").map(JsonTree::kind) {
+    let op = match fields.op.map(JsonTree::kind) {
         None => {
             report.push(BatchError::in_field(
                 ErrorKind::MissingField,
@@ -509,18 +537,18 @@ fn decode_instruction<'a>(
                 "/op",
                 format!(
                     "\"op\" must be a string, not {}",
-                    json.get("op").map_or("nothing", type_name)
+                    fields.op.map_or("nothing", type_name)
                 ),
             ));
             None
         }
     };
     let op = op?;
-    let path = decode_path(json.get("path"), "/path", patch_form, index, report);
+    let path = decode_path(fields.path, "/path", patch_form, index, report);
     let from = match op {
-        Op::Move | Op::Copy => decode_path(json.get("from"), "/from", patch_form, index, report),
+        Op::Move | Op::Copy => decode_path(fields.from, "/from", patch_form, index, report),
         _ => {
-            if json.get("from").is_some() {
+            if fields.from.is_some() {
                 report.push(BatchError::in_field(
                     ErrorKind::UnexpectedField,
                     &Trail(vec![index]),
@@ -531,7 +559,7 @@ fn decode_instruction<'a>(
             None
         }
     };
-    let value = match (op.value_rule(), json.get("value")) {
+    let value = match (op.value_rule(), fields.value) {
         (Some(true), None) => {
             report.push(BatchError::in_field(
                 ErrorKind::MissingField,
@@ -553,7 +581,7 @@ fn decode_instruction<'a>(
         (_, Some(json)) => decode_value(json, "/value", index, limits, report),
         (_, None) => None,
     };
-    let old = match json.get("old") {
+    let old = match fields.old {
         Some(json) if op.takes_old() => decode_value(json, "/old", index, limits, report),
         Some(_) => {
             report.push(BatchError::in_field(
@@ -566,8 +594,7 @@ fn decode_instruction<'a>(
         }
         None => None,
     };
-    let reason_json = json.get("reason");
-    let reason = match reason_json.map(JsonTree::kind) {
+    let reason = match fields.reason.map(JsonTree::kind) {
         None | Some(NodeKind::Null) => None,
         Some(NodeKind::String(text)) => Some(text.to_owned()),
         Some(_) => {
@@ -577,14 +604,14 @@ fn decode_instruction<'a>(
                 "/reason",
                 format!(
                     "\"reason\" must be a string, not {}",
-                    reason_json.map_or("nothing", type_name)
+                    fields.reason.map_or("nothing", type_name)
                 ),
             ));
             None
         }
     };
-    let metadata = json
-        .get("metadata")
+    let metadata = fields
+        .metadata
         .and_then(|json| decode_value(json, "/metadata", index, limits, report));
     let fatal = report[before..].iter().any(|e| !is_tolerable(e));
     if fatal {

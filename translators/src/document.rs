@@ -9,6 +9,7 @@
 //! This module owns the tree and nothing else: what a value means is for the parser and the extractor.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde_json::{Map, Number, Value as Json};
 use statecraft_engine::{JsonTree, NodeKind, Path, Segment};
@@ -31,6 +32,8 @@ pub(crate) enum Node<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Document<'a> {
     nodes: Vec<Node<'a>>,
+    /// Each node's bytes in the text: where diagnostics about it point.
+    spans: Vec<Range<usize>>,
     /// Array elements, each array's contiguous.
     items: Vec<NodeId>,
     /// Object members in text order, each object's contiguous; a key may repeat (the last one counts).
@@ -57,6 +60,7 @@ impl<'a> Document<'a> {
     /// Empties the document, keeping its vectors' capacity.
     pub(crate) fn clear(&mut self) {
         self.nodes.clear();
+        self.spans.clear();
         self.items.clear();
         self.members.clear();
     }
@@ -84,63 +88,77 @@ impl<'a> Document<'a> {
         }
     }
 
-    /// Adds a scalar node.
-    pub(crate) fn push(&mut self, node: Node<'a>) -> NodeId {
+    /// Adds a scalar node read from `span` of the text.
+    pub(crate) fn push(&mut self, node: Node<'a>, span: Range<usize>) -> NodeId {
         debug_assert!(!matches!(node, Node::Array { .. } | Node::Object { .. }));
-        self.add(node)
+        self.add(node, span)
     }
 
     /// Adds an array of `items`, which are nodes of this document.
-    pub(crate) fn push_array(&mut self, items: impl IntoIterator<Item = NodeId>) -> NodeId {
+    pub(crate) fn push_array(
+        &mut self,
+        items: impl IntoIterator<Item = NodeId>,
+        span: Range<usize>,
+    ) -> NodeId {
         let start = index(self.items.len());
         self.items.extend(items);
         let end = index(self.items.len());
-        self.add(Node::Array { start, end })
+        self.add(Node::Array { start, end }, span)
     }
 
     /// Adds an object of `members`, whose values are nodes of this document.
     pub(crate) fn push_object(
         &mut self,
         members: impl IntoIterator<Item = (Cow<'a, str>, NodeId)>,
+        span: Range<usize>,
     ) -> NodeId {
         let start = index(self.members.len());
         self.members.extend(members);
         let end = index(self.members.len());
-        self.add(Node::Object { start, end })
+        self.add(Node::Object { start, end }, span)
     }
 
-    /// Adds a copy of `json`.
-    pub(crate) fn push_json(&mut self, json: &Json) -> NodeId {
+    /// Adds a copy of `json`, read from `span` of the text (every node of the copy points there).
+    pub(crate) fn push_json(&mut self, json: &Json, span: Range<usize>) -> NodeId {
         match json {
-            Json::Null => self.push(Node::Null),
-            Json::Bool(b) => self.push(Node::Bool(*b)),
-            Json::Number(n) => self.push(Node::Number(n.clone())),
-            Json::String(s) => self.push(Node::String(Cow::Owned(s.clone()))),
+            Json::Null => self.push(Node::Null, span),
+            Json::Bool(b) => self.push(Node::Bool(*b), span),
+            Json::Number(n) => self.push(Node::Number(n.clone()), span),
+            Json::String(s) => self.push(Node::String(Cow::Owned(s.clone())), span),
             Json::Array(items) => {
-                let items: Vec<NodeId> = items.iter().map(|item| self.push_json(item)).collect();
-                self.push_array(items)
+                let items: Vec<NodeId> = items
+                    .iter()
+                    .map(|item| self.push_json(item, span.clone()))
+                    .collect();
+                self.push_array(items, span)
             }
             Json::Object(map) => {
                 let members: Vec<(Cow<'a, str>, NodeId)> = map
                     .iter()
-                    .map(|(key, value)| (Cow::Owned(key.clone()), self.push_json(value)))
+                    .map(|(key, value)| {
+                        (Cow::Owned(key.clone()), self.push_json(value, span.clone()))
+                    })
                     .collect();
-                self.push_object(members)
+                self.push_object(members, span)
             }
         }
     }
 
-    /// Adds `path` in its canonical list form.
-    pub(crate) fn push_path(&mut self, path: &Path) -> NodeId {
+    /// Adds `path` in its canonical list form, read from `span` of the text.
+    pub(crate) fn push_path(&mut self, path: &Path, span: Range<usize>) -> NodeId {
         let items: Vec<NodeId> = path
             .segments()
             .iter()
             .map(|segment| match segment {
-                Segment::Key(key) => self.push(Node::String(Cow::Owned(key.to_string()))),
-                Segment::Index(index) => self.push(Node::Number(Number::from(*index))),
+                Segment::Key(key) => {
+                    self.push(Node::String(Cow::Owned(key.to_string())), span.clone())
+                }
+                Segment::Index(index) => {
+                    self.push(Node::Number(Number::from(*index)), span.clone())
+                }
             })
             .collect();
-        self.push_array(items)
+        self.push_array(items, span)
     }
 
     /// Points the member `key` of object `object` (its last one, when repeated) at `value`.
@@ -153,8 +171,9 @@ impl<'a> Document<'a> {
         }
     }
 
-    fn add(&mut self, node: Node<'a>) -> NodeId {
+    fn add(&mut self, node: Node<'a>, span: Range<usize>) -> NodeId {
         self.nodes.push(node);
+        self.spans.push(span);
         index(self.nodes.len() - 1)
     }
 }
@@ -169,6 +188,29 @@ impl<'d, 'a> NodeRef<'d, 'a> {
     /// The node's id in its document.
     pub fn id(self) -> NodeId {
         self.id
+    }
+
+    /// The bytes of the text the node was read from.
+    pub fn span(self) -> Range<usize> {
+        self.document.spans[self.id as usize].clone()
+    }
+
+    /// The node a JSON Pointer (`/value/items/2`) leads to from this one, or the deepest node on the
+    /// way that exists.
+    pub fn pointer_target(self, pointer: &str) -> NodeRef<'d, 'a> {
+        let mut node = self;
+        for token in pointer.split('/').skip(1) {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            let next = match node.kind() {
+                NodeKind::Array => token.parse().ok().and_then(|i| node.items().nth(i)),
+                _ => node.get(&token),
+            };
+            match next {
+                Some(next) => node = next,
+                None => break,
+            }
+        }
+        node
     }
 
     fn node(self) -> &'d Node<'a> {
@@ -228,7 +270,7 @@ mod tests {
     fn sample() -> (Document<'static>, NodeId) {
         let mut document = Document::default();
         let json = json!({"op": "assign", "path": "a.b", "value": [1, {"x": null}]});
-        let root = document.push_json(&json);
+        let root = document.push_json(&json, 0..1);
         (document, root)
     }
 
@@ -257,20 +299,23 @@ mod tests {
     #[test]
     fn a_repeated_key_reads_its_last_value() {
         let mut document = Document::default();
-        let first = document.push(Node::Number(1.into()));
-        let second = document.push(Node::Number(2.into()));
-        let object = document.push_object([("a".into(), first), ("a".into(), second)]);
+        let first = document.push(Node::Number(1.into()), 5..6);
+        let second = document.push(Node::Number(2.into()), 12..13);
+        let object = document.push_object([("a".into(), first), ("a".into(), second)], 0..14);
         let node = document.node(object);
         assert_eq!(node.members().count(), 2);
         assert_eq!(node.get("a").map(NodeRef::id), Some(second));
+        assert_eq!(node.pointer_target("/a").span(), 12..13);
+        assert_eq!(node.pointer_target("/b/c").span(), 0..14);
         assert_eq!(document.to_json(object), json!({"a": 2}));
     }
 
     #[test]
     fn a_member_can_be_pointed_at_a_new_node() {
         let (mut document, root) = sample();
-        let path = document.push_path(&path!["a", 0]);
+        let path = document.push_path(&path!["a", 0], 3..7);
         document.set_member(root, "path", path);
         assert_eq!(document.to_json(root)["path"], json!(["a", 0]));
+        assert_eq!(document.node(root).pointer_target("/path/1").span(), 3..7);
     }
 }

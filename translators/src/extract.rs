@@ -791,7 +791,10 @@ impl<'a> Walker<'a> {
                     };
                     let member = match arguments {
                         None => member,
-                        Some(Some(json)) => document.push_json(&json),
+                        Some(Some(json)) => {
+                            let span = document.node(member).span();
+                            document.push_json(&json, span)
+                        }
                         Some(None) => continue,
                     };
                     if holds_instructions(document.node(member)) {
@@ -819,7 +822,7 @@ impl<'a> Walker<'a> {
                     .filter(|&item| has_op(item))
                     .map(|item| Candidate {
                         node: item.id(),
-                        span: span.clone(),
+                        span: item.span(),
                         complete: parsed.complete,
                     })
                     .collect();
@@ -857,11 +860,11 @@ impl<'a> Walker<'a> {
             _ => "",
         };
         let patch = mode == Mode::Patch || PATCH_OPS.contains(&op);
-        if let (false, Some(NodeKind::String(text))) =
-            (patch, instruction.get("path").map(JsonTree::kind))
+        let path_node = instruction.get("path").filter(|_| !patch);
+        if let Some((NodeKind::String(text), path_span)) =
+            path_node.map(|path| (path.kind(), path.span()))
         {
             // A string path (SPEC §1) is read into its list form in the document.
-            let path_span = member_span(self.text, &span, "path").unwrap_or(span.clone());
             let path = match parse_path(text) {
                 Ok((path, spelling)) => {
                     self.report.normalised_paths += 1;
@@ -869,7 +872,7 @@ impl<'a> Walker<'a> {
                     self.diag(
                         "path_normalised",
                         Severity::Note,
-                        path_span,
+                        path_span.clone(),
                         format!("read the {} path \"{text}\" as {list}", spelling.describe()),
                     );
                     path
@@ -881,13 +884,13 @@ impl<'a> Walker<'a> {
                     return None;
                 }
             };
-            let list = document.push_path(&path);
+            let list = document.push_path(&path, path_span);
             document.set_member(node, "path", list);
         }
         match Instruction::from_json_lenient(document.node(node), &self.options.limits) {
             Ok((instruction, warnings)) => {
                 for warning in &warnings {
-                    let field_span = warning_span(self.text, &span, warning);
+                    let field_span = field_span(document.node(node), warning);
                     let kind = if warning.kind == ErrorKind::UnknownMember {
                         "unknown_member"
                     } else {
@@ -904,7 +907,7 @@ impl<'a> Walker<'a> {
                 self.valid = false;
                 self.report.invalid_instructions += 1;
                 for error in errors {
-                    let field_span = warning_span(self.text, &span, &error);
+                    let field_span = field_span(document.node(node), &error);
                     let message = match &error.field {
                         Some(field) if !field.is_empty() => format!("{field}: {}", error.message),
                         _ => error.message.clone(),
@@ -1009,111 +1012,10 @@ fn find_tag(b: &[u8], from: usize, names: &[&str], closing: bool) -> Option<(usi
     None
 }
 
-/// The span of the value of member `name` of the object spanning `span` in `text`, found by a light
-/// scan at depth one (quoted or bare keys). Time: O(n) in the span.
-fn member_span(text: &str, span: &Range<usize>, name: &str) -> Option<Range<usize>> {
-    let b = text.as_bytes();
-    let end = span.end.min(b.len());
-    let mut depth = 0usize;
-    let mut p = span.start;
-    while p < end {
-        let c = b[p];
-        match c {
-            b'"' | b'\'' => {
-                let quote = c;
-                let start = p + 1;
-                p += 1;
-                while p < end && b[p] != quote {
-                    if b[p] == b'\\' {
-                        p += 1;
-                    }
-                    p += 1;
-                }
-                if depth == 1 {
-                    let key = text.get(start..p.min(end)).unwrap_or_default();
-                    // A key is a string followed by a colon.
-                    let mut q = p + 1;
-                    while q < end && matches!(b[q], b' ' | b'\t' | b'\r' | b'\n') {
-                        q += 1;
-                    }
-                    if key == name && q < end && b[q] == b':' {
-                        return Some(value_span(b, q + 1, end));
-                    }
-                }
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ if depth == 1 && c.is_ascii_alphabetic() => {
-                let start = p;
-                while p < end && (b[p].is_ascii_alphanumeric() || b[p] == b'_') {
-                    p += 1;
-                }
-                let mut q = p;
-                while q < end && matches!(b[q], b' ' | b'\t') {
-                    q += 1;
-                }
-                if &text[start..p] == name && q < end && b[q] == b':' {
-                    return Some(value_span(b, q + 1, end));
-                }
-                continue;
-            }
-            _ => {}
-        }
-        p += 1;
+/// The bytes a decoding error or warning about `instruction` points at: its field, or the whole.
+fn field_span(instruction: NodeRef<'_, '_>, error: &BatchError) -> Range<usize> {
+    match error.field.as_deref() {
+        Some(field) => instruction.pointer_target(field).span(),
+        None => instruction.span(),
     }
-    None
-}
-
-/// The span of a value starting after `from` (spaces skipped) up to the next `,` or closer at its level.
-fn value_span(b: &[u8], from: usize, end: usize) -> Range<usize> {
-    let mut start = from;
-    while start < end && matches!(b[start], b' ' | b'\t' | b'\r' | b'\n') {
-        start += 1;
-    }
-    let mut depth = 0usize;
-    let mut p = start;
-    let mut quote: Option<u8> = None;
-    let mut last = start;
-    while p < end {
-        let c = b[p];
-        if let Some(q) = quote {
-            if c == b'\\' {
-                p += 1;
-            } else if c == q {
-                quote = None;
-                last = p + 1;
-            }
-            p += 1;
-            continue;
-        }
-        match c {
-            b'"' | b'\'' => quote = Some(c),
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' if depth == 0 => break,
-            b'}' | b']' => depth -= 1,
-            b',' if depth == 0 => break,
-            _ => {}
-        }
-        if !matches!(c, b' ' | b'\t' | b'\r' | b'\n') {
-            last = p + 1;
-        }
-        p += 1;
-    }
-    start..last.max(start).min(end)
-}
-
-/// The span a decoding error or warning points at: its field inside the instruction, or the whole.
-fn warning_span(text: &str, span: &Range<usize>, error: &BatchError) -> Range<usize> {
-    let Some(field) = error.field.as_deref() else {
-        return span.clone();
-    };
-    let member = field
-        .trim_start_matches('/')
-        .split('/')
-        .next()
-        .unwrap_or_default();
-    if member.is_empty() {
-        return span.clone();
-    }
-    member_span(text, span, member).unwrap_or(span.clone())
 }

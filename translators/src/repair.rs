@@ -638,12 +638,13 @@ impl<'a> Parser<'a> {
                 // `{"a": }` or `{"a": ,`: the key has no value.
                 let at = self.pos;
                 self.repair(RepairKind::MissingValue, at..at);
-                self.attach(Node::Null);
+                self.attach(Node::Null, at);
                 State::AfterValue
             }
             _ => {
+                let start = self.pos;
                 if let Some(value) = self.scalar(Context::Value) {
-                    self.attach(value);
+                    self.attach(value, start);
                     State::AfterValue
                 } else {
                     State::Value
@@ -752,7 +753,7 @@ impl<'a> Parser<'a> {
                         let at = self.pos;
                         self.repair(RepairKind::MissingValue, at..at);
                         self.set_key(key);
-                        self.attach(Node::Null);
+                        self.attach(Node::Null, at);
                         return State::AfterValue;
                     }
                     None => {
@@ -894,13 +895,15 @@ impl<'a> Parser<'a> {
             return;
         };
         let id = match frame {
-            Frame::Array { first, .. } => {
+            Frame::Array { start, first } => {
                 self.open_arrays -= 1;
-                self.document.push_array(self.open_items.drain(first..))
+                self.document
+                    .push_array(self.open_items.drain(first..), start..self.pos)
             }
-            Frame::Object { first, .. } => {
+            Frame::Object { start, first, .. } => {
                 self.open_objects -= 1;
-                self.document.push_object(self.open_members.drain(first..))
+                self.document
+                    .push_object(self.open_members.drain(first..), start..self.pos)
             }
         };
         self.attach_node(id);
@@ -918,9 +921,9 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Adds a scalar to the innermost container (or makes it the root).
-    fn attach(&mut self, value: Node<'a>) {
-        let id = self.document.push(value);
+    /// Adds a scalar read from `start` up to here to the innermost container (or makes it the root).
+    fn attach(&mut self, value: Node<'a>, start: usize) {
+        let id = self.document.push(value, start..self.pos);
         self.attach_node(id);
     }
 
