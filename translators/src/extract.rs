@@ -868,12 +868,18 @@ impl<'a> Walker<'a> {
             let path = match parse_path(text) {
                 Ok((path, spelling)) => {
                     self.report.normalised_paths += 1;
-                    let list = serde_json::to_string(&path).unwrap_or_default();
+                    // The message is built in one buffer: there is one per string path.
+                    let mut message =
+                        format!("read the {} path \"{text}\" as ", spelling.describe())
+                            .into_bytes();
+                    let listed = serde_json::to_writer(&mut message, &path);
+                    let message = String::from_utf8(message).unwrap_or_default();
+                    debug_assert!(listed.is_ok() && !message.is_empty());
                     self.diag(
                         "path_normalised",
                         Severity::Note,
                         path_span.clone(),
-                        format!("read the {} path \"{text}\" as {list}", spelling.describe()),
+                        message,
                     );
                     path
                 }
@@ -889,15 +895,15 @@ impl<'a> Walker<'a> {
         }
         match Instruction::from_json_lenient(document.node(node), &self.options.limits) {
             Ok((instruction, warnings)) => {
-                for warning in &warnings {
-                    let field_span = field_span(document.node(node), warning);
+                for warning in warnings {
+                    let field_span = field_span(document.node(node), &warning);
                     let kind = if warning.kind == ErrorKind::UnknownMember {
                         "unknown_member"
                     } else {
                         "pointer_repaired"
                     };
                     self.report.unknown_members += usize::from(kind == "unknown_member");
-                    self.diag(kind, Severity::Warning, field_span, warning.message.clone());
+                    self.diag(kind, Severity::Warning, field_span, warning.message);
                 }
                 self.report.instructions += 1;
                 self.instructions.push(instruction);

@@ -458,7 +458,10 @@ impl<'a> Parser<'a> {
     }
 
     fn char_at(&self, pos: usize) -> Option<char> {
-        self.text.get(pos..).and_then(|rest| rest.chars().next())
+        match *self.b.get(pos)? {
+            ascii @ 0..0x80 => Some(char::from(ascii)),
+            _ => self.text.get(pos..).and_then(|rest| rest.chars().next()),
+        }
     }
 
     /// Skips whitespace, unusual spaces and comments.
