@@ -26,7 +26,7 @@ pub enum Severity {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     /// A stable snake_case code.
-    pub kind: Cow<'static, str>,
+    pub kind: &'static str,
     /// How much it matters.
     pub severity: Severity,
     /// Byte range in the original text.
@@ -43,14 +43,14 @@ impl Diagnostic {
     /// A diagnostic at `span` of `text`; line and column are computed from `text`.
     pub fn new(
         text: &str,
-        kind: impl Into<Cow<'static, str>>,
+        kind: &'static str,
         severity: Severity,
         span: Range<usize>,
         message: impl Into<Cow<'static, str>>,
     ) -> Diagnostic {
         let (line, column) = line_column(text, span.start);
         Diagnostic {
-            kind: kind.into(),
+            kind,
             severity,
             span,
             line,
@@ -87,7 +87,7 @@ pub(crate) fn unplaced(
     message: impl Into<Cow<'static, str>>,
 ) -> Diagnostic {
     Diagnostic {
-        kind: kind.into(),
+        kind,
         severity,
         span,
         line: 0,
@@ -134,7 +134,7 @@ mod tests {
         let mut diagnostics: Vec<Diagnostic> = [12, 0, 3, 13, 3, 99]
             .into_iter()
             .map(|at| Diagnostic {
-                kind: "k".into(),
+                kind: "k",
                 severity: Severity::Note,
                 span: at..at,
                 line: 0,

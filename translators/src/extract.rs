@@ -341,7 +341,7 @@ impl<'a> Walker<'a> {
             .iter()
             .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'.'))
             .count();
-        let label = self.text[label_start..label_start + label_len].to_ascii_lowercase();
+        let label = &self.text[label_start..label_start + label_len];
         let mut content_start = label_start + label_len;
         // The rest of the opening line, when blank, belongs to the fence.
         let rest = self.b[content_start..end]
@@ -372,9 +372,11 @@ impl<'a> Walker<'a> {
                 (end, end)
             }
         };
-        let mode = match label.as_str() {
-            "text" | "txt" | "markdown" | "md" | "xml" | "html" => Mode::Prose,
-            _ => Mode::Code,
+        const PROSE_LABELS: [&str; 6] = ["text", "txt", "markdown", "md", "xml", "html"];
+        let mode = if PROSE_LABELS.iter().any(|l| l.eq_ignore_ascii_case(label)) {
+            Mode::Prose
+        } else {
+            Mode::Code
         };
         self.scan(content_start..content_end, mode, depth + 1);
         Some(block_end)
@@ -688,19 +690,25 @@ impl<'a> Walker<'a> {
                 repair.kind.describe(),
             );
         }
-        let mut forms: Vec<(bool, Range<usize>)> = Vec::new();
+        // The first decoded instruction's form (JSON Patch or not), and the first that differs.
+        let mut first_form = None;
+        let mut odd = None;
         for candidate in candidates {
-            if let Some(form) = self.instruction(&mut parsed.document, candidate, mode) {
-                forms.push(form);
+            if let Some((patch, span)) = self.instruction(&mut parsed.document, candidate, mode) {
+                match first_form {
+                    None => first_form = Some(patch),
+                    Some(first) if first != patch && odd.is_none() => odd = Some(span),
+                    Some(_) => {}
+                }
             }
         }
-        if let Some((_, odd)) = forms.iter().find(|(patch, _)| *patch != forms[0].0) {
+        if let Some(odd) = odd {
             self.valid = false;
             self.report.invalid_instructions += 1;
             self.diag(
                 "mixed_batch",
                 Severity::Error,
-                odd.clone(),
+                odd,
                 "this block mixes JSON Patch ops (add, remove, replace, move, copy, test, delta) with instruction ops; send them as separate blocks",
             );
         }

@@ -36,7 +36,7 @@ pub fn patch_from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
             for diagnostic in &mut read.diagnostics {
                 *diagnostic = Diagnostic::new(
                     text,
-                    diagnostic.kind.clone(),
+                    diagnostic.kind,
                     diagnostic.severity,
                     0..text.len(),
                     std::mem::take(&mut diagnostic.message),
