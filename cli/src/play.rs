@@ -572,7 +572,7 @@ fn check_turn(
             );
         }
     }
-    let kinds: Vec<&str> = reading.diagnostics().iter().map(|d| &*d.kind).collect();
+    let kinds: Vec<&str> = reading.diagnostics().iter().map(|d| d.kind).collect();
     for wanted in &expect.diagnostics {
         checks.check(
             kinds.contains(&wanted.as_str()),

@@ -85,7 +85,7 @@ pub fn feedback(extraction: &Extraction, validation_errors: &[BatchError]) -> St
     let mut items = Vec::new();
     let mut preferred = BTreeSet::new();
     for diagnostic in &extraction.diagnostics {
-        let advice = advice(&diagnostic.kind);
+        let advice = advice(diagnostic.kind);
         if diagnostic.severity >= Severity::Warning && !advice.is_empty() {
             items.push(format!(
                 "line {}, column {} ({}): {}; {advice}",
@@ -96,7 +96,7 @@ pub fn feedback(extraction: &Extraction, validation_errors: &[BatchError]) -> St
                 "line {}, column {} ({}): {}",
                 diagnostic.line, diagnostic.column, diagnostic.kind, diagnostic.message
             ));
-        } else if let Some(form) = preferred_form(&diagnostic.kind) {
+        } else if let Some(form) = preferred_form(diagnostic.kind) {
             preferred.insert(form);
         }
     }

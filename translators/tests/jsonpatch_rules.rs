@@ -36,7 +36,7 @@ fn reading_documents(
     let mut found: Vec<(&str, Severity)> = read
         .diagnostics
         .iter()
-        .map(|d| (&*d.kind, d.severity))
+        .map(|d| (d.kind, d.severity))
         .collect();
     found.sort();
     let mut wanted = diagnostics.to_vec();

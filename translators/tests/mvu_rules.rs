@@ -16,7 +16,7 @@ fn check_with(
     let translation = translate(text, options);
     let batch = Batch::new(translation.instructions.clone());
     assert_eq!(batch.to_json(), instructions, "instructions of {text:?}");
-    let found: Vec<&str> = translation.diagnostics.iter().map(|d| &*d.kind).collect();
+    let found: Vec<&str> = translation.diagnostics.iter().map(|d| d.kind).collect();
     assert_eq!(
         found, kinds,
         "diagnostics of {text:?}: {:#?}",
@@ -262,7 +262,7 @@ fn emitting_mvu(#[case] batch: Json, #[case] text: &str, #[case] kinds: &[&str])
     let batch = Batch::from_json(&batch).unwrap();
     let (written, diagnostics) = to_mvu(&batch);
     assert_eq!(written, text);
-    let found: Vec<&str> = diagnostics.iter().map(|d| &*d.kind).collect();
+    let found: Vec<&str> = diagnostics.iter().map(|d| d.kind).collect();
     assert_eq!(found, kinds);
     assert!(
         diagnostics
@@ -293,7 +293,7 @@ fn columns_count_characters_and_lines_count_every_break() {
     let places: Vec<_> = translation
         .diagnostics
         .iter()
-        .map(|d| (&*d.kind, d.line, d.column))
+        .map(|d| (d.kind, d.line, d.column))
         .collect();
     assert_eq!(
         places,

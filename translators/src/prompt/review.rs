@@ -79,7 +79,7 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
         // `op` and as no instructions, which is not something the model should correct.
         extraction
             .diagnostics
-            .retain(|d| !matches!(&*d.kind, "no_instructions" | "not_an_instruction"));
+            .retain(|d| !matches!(d.kind, "no_instructions" | "not_an_instruction"));
     }
     let spec = spec_for(state, schema);
     let mut problems: Vec<Problem> = extraction
