@@ -1,7 +1,8 @@
 //! Fuzzes the lenient layer: any bytes, read as text, must extract without panicking or hanging, with
 //! every diagnostic span inside the text on character boundaries, and every instruction it outputs must
 //! decode again strictly from its canonical form (the extractor never emits an instruction the engine
-//! would refuse to read). The repair parser is fuzzed on the same text from two starting points.
+//! would refuse to read). The repair parser is fuzzed on the same text from two starting points, and
+//! on valid JSON it must read exactly what serde_json reads.
 
 #![no_main]
 
@@ -41,5 +42,34 @@ fuzz_target!(|data: &[u8]| {
         for repair in &parsed.repairs {
             assert!(repair.span.start <= repair.span.end && repair.span.end <= text.len());
         }
+        if let Some(root) = parsed.value {
+            let span = parsed.document.node(root).span();
+            assert!(span.start <= span.end && span.end <= text.len());
+        }
+    }
+    // Valid JSON reads exactly as serde_json reads it, borrowed strings and all, except that `-0`
+    // is read as the integer 0 (a deliberate choice of the repair parser).
+    if let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) {
+        let read = parse_value(&text, 0).to_json().map(zeros_as_integers);
+        assert_eq!(
+            read,
+            Some(zeros_as_integers(json)),
+            "valid JSON read differently"
+        );
     }
 });
+
+/// Every zero, integer or float of either sign, as the integer 0.
+fn zeros_as_integers(json: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match json {
+        Value::Number(n) if n.as_f64() == Some(0.0) => Value::from(0),
+        Value::Array(items) => Value::Array(items.into_iter().map(zeros_as_integers).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(key, value)| (key, zeros_as_integers(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}

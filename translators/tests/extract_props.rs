@@ -5,6 +5,7 @@
 //! placeholders and `<think>` drafts around them, extraction returns exactly the batch. For any text at
 //! all, extraction and the repair parser return without panicking and every span lies inside the text.
 //! Cut anywhere, a reply yields a prefix of its batch: never an instruction completed with a guess.
+//! Valid JSON is read exactly as `serde_json` reads it, with no repair.
 
 use proptest::prelude::*;
 use serde_json::{Value as Json, json};
@@ -173,6 +174,19 @@ proptest! {
         let got = &extraction.batch.instructions;
         prop_assert!(got.len() <= expected.len(), "{}", &reply[..at]);
         prop_assert_eq!(&got[..], &expected.instructions[..got.len()], "{}", &reply[..at]);
+    }
+
+    #[test]
+    fn valid_json_is_read_exactly_as_serde_json_reads_it(json in value(), pretty in any::<bool>()) {
+        let text = if pretty {
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        } else {
+            serde_json::to_string(&json).unwrap_or_default()
+        };
+        let parsed = parse_value(&text, 0);
+        prop_assert_eq!(parsed.to_json(), Some(json), "{}", text);
+        prop_assert!(parsed.repairs.is_empty(), "{}: {:?}", text, parsed.repairs);
+        prop_assert_eq!(parsed.span, 0..text.len());
     }
 
     #[test]
