@@ -123,6 +123,8 @@ struct Walker<'a> {
     resume: Option<usize>,
     /// Vectors kept from one block's parse for the next.
     spare: Spare<'a>,
+    /// Repairs made, by [`RepairKind`] as an index; they go into the report at the end.
+    repair_counts: [usize; RepairKind::ALL.len()],
 }
 
 /// One value that claims to be an instruction, with where it sits in the text.
@@ -149,6 +151,7 @@ impl<'a> Walker<'a> {
             values: Vec::new(),
             resume: None,
             spare: Spare::default(),
+            repair_counts: [0; RepairKind::ALL.len()],
         }
     }
 
@@ -650,14 +653,8 @@ impl<'a> Walker<'a> {
                 format!("read the instructions inside the wrapper member \"{member}\""),
             );
         }
-        let mut counts = [0usize; RepairKind::ALL.len()];
         for repair in &parsed.repairs {
-            counts[repair.kind as usize] += 1;
-        }
-        for (kind, count) in RepairKind::ALL.iter().zip(counts) {
-            if count > 0 {
-                *self.report.repairs.entry(kind.code()).or_default() += count;
-            }
+            self.repair_counts[repair.kind as usize] += 1;
         }
         for (index, repair) in parsed.repairs.iter().enumerate() {
             if index == MAX_REPAIR_DIAGNOSTICS {
@@ -934,6 +931,11 @@ impl<'a> Walker<'a> {
     }
 
     fn finish(mut self) -> Extraction {
+        for (kind, count) in RepairKind::ALL.iter().zip(self.repair_counts) {
+            if count > 0 {
+                self.report.repairs.insert(kind.code(), count);
+            }
+        }
         if self.instructions.is_empty() && self.report.blocks == 0 {
             self.diag(
                 "no_instructions",
