@@ -2,13 +2,14 @@
 //!
 //! A reply's JSON is read once and decoded once, so building a `serde_json::Value` in between (a map
 //! node and an owned string for every key and string) was most of the lenient layer's time. A
-//! [`Document`] keeps its nodes, array elements and object members in three vectors, and a string that
-//! needed no repair borrows the text it was read from. The engine decodes instructions straight from
-//! it through [`JsonTree`]; [`Document::to_json`] gives a `serde_json::Value` where one is wanted.
+//! [`Document`] keeps its nodes, array elements and object members in three vectors. A string that
+//! needed no repair borrows the text it was read from; one that did is kept in the document's own
+//! string buffer, so reading a block allocates nothing per value. The engine decodes instructions
+//! straight from it through [`JsonTree`]; [`Document::to_json`] gives a `serde_json::Value` where one
+//! is wanted.
 //!
 //! This module owns the tree and nothing else: what a value means is for the parser and the extractor.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use serde_json::{Map, Number, Value as Json};
@@ -23,9 +24,17 @@ pub(crate) enum Node<'a> {
     Null,
     Bool(bool),
     Number(Number),
-    String(Cow<'a, str>),
+    String(Text<'a>),
     Array { start: u32, end: u32 },
     Object { start: u32, end: u32 },
+}
+
+/// A string of a document: a slice of the text, or a range of the document's own buffer (for
+/// strings that were unescaped or repaired, and for keys and strings added after parsing).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Text<'a> {
+    Borrowed(&'a str),
+    Kept { start: u32, end: u32 },
 }
 
 /// JSON values read from a text of lifetime `'a`.
@@ -37,7 +46,9 @@ pub struct Document<'a> {
     /// Array elements, each array's contiguous.
     items: Vec<NodeId>,
     /// Object members in text order, each object's contiguous; a key may repeat (the last one counts).
-    members: Vec<(Cow<'a, str>, NodeId)>,
+    members: Vec<(Text<'a>, NodeId)>,
+    /// The strings that are not slices of the text, one after another.
+    kept: String,
 }
 
 /// A node of a [`Document`], to read it (it implements the engine's [`JsonTree`]).
@@ -62,6 +73,7 @@ impl<'a> Document<'a> {
         self.nodes.clear();
         self.spans.clear();
         self.items.clear();
+        self.kept.clear();
         self.members.clear();
     }
 
@@ -71,7 +83,7 @@ impl<'a> Document<'a> {
             Node::Null => Json::Null,
             Node::Bool(b) => Json::Bool(*b),
             Node::Number(n) => Json::Number(n.clone()),
-            Node::String(s) => Json::String(s.to_string()),
+            Node::String(text) => Json::String(self.str(*text).to_owned()),
             Node::Array { start, end } => Json::Array(
                 self.items[*start as usize..*end as usize]
                     .iter()
@@ -81,7 +93,7 @@ impl<'a> Document<'a> {
             Node::Object { start, end } => {
                 let mut map = Map::new();
                 for (key, value) in &self.members[*start as usize..*end as usize] {
-                    map.insert(key.to_string(), self.to_json(*value));
+                    map.insert(self.str(*key).to_owned(), self.to_json(*value));
                 }
                 Json::Object(map)
             }
@@ -109,7 +121,7 @@ impl<'a> Document<'a> {
     /// Adds an object of `members`, whose values are nodes of this document.
     pub(crate) fn push_object(
         &mut self,
-        members: impl IntoIterator<Item = (Cow<'a, str>, NodeId)>,
+        members: impl IntoIterator<Item = (Text<'a>, NodeId)>,
         span: Range<usize>,
     ) -> NodeId {
         let start = index(self.members.len());
@@ -124,7 +136,10 @@ impl<'a> Document<'a> {
             Json::Null => self.push(Node::Null, span),
             Json::Bool(b) => self.push(Node::Bool(*b), span),
             Json::Number(n) => self.push(Node::Number(n.clone()), span),
-            Json::String(s) => self.push(Node::String(Cow::Owned(s.clone())), span),
+            Json::String(s) => {
+                let text = self.keep(s);
+                self.push(Node::String(text), span)
+            }
             Json::Array(items) => {
                 let items: Vec<NodeId> = items
                     .iter()
@@ -133,11 +148,9 @@ impl<'a> Document<'a> {
                 self.push_array(items, span)
             }
             Json::Object(map) => {
-                let members: Vec<(Cow<'a, str>, NodeId)> = map
+                let members: Vec<(Text<'a>, NodeId)> = map
                     .iter()
-                    .map(|(key, value)| {
-                        (Cow::Owned(key.clone()), self.push_json(value, span.clone()))
-                    })
+                    .map(|(key, value)| (self.keep(key), self.push_json(value, span.clone())))
                     .collect();
                 self.push_object(members, span)
             }
@@ -151,7 +164,8 @@ impl<'a> Document<'a> {
             .iter()
             .map(|segment| match segment {
                 Segment::Key(key) => {
-                    self.push(Node::String(Cow::Owned(key.to_string())), span.clone())
+                    let text = self.keep(key);
+                    self.push(Node::String(text), span.clone())
                 }
                 Segment::Index(index) => {
                     self.push(Node::Number(Number::from(*index)), span.clone())
@@ -164,10 +178,29 @@ impl<'a> Document<'a> {
     /// Points the member `key` of object `object` (its last one, when repeated) at `value`.
     pub(crate) fn set_member(&mut self, object: NodeId, key: &str, value: NodeId) {
         if let Node::Object { start, end } = self.nodes[object as usize] {
-            let members = &mut self.members[start as usize..end as usize];
-            if let Some(member) = members.iter_mut().rev().find(|(k, _)| k == key) {
-                member.1 = value;
+            let members = &self.members[start as usize..end as usize];
+            let found = members.iter().rposition(|(k, _)| self.str(*k) == key);
+            if let Some(found) = found {
+                self.members[start as usize + found].1 = value;
             }
+        }
+    }
+
+    /// Keeps `text` in the document's buffer.
+    pub(crate) fn keep(&mut self, text: &str) -> Text<'a> {
+        let start = index(self.kept.len());
+        self.kept.push_str(text);
+        Text::Kept {
+            start,
+            end: index(self.kept.len()),
+        }
+    }
+
+    /// The characters of a document string.
+    fn str<'d>(&'d self, text: Text<'a>) -> &'d str {
+        match text {
+            Text::Borrowed(text) => text,
+            Text::Kept { start, end } => &self.kept[start as usize..end as usize],
         }
     }
 
@@ -231,7 +264,7 @@ impl<'d, 'a: 'd> JsonTree<'d> for NodeRef<'d, 'a> {
             Node::Null => NodeKind::Null,
             Node::Bool(b) => NodeKind::Bool(*b),
             Node::Number(n) => NodeKind::Number(n),
-            Node::String(s) => NodeKind::String(s),
+            Node::String(text) => NodeKind::String(self.document.str(*text)),
             Node::Array { .. } => NodeKind::Array,
             Node::Object { .. } => NodeKind::Object,
         }
@@ -246,11 +279,14 @@ impl<'d, 'a: 'd> JsonTree<'d> for NodeRef<'d, 'a> {
     }
 
     fn members(self) -> impl Iterator<Item = (&'d str, Self)> + 'd {
-        let members: &'d [(Cow<'a, str>, NodeId)] = match *self.node() {
+        let document = self.document;
+        let members: &'d [(Text<'a>, NodeId)] = match *self.node() {
             Node::Object { start, end } => &self.document.members[start as usize..end as usize],
             _ => &[],
         };
-        members.iter().map(move |(key, id)| (&**key, self.at(*id)))
+        members
+            .iter()
+            .map(move |(key, id)| (document.str(*key), self.at(*id)))
     }
 
     fn get(self, key: &str) -> Option<Self> {
@@ -301,7 +337,8 @@ mod tests {
         let mut document = Document::default();
         let first = document.push(Node::Number(1.into()), 5..6);
         let second = document.push(Node::Number(2.into()), 12..13);
-        let object = document.push_object([("a".into(), first), ("a".into(), second)], 0..14);
+        let a = Text::Borrowed("a");
+        let object = document.push_object([(a, first), (a, second)], 0..14);
         let node = document.node(object);
         assert_eq!(node.members().count(), 2);
         assert_eq!(node.get("a").map(NodeRef::id), Some(second));

@@ -12,12 +12,11 @@
 //! a bounded number of times, so time is linear in the text. It must not decide what is an instruction,
 //! where a block starts in prose, or how to report repairs to people: that is the extractor's job.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use serde_json::{Number, Value as Json};
 
-use crate::document::{Document, Node, NodeId};
+use crate::document::{Document, Node, NodeId, Text};
 
 /// Deepest container nesting the parser builds. Deeper input is skipped and reported, because deeply
 /// nested `serde_json::Value`s are dropped recursively and the engine refuses them anyway.
@@ -237,6 +236,7 @@ pub(crate) fn parse_value_in<'a>(text: &'a str, start: usize, spare: &mut Spare<
     spare.stack = parser.stack;
     spare.open_items = parser.open_items;
     spare.open_members = parser.open_members;
+    spare.buffer = parser.buffer;
     parsed
 }
 
@@ -248,7 +248,8 @@ pub(crate) struct Spare<'a> {
     children: Vec<Child>,
     stack: Vec<Frame<'a>>,
     open_items: Vec<NodeId>,
-    open_members: Vec<(Cow<'a, str>, NodeId)>,
+    open_members: Vec<(Text<'a>, NodeId)>,
+    buffer: String,
 }
 
 impl<'a> Spare<'a> {
@@ -346,7 +347,7 @@ enum Frame<'a> {
     Object {
         start: usize,
         first: usize,
-        key: Option<Cow<'a, str>>,
+        key: Option<Text<'a>>,
     },
 }
 
@@ -373,7 +374,9 @@ struct Parser<'a> {
     document: Document<'a>,
     /// Elements and members of the open containers, innermost last.
     open_items: Vec<NodeId>,
-    open_members: Vec<(Cow<'a, str>, NodeId)>,
+    open_members: Vec<(Text<'a>, NodeId)>,
+    /// Where a string that needs repairs or escapes is read before the document keeps it.
+    buffer: String,
     open_arrays: usize,
     open_objects: usize,
     /// How many times the end of the text cut something; a value is complete when this did not move
@@ -427,6 +430,7 @@ impl<'a> Parser<'a> {
             document: std::mem::take(&mut spare.document),
             open_items,
             open_members,
+            buffer: std::mem::take(&mut spare.buffer),
             open_arrays: 0,
             open_objects: 0,
             cuts: 0,
@@ -774,14 +778,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn set_key(&mut self, key: Cow<'a, str>) {
+    fn set_key(&mut self, key: Text<'a>) {
         if let Some(Frame::Object { key: slot, .. }) = self.stack.last_mut() {
             *slot = Some(key);
         }
     }
 
     /// Reads an object key: a quoted string or an unquoted word up to the colon.
-    fn key(&mut self) -> Option<Cow<'a, str>> {
+    fn key(&mut self) -> Option<Text<'a>> {
         let c = self.char_at(self.pos)?;
         if is_quote(c) || (c == '\\' && self.b.get(self.pos + 1) == Some(&b'"')) {
             return Some(self.string(Context::Key));
@@ -816,7 +820,7 @@ impl<'a> Parser<'a> {
             self.pos += 1;
         }
         self.repair(RepairKind::UnquotedKey, start..start + word.len());
-        Some(Cow::Borrowed(word))
+        Some(Text::Borrowed(word))
     }
 
     /// The next non-space byte at or after `from`, on any line.
@@ -1102,7 +1106,7 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 self.repair(RepairKind::UnquotedString, start..end);
-                Node::String(Cow::Borrowed(word))
+                Node::String(Text::Borrowed(word))
             }
         };
         // `{"a":foo","b":1}`: a stray quote right after an unquoted word.
@@ -1119,7 +1123,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads a string at `self.pos`, whose first character is a quote (or `\"`).
-    fn string(&mut self, context: Context) -> Cow<'a, str> {
+    fn string(&mut self, context: Context) -> Text<'a> {
         let start = self.pos;
         let escaped_quotes = self.b[start] == b'\\';
         let open = if escaped_quotes {
@@ -1127,27 +1131,13 @@ impl<'a> Parser<'a> {
         } else {
             self.char_at(start).unwrap_or('"')
         };
-        let (close_a, close_b) = match open {
-            '\'' => ('\'', '\''),
-            '“' | '”' => ('”', '"'),
-            '‘' | '’' => ('’', '\''),
-            '`' => ('`', '`'),
-            _ => ('"', '"'),
-        };
         match open {
             '\'' => self.repair(RepairKind::SingleQuotes, start..start + 1),
             '"' if escaped_quotes => self.repair(RepairKind::EscapedQuotes, start..start + 2),
             '"' => {}
             _ => self.repair(RepairKind::SmartQuotes, start..start + open.len_utf8()),
         }
-        // Only the bytes that may close this kind of string interrupt the fast copy below.
-        let stops: fn(u8) -> bool = match open {
-            '"' => |b| b == b'"',
-            '\'' => |b| b == b'\'',
-            '`' => |b| b == b'`',
-            _ => |b| b == b'"' || b == b'\'' || b >= 0x80,
-        };
-        let mut p = start + if escaped_quotes { 2 } else { open.len_utf8() };
+        let p = start + if escaped_quotes { 2 } else { open.len_utf8() };
         // Most strings end at their first quote with nothing to unescape: they borrow the text.
         if !escaped_quotes && matches!(open, '"' | '\'' | '`') {
             let quote = open as u8;
@@ -1157,11 +1147,43 @@ impl<'a> Parser<'a> {
             if let Some(end) = run.map(|run| p + run) {
                 if self.b[end] == quote && self.is_closing(end + 1, context) {
                     self.pos = end + 1;
-                    return Cow::Borrowed(&self.text[p..end]);
+                    return Text::Borrowed(&self.text[p..end]);
                 }
             }
         }
-        let mut out = String::new();
+        let mut out = std::mem::take(&mut self.buffer);
+        out.clear();
+        self.read_repaired_string(start, p, open, escaped_quotes, context, &mut out);
+        let text = self.document.keep(&out);
+        self.buffer = out;
+        text
+    }
+
+    /// Reads the rest of a string opened by `open` at `start`, from `p`, into `out`: the slow path,
+    /// for strings with escapes, control characters, inner quotes or no proper end.
+    fn read_repaired_string(
+        &mut self,
+        start: usize,
+        mut p: usize,
+        open: char,
+        escaped_quotes: bool,
+        context: Context,
+        out: &mut String,
+    ) {
+        let (close_a, close_b) = match open {
+            '\'' => ('\'', '\''),
+            '“' | '”' => ('”', '"'),
+            '‘' | '’' => ('’', '\''),
+            '`' => ('`', '`'),
+            _ => ('"', '"'),
+        };
+        // Only the bytes that may close this kind of string interrupt the fast copy below.
+        let stops: fn(u8) -> bool = match open {
+            '"' => |b| b == b'"',
+            '\'' => |b| b == b'\'',
+            '`' => |b| b == b'`',
+            _ => |b| b == b'"' || b == b'\'' || b >= 0x80,
+        };
         // The last comma inside the string, as (byte in text, length of `out` before it), for
         // `"b,"c": 1` where a missing closing quote is found only at the colon.
         let mut last_comma: Option<(usize, usize)> = None;
@@ -1178,13 +1200,13 @@ impl<'a> Parser<'a> {
             out.push_str(&self.text[p..p + run]);
             p += run;
             let Some(c) = self.text[p..].chars().next() else {
-                return Cow::Owned(self.unclosed_string(start, out));
+                return self.unclosed_string(start, out);
             };
             if c == '\\' {
                 if escaped_quotes && self.b.get(p + 1) == Some(&b'"') {
                     if self.is_closing(p + 2, context) {
                         self.pos = p + 2;
-                        return Cow::Owned(out);
+                        return;
                     }
                     out.push('"');
                     p += 2;
@@ -1195,14 +1217,14 @@ impl<'a> Parser<'a> {
                     p += 3;
                     continue;
                 }
-                p = self.escape(p, &mut out);
+                p = self.escape(p, out);
                 continue;
             }
             if (c == close_a || c == close_b) && !(escaped_quotes && c == '"') {
                 let after = p + c.len_utf8();
                 if self.is_closing(after, context) {
                     self.pos = after;
-                    return Cow::Owned(out);
+                    return;
                 }
                 if context == Context::Value && self.next_significant(after) == Some(b':') {
                     if let Some((comma_at, out_len)) = last_comma {
@@ -1214,10 +1236,10 @@ impl<'a> Parser<'a> {
                         }
                         self.repair(RepairKind::UnclosedString, start..comma_at);
                         self.pos = comma_at;
-                        return Cow::Owned(out);
+                        return;
                     }
                     self.pos = after;
-                    return Cow::Owned(out);
+                    return;
                 }
                 self.extend_repair(&mut quote_repair, RepairKind::UnescapedQuote, p..after);
                 out.push(c);
@@ -1312,7 +1334,7 @@ impl<'a> Parser<'a> {
 
     /// The text ended inside a string: trailing closers and spaces are taken as structure, the rest
     /// is the string, and the string counts as cut.
-    fn unclosed_string(&mut self, start: usize, mut out: String) -> String {
+    fn unclosed_string(&mut self, start: usize, out: &mut String) {
         let kept = out
             .trim_end_matches(|c: char| c.is_whitespace() || c == ']' || c == '}')
             .len();
@@ -1322,7 +1344,6 @@ impl<'a> Parser<'a> {
         self.pos = self.b.len();
         self.cuts += 1;
         self.repair(RepairKind::UnclosedString, start..self.pos);
-        out
     }
 }
 
