@@ -767,46 +767,9 @@ impl<'a> Walker<'a> {
                     .map(|(key, member)| (key.to_owned(), member.id()))
                     .collect();
                 let document = &mut parsed.document;
-                let mut inner: Option<(String, NodeId)> = None;
-                for (key, member) in members {
-                    let arguments = match (key.as_str(), document.node(member).kind()) {
-                        ("arguments" | "parameters" | "input" | "args", NodeKind::String(text)) => {
-                            Some(serde_json::from_str::<Json>(text).ok().or_else(|| {
-                                crate::repair::repair_json(text).map(|repaired| repaired.value)
-                            }))
-                        }
-                        ("function", NodeKind::Object) => {
-                            let arguments = document.node(member).get("arguments");
-                            match arguments.map(|a| (a.id(), a.kind())) {
-                                Some((_, NodeKind::String(text))) => {
-                                    Some(serde_json::from_str::<Json>(text).ok())
-                                }
-                                Some((id, _)) => {
-                                    inner = holds_instructions(document.node(id))
-                                        .then(|| (key.clone(), id));
-                                    if inner.is_some() {
-                                        break;
-                                    }
-                                    continue;
-                                }
-                                None => continue,
-                            }
-                        }
-                        _ => None,
-                    };
-                    let member = match arguments {
-                        None => member,
-                        Some(Some(json)) => {
-                            let span = document.node(member).span();
-                            document.push_json(&json, span)
-                        }
-                        Some(None) => continue,
-                    };
-                    if holds_instructions(document.node(member)) {
-                        inner = Some((key, member));
-                        break;
-                    }
-                }
+                let inner = members.into_iter().find_map(|(key, member)| {
+                    wrapped_instructions(document, &key, member).map(|id| (key, id))
+                });
                 let Some((key, member)) = inner else {
                     return (Vec::new(), None);
                 };
@@ -966,6 +929,31 @@ impl<'a> Walker<'a> {
             policies,
         }
     }
+}
+
+/// The node in which wrapper member `key` holds instructions, if it does. Arguments sent as a JSON
+/// string (`"arguments": "[{\"op\": …}]"`) are read into the document first.
+fn wrapped_instructions(document: &mut Document<'_>, key: &str, member: NodeId) -> Option<NodeId> {
+    let node = document.node(member);
+    let span = node.span();
+    let json = match (key, node.kind()) {
+        ("arguments" | "parameters" | "input" | "args", NodeKind::String(text)) => {
+            serde_json::from_str::<Json>(text)
+                .ok()
+                .or_else(|| crate::repair::repair_json(text).map(|repaired| repaired.value))?
+        }
+        // OpenAI's `{"function": {"name", "arguments"}}`.
+        ("function", NodeKind::Object) => {
+            let arguments = node.get("arguments")?;
+            match arguments.kind() {
+                NodeKind::String(text) => serde_json::from_str::<Json>(text).ok()?,
+                _ => return holds_instructions(arguments).then(|| arguments.id()),
+            }
+        }
+        _ => return holds_instructions(node).then_some(member),
+    };
+    let read = document.push_json(&json, span);
+    holds_instructions(document.node(read)).then_some(read)
 }
 
 fn has_op<'a>(node: impl JsonTree<'a>) -> bool {
