@@ -655,6 +655,8 @@ fn decode_path<'a>(
     if pointer_form {
         // JSON Patch documents address by JSON Pointer.
         if let NodeKind::String(pointer) = json.kind() {
+            let repaired;
+            let mut pointer = pointer;
             if !pointer.is_empty() && !pointer.starts_with('/') {
                 // Reported as a repair; lenient decoding keeps the path, strict decoding refuses it.
                 report.push(BatchError::in_field(
@@ -663,8 +665,11 @@ fn decode_path<'a>(
                     field,
                     format!("{MISSING_SLASH}; read \"{pointer}\" as \"/{pointer}\""),
                 ));
-                return Path::from_pointer(&format!("/{pointer}")).ok();
+                repaired = format!("/{pointer}");
+                pointer = &repaired;
             }
+            // A repaired pointer can still be invalid (`a~2`): that is an error of its own, so that
+            // the instruction is never dropped with only a warning.
             return match Path::from_pointer(pointer) {
                 Ok(path) => Some(path),
                 Err(error) => {
@@ -815,6 +820,16 @@ mod tests {
         let errors = Instruction::from_json_lenient(&bad, &limits).unwrap_err();
         assert_eq!(errors, Batch::from_json_lenient(&bad, &limits).unwrap_err());
         assert_eq!(errors.len(), 1, "{errors:?}");
+    }
+
+    #[test]
+    fn a_repaired_pointer_that_is_still_invalid_is_an_error() {
+        let json = json!([{"op": "add", "path": "a~2", "value": 1}]);
+        let errors = Batch::from_json_lenient(&json, &Limits::default()).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].kind, ErrorKind::InvalidPath);
+        let errors = Instruction::from_json_lenient(&json[0], &Limits::default()).unwrap_err();
+        assert_eq!(errors[0].kind, ErrorKind::InvalidPath);
     }
 
     #[test]
