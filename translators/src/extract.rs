@@ -23,7 +23,7 @@ use crate::diagnostic::{Diagnostic, Severity, unplaced};
 use crate::document::{Document, NodeId, NodeRef};
 use crate::mvu::{MvuOptions, translate};
 use crate::pathtext::parse_path;
-use crate::repair::{Parsed, RepairKind, Spare, find, parse_value_in};
+use crate::repair::{Parsed, Repair, RepairKind, Spare, find, parse_value_in};
 use crate::report::RepairReport;
 
 /// How to read a reply.
@@ -767,12 +767,32 @@ impl<'a> Walker<'a> {
                     .map(|(key, member)| (key.to_owned(), member.id()))
                     .collect();
                 let document = &mut parsed.document;
+                let mut repairs = Vec::new();
                 let inner = members.into_iter().find_map(|(key, member)| {
-                    wrapped_instructions(document, &key, member).map(|id| (key, id))
+                    repairs.clear();
+                    wrapped_instructions(document, &key, member, &mut repairs)
+                        .map(|id| (key, member, id))
                 });
-                let Some((key, member)) = inner else {
+                let Some((key, string, member)) = inner else {
                     return (Vec::new(), None);
                 };
+                if !repairs.is_empty() {
+                    // The repairs' spans are in the unescaped string, not the reply: the string
+                    // itself is reported, and each repair is counted.
+                    for repair in &repairs {
+                        self.repair_counts[repair.kind as usize] += 1;
+                    }
+                    self.diag(
+                        "arguments_repaired",
+                        Severity::Note,
+                        document.node(string).span(),
+                        format!(
+                            "the JSON inside this string needed {} repairs ({})",
+                            repairs.len(),
+                            repair_kinds(&repairs)
+                        ),
+                    );
+                }
                 let member = document.node(member);
                 let items: Vec<NodeRef<'_, 'a>> = match member.kind() {
                     NodeKind::Array => member.items().collect(),
@@ -933,14 +953,25 @@ impl<'a> Walker<'a> {
 
 /// The node in which wrapper member `key` holds instructions, if it does. Arguments sent as a JSON
 /// string (`"arguments": "[{\"op\": …}]"`) are read into the document first.
-fn wrapped_instructions(document: &mut Document<'_>, key: &str, member: NodeId) -> Option<NodeId> {
+/// Repairs made reading such a string go into `repairs`.
+fn wrapped_instructions(
+    document: &mut Document<'_>,
+    key: &str,
+    member: NodeId,
+    repairs: &mut Vec<Repair>,
+) -> Option<NodeId> {
     let node = document.node(member);
     let span = node.span();
     let json = match (key, node.kind()) {
         ("arguments" | "parameters" | "input" | "args", NodeKind::String(text)) => {
-            serde_json::from_str::<Json>(text)
-                .ok()
-                .or_else(|| crate::repair::repair_json(text).map(|repaired| repaired.value))?
+            match serde_json::from_str::<Json>(text) {
+                Ok(json) => json,
+                Err(_) => {
+                    let repaired = crate::repair::repair_json(text)?;
+                    repairs.extend(repaired.repairs);
+                    repaired.value
+                }
+            }
         }
         // OpenAI's `{"function": {"name", "arguments"}}`.
         ("function", NodeKind::Object) => {
@@ -954,6 +985,17 @@ fn wrapped_instructions(document: &mut Document<'_>, key: &str, member: NodeId) 
     };
     let read = document.push_json(&json, span);
     holds_instructions(document.node(read)).then_some(read)
+}
+
+/// The distinct repair codes in `repairs`, in order of first appearance: `single_quotes, comment`.
+fn repair_kinds(repairs: &[Repair]) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    for repair in repairs {
+        if !kinds.contains(&repair.kind.code()) {
+            kinds.push(repair.kind.code());
+        }
+    }
+    kinds.join(", ")
 }
 
 fn has_op<'a>(node: impl JsonTree<'a>) -> bool {

@@ -73,6 +73,7 @@ fn preferred_form(kind: &str) -> Option<&'static str> {
         "path_normalised" => "paths as lists, like [\"player\", \"hp\"]",
         "trailing_garbage" => "nothing after the closing bracket",
         "wrapper_unwrapped" => "the instruction array on its own, not wrapped in another object",
+        "arguments_repaired" => "valid JSON inside tool-call arguments",
         _ => return None,
     })
 }
