@@ -18,7 +18,7 @@ use statecraft_engine::{JsonTree, NodeKind, Path, Segment};
 /// Where a node sits in its [`Document`].
 pub type NodeId = u32;
 
-/// One node. Containers hold a range of [`Document::items`] or [`Document::members`].
+/// One node. Containers hold a range of their document's `items` or `members`.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Node<'a> {
     Null,
@@ -211,8 +211,8 @@ impl<'a> Document<'a> {
     }
 }
 
-/// A position in one of the vectors as a `u32`. Texts are far below 4 GiB, and a node takes at least
-/// one byte of text, so this never truncates.
+/// A position in one of the vectors as a `u32`. A document holds about as many nodes and kept bytes
+/// as its text has bytes, so this only fails for a text of 4 GiB or more, which no reply is.
 fn index(position: usize) -> u32 {
     u32::try_from(position).expect("a document holds fewer than 2^32 nodes")
 }
