@@ -125,6 +125,8 @@ struct Walker<'a> {
     spare: Spare<'a>,
     /// Repairs made, by [`RepairKind`] as an index; they go into the report at the end.
     repair_counts: [usize; RepairKind::ALL.len()],
+    /// A block's candidate instructions, kept from block to block.
+    candidates: Vec<Candidate>,
 }
 
 /// One value that claims to be an instruction, with where it sits in the text.
@@ -152,6 +154,7 @@ impl<'a> Walker<'a> {
             resume: None,
             spare: Spare::default(),
             repair_counts: [0; RepairKind::ALL.len()],
+            candidates: Vec::new(),
         }
     }
 
@@ -633,7 +636,10 @@ impl<'a> Walker<'a> {
             self.values.push(parsed.document.to_json(value));
             return;
         }
-        let (candidates, wrapper) = self.candidates(value, parsed);
+        // The candidates go into a vector kept from block to block.
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        let wrapper = self.candidates(value, parsed, &mut candidates);
         if candidates.is_empty() {
             self.report.skipped_values += 1;
             self.diag(
@@ -642,6 +648,7 @@ impl<'a> Walker<'a> {
                 parsed.span.clone(),
                 "skipped a JSON value with no \"op\": it is not an instruction",
             );
+            self.candidates = candidates;
             return;
         }
         self.report.blocks += 1;
@@ -690,7 +697,7 @@ impl<'a> Walker<'a> {
         // The first decoded instruction's form (JSON Patch or not), and the first that differs.
         let mut first_form = None;
         let mut odd = None;
-        for candidate in candidates {
+        for candidate in candidates.drain(..) {
             if let Some((patch, span)) = self.instruction(&mut parsed.document, candidate, mode) {
                 match first_form {
                     None => first_form = Some(patch),
@@ -699,6 +706,7 @@ impl<'a> Walker<'a> {
                 }
             }
         }
+        self.candidates = candidates;
         if let Some(odd) = odd {
             self.valid = false;
             self.report.invalid_instructions += 1;
@@ -711,28 +719,26 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// The values in `value` that claim to be instructions, and the wrapper member they came from.
+    /// Puts into `out` the values in `value` that claim to be instructions; returns the wrapper
+    /// member they came from, if any.
     fn candidates(
         &mut self,
         value: NodeId,
         parsed: &mut Parsed<'a>,
-    ) -> (Vec<Candidate>, Option<String>) {
+        out: &mut Vec<Candidate>,
+    ) -> Option<String> {
         let span = parsed.span.clone();
         let node = parsed.document.node(value);
         match node.kind() {
-            NodeKind::Object if node.get("op").is_some() => (
-                vec![Candidate {
+            NodeKind::Object if node.get("op").is_some() => {
+                out.push(Candidate {
                     node: value,
                     span,
                     complete: parsed.complete,
-                }],
-                None,
-            ),
+                });
+                None
+            }
             NodeKind::Array => {
-                if !node.items().any(has_op) {
-                    return (Vec::new(), None);
-                }
-                let mut out = Vec::new();
                 for (index, item) in node.items().enumerate() {
                     let (item_span, complete) = parsed
                         .children
@@ -756,7 +762,7 @@ impl<'a> Walker<'a> {
                         );
                     }
                 }
-                (out, None)
+                None
             }
             NodeKind::Object => {
                 // A tool call (`{"name", "arguments"}`, OpenAI's `{"function": {...}}`) or a wrapper
@@ -773,9 +779,7 @@ impl<'a> Walker<'a> {
                     wrapped_instructions(document, &key, member, &mut repairs)
                         .map(|id| (key, member, id))
                 });
-                let Some((key, string, member)) = inner else {
-                    return (Vec::new(), None);
-                };
+                let (key, string, member) = inner?;
                 if !repairs.is_empty() {
                     // The repairs' spans are in the unescaped string, not the reply: the string
                     // itself is reported, and each repair is counted.
@@ -805,18 +809,19 @@ impl<'a> Walker<'a> {
                         .unwrap_or_default(),
                     _ => Vec::new(),
                 };
-                let out = items
-                    .into_iter()
-                    .filter(|&item| has_op(item))
-                    .map(|item| Candidate {
-                        node: item.id(),
-                        span: item.span(),
-                        complete: parsed.complete,
-                    })
-                    .collect();
-                (out, Some(key))
+                out.extend(
+                    items
+                        .into_iter()
+                        .filter(|&item| has_op(item))
+                        .map(|item| Candidate {
+                            node: item.id(),
+                            span: item.span(),
+                            complete: parsed.complete,
+                        }),
+                );
+                Some(key)
             }
-            _ => (Vec::new(), None),
+            _ => None,
         }
     }
 
