@@ -1,9 +1,11 @@
 //! The prompt kit's evidence: the tailored JSON Schema, the GBNF grammar and the spec's own matcher
 //! agree with each other and with the engine, and the golden prompts stay as reviewed.
 //!
-//! - Every batch the engine commits on the fixture state is accepted by the schema (checked with the
-//!   `jsonschema` crate), the grammar (checked with the recogniser in `prompt/gbnf_check.rs`) and the
-//!   spec; on every generated batch, accepted or not, the three give the same verdict. Batches are
+//! - Every batch the engine commits on the fixture state, instruction by instruction, is accepted by
+//!   the schema (checked with the `jsonschema` crate), the grammar (checked with the recogniser in
+//!   `prompt/gbnf_check.rs`) and the spec; on every generated batch, accepted or not, the three give
+//!   the same verdict. (The engine checks a batch's final state only, so a batch may pass through an
+//!   invalid state and still commit; the schema checks each instruction and refuses that.) Batches are
 //!   drawn from the fixture schema's real paths, wrong paths, every taught op and typed, mistyped and
 //!   out-of-bounds values. The language is arrays of `assign`, `increment`, `push`, `pop`, `splice`,
 //!   `delete` and `merge` instructions without `metadata` (see `translators/src/prompt/spec.rs`), so the
@@ -215,6 +217,35 @@ fn commits(store: &mut Store, batch: &Json) -> bool {
     committed
 }
 
+/// Whether the engine commits each instruction of `batch` in turn, each as its own batch, so that
+/// every state on the way satisfies the schema; every commit is undone afterwards.
+///
+/// The engine checks a batch's final state only, so a batch may pass through an invalid state (put a
+/// wrong value in a slot, then pop it). The batch schema checks each instruction against the state
+/// schema and refuses that: it is the stricter contract for what a model should write. So the schema
+/// must accept what commits step by step, not everything that commits as a whole.
+fn commits_step_by_step(store: &mut Store, batch: &Json) -> bool {
+    let mut applied = 0;
+    let mut all = true;
+    for instruction in batch.as_array().into_iter().flatten() {
+        if commits_kept(store, &Json::Array(vec![instruction.clone()])) {
+            applied += 1;
+        } else {
+            all = false;
+            break;
+        }
+    }
+    for _ in 0..applied {
+        store.undo().expect("undo a step just applied");
+    }
+    all
+}
+
+/// Whether the engine commits `batch`, keeping the commit.
+fn commits_kept(store: &mut Store, batch: &Json) -> bool {
+    Batch::from_json(batch).is_ok_and(|decoded| store.apply(&decoded).is_committed())
+}
+
 #[test]
 fn engine_schema_grammar_and_spec_agree() {
     let schema_json = fixture("schema.json");
@@ -240,13 +271,13 @@ fn engine_schema_grammar_and_spec_agree() {
         let batch: Vec<Json> = picks.iter().map(|p| instruction(*p, &state_json)).collect();
         let batch_json = Json::Array(batch.clone());
         let text = canonical(&batch);
-        let engine = commits(&mut store.borrow_mut(), &batch_json);
+        let engine = commits_step_by_step(&mut store.borrow_mut(), &batch_json);
         let by_schema = kit.validator.is_valid(&batch_json);
         let by_grammar = kit.grammar.recognises(&text);
         let by_spec = kit.spec.accepts_batch(&batch_json);
         prop_assert!(
             !engine || by_schema,
-            "the engine commits what the schema refuses:\n{text}"
+            "the engine commits, step by step, what the schema refuses:\n{text}"
         );
         prop_assert_eq!(
             by_schema,
@@ -260,6 +291,21 @@ fn engine_schema_grammar_and_spec_agree() {
     if let Err(error) = result {
         panic!("{error}");
     }
+    // Found by this property once: a wrong value put in a slot and then popped commits as a whole
+    // (the final state is valid) but not step by step, and the schema refuses it.
+    let through_invalid = json!([
+        {"op": "assign", "path": ["player", "inventory", 0], "value": 0},
+        {"op": "pop", "path": ["player", "inventory"]}
+    ]);
+    assert!(
+        commits(&mut store.borrow_mut(), &through_invalid),
+        "the fixture's inventory should have one item"
+    );
+    assert!(!commits_step_by_step(
+        &mut store.borrow_mut(),
+        &through_invalid
+    ));
+    assert!(!kit.validator.is_valid(&through_invalid));
     // The generator must exercise both sides: count verdicts on a fixed sweep of single instructions.
     for path in 0..paths().len() {
         for op in 0..OPS.len() {
