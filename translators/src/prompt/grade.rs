@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use statecraft_engine::{Path, StateSchema, Value};
 
-use crate::prompt::review::{Trial, canonical_json, cleanliness, extract_for, run, trial_store};
+use crate::prompt::review::{Trial, cleanliness, extract_for, run, trial_store};
 use crate::prompt::spec::InstructionSpec;
 use crate::report::RepairReport;
 
@@ -102,14 +102,7 @@ pub fn grade(
     let extraction = extract_for(text, state);
     // The language `statecraft schema` prints for the same schema (the free one without).
     let spec = InstructionSpec::from_schema(schema.map(StateSchema::source));
-    let batch_json = Json::Array(
-        extraction
-            .batch
-            .instructions
-            .iter()
-            .map(canonical_json)
-            .collect(),
-    );
+    let batch_json = extraction.batch.to_json();
     let (applies, errors, store) = match trial_store(state, schema) {
         Ok(mut store) => {
             if extraction.valid {

@@ -131,8 +131,7 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
             // names the later ones too, so the model can fix them all in one round.
             let mut extra = Vec::new();
             for (index, instruction) in extraction.batch.instructions.iter().enumerate() {
-                let Err(mismatch) = spec.check(&without_extras(&canonical_json(instruction)))
-                else {
+                let Err(mismatch) = spec.check(&without_extras(&instruction.to_json())) else {
                     continue;
                 };
                 let corrected = corrections.get(index).cloned().flatten();
@@ -171,9 +170,7 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
                 .collect();
             let batch = Batch::new(fixed);
             if let Trial::Committed = trial(state, schema, &batch, &extraction) {
-                corrected_batch = Some(Json::Array(
-                    batch.instructions.iter().map(canonical_json).collect(),
-                ));
+                corrected_batch = Some(batch.to_json());
             }
         }
     }
@@ -208,14 +205,7 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
         message,
         corrected_batch,
         score: cleanliness(text, &extraction),
-        batch: Json::Array(
-            extraction
-                .batch
-                .instructions
-                .iter()
-                .map(canonical_json)
-                .collect(),
-        ),
+        batch: extraction.batch.to_json(),
         errors,
         extraction,
     }
@@ -340,27 +330,6 @@ fn instruction_text(instruction: &Json) -> String {
     }
 }
 
-/// An instruction's canonical JSON: paths as lists, only the members it has.
-pub(crate) fn canonical_json(instruction: &Instruction) -> Json {
-    let mut json = json!({"op": instruction.op.name(), "path": instruction.path});
-    if let Some(value) = &instruction.value {
-        json["value"] = value.to_json();
-    }
-    if let Some(old) = &instruction.old {
-        json["old"] = old.to_json();
-    }
-    if let Some(reason) = &instruction.reason {
-        json["reason"] = json!(reason);
-    }
-    if let Some(metadata) = &instruction.metadata {
-        json["metadata"] = metadata.to_json();
-    }
-    if let Some(from) = &instruction.from {
-        json["from"] = json!(from);
-    }
-    json
-}
-
 fn kind_name(kind: ErrorKind) -> String {
     serde_json::to_value(kind)
         .ok()
@@ -400,7 +369,7 @@ pub(crate) fn mismatch_text(mismatch: &Mismatch) -> String {
 
 /// The instruction written correctly, when that can be inferred and the language accepts it.
 fn correct(spec: &InstructionSpec, state: &Value, instruction: &Instruction) -> Option<Json> {
-    let original = canonical_json(instruction);
+    let original = instruction.to_json();
     let mut fixed = original.clone();
     // A stale old value: the current one is what the model meant to confirm.
     if instruction.old.is_some() {
