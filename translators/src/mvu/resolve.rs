@@ -224,14 +224,19 @@ fn insert_value_exact(
             report(
                 "mvu_insert_type",
                 Severity::Warning,
-                format!(
-                    "`_.{name}` skipped: the target at {path} is {}, not an array or object; mvu skips it too",
-                    other.value_type()
-                ),
+                not_a_collection(name, path, other),
             );
             None
         }
     }
+}
+
+/// Why `_.insert` skips a target that is neither an array nor an object (MVU skips it too).
+fn not_a_collection(name: &str, path: &Path, target: &Value) -> String {
+    format!(
+        "`_.{name}` skipped: the target at {path} is {}, not an array or object; mvu skips it too",
+        target.value_type()
+    )
 }
 
 /// `_.insert(path, key_or_index, value)`.
@@ -253,10 +258,7 @@ fn insert_at(
             report(
                 "mvu_insert_type",
                 Severity::Warning,
-                format!(
-                    "`_.{name}` skipped: the target at {path} is {}, not an array or object; mvu skips it too",
-                    other.value_type()
-                ),
+                not_a_collection(name, path, other),
             );
             return None;
         }
