@@ -381,6 +381,16 @@ struct Fields<T> {
 
 const KNOWN_FIELDS: &str = "op, path, from, value, old, reason, metadata";
 
+/// A problem with `field` of instruction `index`. The trail is built only when there is a problem.
+fn field_error(
+    index: usize,
+    kind: ErrorKind,
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> BatchError {
+    BatchError::in_field(kind, &Trail(vec![index]), field, message)
+}
+
 fn decode_batch<'a, T: JsonTree<'a>>(json: T, mode: Mode, limits: &Limits) -> Decoded {
     // An array of instructions, or one instruction on its own.
     let is_array = json.kind() == NodeKind::Array;
@@ -458,9 +468,9 @@ fn decode_instruction<'a>(
     report: &mut Vec<BatchError>,
 ) -> Option<(Instruction, bool)> {
     if json.kind() != NodeKind::Object {
-        report.push(BatchError::in_field(
+        report.push(field_error(
+            index,
             ErrorKind::NotAnInstruction,
-            &Trail(vec![index]),
             "",
             format!(
                 "an instruction must be an object with \"op\" and \"path\", not {}",
@@ -489,9 +499,9 @@ fn decode_instruction<'a>(
             "reason" => &mut fields.reason,
             "metadata" => &mut fields.metadata,
             _ => {
-                report.push(BatchError::in_field(
+                report.push(field_error(
+                    index,
                     ErrorKind::UnknownMember,
-                    &Trail(vec![index]),
                     crate::path::pointer_of(&[crate::Segment::key(key)]),
                     format!("unknown member \"{key}\"; an instruction has only {KNOWN_FIELDS}"),
                 ));
@@ -501,26 +511,26 @@ fn decode_instruction<'a>(
         *slot = Some(member);
     }
     let mut patch_form = false;
-    let op = match fields.op.map(JsonTree::kind) {
+    let op = match fields.op.map(|op| (op, op.kind())) {
         None => {
-            report.push(BatchError::in_field(
+            report.push(field_error(
+                index,
                 ErrorKind::MissingField,
-                &Trail(vec![index]),
                 "/op",
                 "missing \"op\"",
             ));
             None
         }
-        Some(NodeKind::String(name)) => match name.parse::<Op>() {
+        Some((_, NodeKind::String(name))) => match name.parse::<Op>() {
             Ok(op) => {
                 // MVU's `delta` is a JSON Patch document member: its path is a pointer.
                 patch_form = op.is_json_patch() || name == "delta";
                 Some(op)
             }
             Err(()) => {
-                report.push(BatchError::in_field(
+                report.push(field_error(
+                    index,
                     ErrorKind::UnknownOp,
-                    &Trail(vec![index]),
                     "/op",
                     format!(
                         "unknown op \"{name}\"; expected one of assign, get, delete, merge, push, pop, splice, \
@@ -530,15 +540,12 @@ fn decode_instruction<'a>(
                 None
             }
         },
-        Some(_) => {
-            report.push(BatchError::in_field(
+        Some((other, _)) => {
+            report.push(field_error(
+                index,
                 ErrorKind::InvalidField,
-                &Trail(vec![index]),
                 "/op",
-                format!(
-                    "\"op\" must be a string, not {}",
-                    fields.op.map_or("nothing", type_name)
-                ),
+                format!("\"op\" must be a string, not {}", type_name(other)),
             ));
             None
         }
@@ -549,9 +556,9 @@ fn decode_instruction<'a>(
         Op::Move | Op::Copy => decode_path(fields.from, "/from", patch_form, index, report),
         _ => {
             if fields.from.is_some() {
-                report.push(BatchError::in_field(
+                report.push(field_error(
+                    index,
                     ErrorKind::UnexpectedField,
-                    &Trail(vec![index]),
                     "/from",
                     format!("\"from\" is only for move and copy, not {op}"),
                 ));
@@ -561,18 +568,18 @@ fn decode_instruction<'a>(
     };
     let value = match (op.value_rule(), fields.value) {
         (Some(true), None) => {
-            report.push(BatchError::in_field(
+            report.push(field_error(
+                index,
                 ErrorKind::MissingField,
-                &Trail(vec![index]),
                 "/value",
                 format!("{op} needs a \"value\""),
             ));
             None
         }
         (None, Some(_)) => {
-            report.push(BatchError::in_field(
+            report.push(field_error(
+                index,
                 ErrorKind::UnexpectedField,
-                &Trail(vec![index]),
                 "/value",
                 format!("{op} takes no \"value\""),
             ));
@@ -584,9 +591,9 @@ fn decode_instruction<'a>(
     let old = match fields.old {
         Some(json) if op.takes_old() => decode_value(json, "/old", index, limits, report),
         Some(_) => {
-            report.push(BatchError::in_field(
+            report.push(field_error(
+                index,
                 ErrorKind::UnexpectedField,
-                &Trail(vec![index]),
                 "/old",
                 format!("{op} takes no \"old\" check"),
             ));
@@ -594,18 +601,15 @@ fn decode_instruction<'a>(
         }
         None => None,
     };
-    let reason = match fields.reason.map(JsonTree::kind) {
-        None | Some(NodeKind::Null) => None,
-        Some(NodeKind::String(text)) => Some(text.to_owned()),
-        Some(_) => {
-            report.push(BatchError::in_field(
+    let reason = match fields.reason.map(|reason| (reason, reason.kind())) {
+        None | Some((_, NodeKind::Null)) => None,
+        Some((_, NodeKind::String(text))) => Some(text.to_owned()),
+        Some((other, _)) => {
+            report.push(field_error(
+                index,
                 ErrorKind::InvalidField,
-                &Trail(vec![index]),
                 "/reason",
-                format!(
-                    "\"reason\" must be a string, not {}",
-                    fields.reason.map_or("nothing", type_name)
-                ),
+                format!("\"reason\" must be a string, not {}", type_name(other)),
             ));
             None
         }
@@ -644,9 +648,9 @@ fn decode_path<'a>(
     report: &mut Vec<BatchError>,
 ) -> Option<Path> {
     let Some(json) = json else {
-        report.push(BatchError::in_field(
+        report.push(field_error(
+            index,
             ErrorKind::MissingField,
-            &Trail(vec![index]),
             field,
             format!("missing \"{}\"", &field[1..]),
         ));
@@ -659,9 +663,9 @@ fn decode_path<'a>(
             let mut pointer = pointer;
             if !pointer.is_empty() && !pointer.starts_with('/') {
                 // Reported as a repair; lenient decoding keeps the path, strict decoding refuses it.
-                report.push(BatchError::in_field(
+                report.push(field_error(
+                    index,
                     ErrorKind::PointerWithoutSlash,
-                    &Trail(vec![index]),
                     field,
                     format!("{MISSING_SLASH}; read \"{pointer}\" as \"/{pointer}\""),
                 ));
@@ -673,9 +677,9 @@ fn decode_path<'a>(
             return match Path::from_pointer(pointer) {
                 Ok(path) => Some(path),
                 Err(error) => {
-                    report.push(BatchError::in_field(
+                    report.push(field_error(
+                        index,
                         ErrorKind::InvalidPath,
-                        &Trail(vec![index]),
                         field,
                         format!("{error}: \"{pointer}\""),
                     ));
@@ -683,9 +687,9 @@ fn decode_path<'a>(
                 }
             };
         }
-        report.push(BatchError::in_field(
+        report.push(field_error(
+            index,
             ErrorKind::InvalidPath,
-            &Trail(vec![index]),
             field,
             format!(
                 "a JSON Patch \"{}\" must be a JSON Pointer string, not {}",
@@ -698,12 +702,7 @@ fn decode_path<'a>(
     match path_from_json(json) {
         Ok(path) => Some(path),
         Err(message) => {
-            report.push(BatchError::in_field(
-                ErrorKind::InvalidPath,
-                &Trail(vec![index]),
-                field,
-                message,
-            ));
+            report.push(field_error(index, ErrorKind::InvalidPath, field, message));
             None
         }
     }
@@ -719,9 +718,9 @@ fn decode_value<'a>(
     // Measured before conversion, so a hostile depth never reaches recursive code.
     let depth = json_depth(json);
     if depth > limits.max_value_depth {
-        report.push(BatchError::in_field(
+        report.push(field_error(
+            index,
             ErrorKind::ValueTooDeep,
-            &Trail(vec![index]),
             field,
             format!(
                 "the value nests {depth} levels deep; the limit is {}",
