@@ -18,8 +18,9 @@ use serde_json::{Number, Value as Json};
 
 use crate::document::{Document, Node, NodeId, Text};
 
-/// Deepest container nesting the parser builds. Deeper input is skipped and reported, because deeply
-/// nested `serde_json::Value`s are dropped recursively and the engine refuses them anyway.
+/// Deepest container nesting the parser builds. Deeper input is skipped and reported, because values
+/// are converted recursively (to `serde_json::Value`, to engine values) and the engine refuses such
+/// depth anyway.
 pub const MAX_DEPTH: usize = 256;
 
 /// What was repaired.
