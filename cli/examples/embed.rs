@@ -88,15 +88,19 @@ fn main() {
             diagnostic.line, diagnostic.column, diagnostic.message, diagnostic.kind
         );
     }
-    assert!(extraction.valid);
+    // The batch comes with the options the reply calls for (MVU text runs with `old_mismatch = warn`),
+    // or not at all when the reply holds an invalid instruction.
+    let (batch, options) = extraction
+        .applicable()
+        .expect("the repaired reply is valid");
 
     // 2. A snapshot is an O(1) copy that never sees later changes.
     let before = store.snapshot();
-    let label = ApplyOptions {
+    let options = ApplyOptions {
         label: Some("msg-1".to_owned()),
-        ..ApplyOptions::default()
+        ..options
     };
-    let Outcome::Committed(commit) = store.apply_with(&extraction.batch, &label) else {
+    let Outcome::Committed(commit) = store.apply_with(batch, &options) else {
         panic!("the repaired reply applies")
     };
     for change in commit.changes.iter() {

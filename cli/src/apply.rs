@@ -4,14 +4,16 @@
 //! `--in-place`); on a rejected batch exit 1 with nothing on stdout, the reasons on stderr and the state
 //! file untouched; usage and IO errors exit 2. `apply --save` is the save engineer's and lives in
 //! `save_commands.rs`. This module must not write the state file anywhere but through
-//! [`files::write_atomic`].
+//! [`statecraft_saves::replace_file`], which follows a symbolic link to the file and keeps its mode.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use serde_json::json;
-use statecraft_engine::{ApplyOptions, BatchError, Commit, Outcome, StateSchema, Store, Value};
+use statecraft_engine::{
+    ApplyOptions, Batch, BatchError, Commit, Outcome, StateSchema, Store, Value,
+};
 
 use crate::args::ApplyArgs;
 use crate::files;
@@ -26,20 +28,26 @@ pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<E
     let text = files::read_input(args.input.as_deref())?;
     let origin = files::origin(args.input.as_deref());
     let mut store = build_store(state.clone(), schema, args.scripts.as_deref())?;
-    let reading = reply::read_with(&text, Some(&state), &args.macros.iter().cloned().collect());
-    let Some(options) = prepare(out, &text, &origin, &reading, args.label.clone()) else {
+    let reading = reply::read(
+        &text,
+        Some(&state),
+        &args.macros.iter().cloned().collect(),
+        args.mvu_unrunnable.into(),
+    );
+    // A state file keeps no history, so there is no step to label (clap refuses --label here).
+    let Some((batch, options)) = prepare(out, &text, &origin, &reading, None) else {
         return Ok(ExitCode::from(EXIT_REJECTED));
     };
-    match store.apply_with(reading.batch(), &options) {
+    match store.apply_with(batch, &options) {
         Outcome::Rejected(rejection) => {
             report_rejection(out, &rejection.errors);
             Ok(ExitCode::from(EXIT_REJECTED))
         }
         Outcome::Committed(commit) => {
-            report_commit(out, &commit);
+            report_commit(out, &commit, false);
             let text = files::state_text(store.state())?;
             if args.in_place {
-                files::write_atomic(state_path, text.as_bytes())?;
+                statecraft_saves::replace_file(state_path, text.as_bytes())?;
             } else {
                 out!("{text}")?;
             }
@@ -71,26 +79,22 @@ pub(crate) fn build_store(
     }
 }
 
-/// Prints the reading's diagnostics on stderr, when there are any.
-/// Reports what reading the reply found and, when it holds only valid instructions, the options to
-/// apply it with (the reading's policies, the label). `None` means it was refused and reported.
-pub(crate) fn prepare(
+/// Reports what reading the reply found and, when it holds only valid instructions, the batch and
+/// the options to apply it with (the reply's policies, the label). `None` means it was refused and
+/// reported.
+pub(crate) fn prepare<'r>(
     out: &Output,
     text: &str,
     origin: &str,
-    reading: &Reading,
+    reading: &'r Reading,
     label: Option<String>,
-) -> Option<ApplyOptions> {
+) -> Option<(&'r Batch, ApplyOptions)> {
     report_reading(out, text, origin, reading);
-    if !reading.valid() {
+    let Some((batch, options)) = reading.extraction.applicable() else {
         report_invalid(out, reading);
         return None;
-    }
-    Some(ApplyOptions {
-        label,
-        policies: Some(reading.policies()),
-        best_effort: false,
-    })
+    };
+    Some((batch, ApplyOptions { label, ..options }))
 }
 
 pub(crate) fn report_reading(out: &Output, text: &str, origin: &str, reading: &Reading) {
@@ -150,18 +154,23 @@ pub(crate) fn report_rejection(out: &Output, errors: &[BatchError]) {
 
 /// Prints a commit's warnings and host events on stderr (stdout carries only the state); with
 /// `--format json`, the change log too.
-pub(crate) fn report_commit(out: &Output, commit: &Commit) {
+pub(crate) fn report_commit(out: &Output, commit: &Commit, saved: bool) {
     if out.json() {
         // Always one document, so a script reading stderr gets the change log of every commit.
-        errln!(
-            "{}",
-            json!({
-                "committed": true,
-                "changes": commit.changes,
-                "warnings": render::errors_json(&commit.warnings),
-                "events": commit.events,
-            })
-        );
+        let mut document = json!({
+            "committed": true,
+            "changes": commit.changes,
+            "warnings": render::errors_json(&commit.warnings),
+            "events": commit.events,
+        });
+        // On a save the commit is a step of its history: where it went, and what the bounds dropped.
+        if saved {
+            document["step"] = json!(commit.step);
+            document["parent"] = json!(commit.parent);
+            document["trimmed"] = json!(commit.trimmed);
+            document["label_moved_from"] = json!(commit.label_moved_from);
+        }
+        errln!("{document}");
         return;
     }
     if !commit.warnings.is_empty() {
@@ -170,6 +179,30 @@ pub(crate) fn report_commit(out: &Output, commit: &Commit) {
     }
     for event in &commit.events {
         errln!("event: {}", render::event_text(event));
+    }
+    if !saved {
+        return;
+    }
+    if let Some(from) = commit.label_moved_from {
+        errln!(
+            "note: the label moved here from step {from}, which stays in the history unlabelled"
+        );
+    }
+    if !commit.trimmed.is_empty() {
+        let steps: Vec<String> = commit
+            .trimmed
+            .iter()
+            .map(|step| match &step.label {
+                Some(label) => format!("{} ({label})", step.id),
+                None => step.id.to_string(),
+            })
+            .collect();
+        errln!(
+            "note: the history bounds trimmed {} step{}, visited least recently, that can no longer be reached: {}",
+            steps.len(),
+            plural(steps.len()),
+            steps.join(", ")
+        );
     }
 }
 

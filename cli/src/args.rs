@@ -52,7 +52,8 @@ statecraft apply --state state.json reply.txt\n  \
 echo '[{\"op\":\"assign\",\"path\":[\"hp\"],\"value\":9}]' | statecraft apply --state state.json -\n  \
 statecraft apply --state state.json --schema schema.json --scripts scripts/ --in-place reply.txt\n  \
 statecraft apply --state card.json --macro user=Alex mvu-reply.txt\n  \
-statecraft apply --save game.save --label msg-42 reply.txt\n\n\
+statecraft apply --save game.save --label msg-42 reply.txt\n  \
+statecraft apply --save game.save --at msg-41 --label msg-42/s2 swipe.txt   a swipe of msg-42\n\n\
 With --state: on commit exit 0 and the new state on stdout; on rejection exit 1, nothing on stdout, \
 the reasons on stderr, and STATE.json untouched. With --save: exit 0 only once the step is on disk.")]
     Apply(ApplyArgs),
@@ -61,8 +62,10 @@ the reasons on stderr, and STATE.json untouched. With --save: exit 0 only once t
     #[command(after_help = "Examples:\n  \
 statecraft extract reply.txt\n  \
 statecraft extract --format json - < reply.txt\n\n\
-The batch goes to stdout, diagnostics and the repair score to stderr; exit 0 even when the batch is empty. \
-Exit 1, with nothing on stdout, when the reply holds an invalid instruction: such a batch must not be applied.")]
+The batch goes to stdout, diagnostics and the repair score to stderr; exit 0 whenever the reply could be \
+read, even when the batch is empty or some text was skipped. Exit 1, with nothing on stdout, when the reply \
+holds an invalid instruction (or, with --mvu-unrunnable reject, MVU text MVU would not run): such a batch \
+must not be applied.")]
     Extract(ExtractArgs),
 
     /// Translate between MVU commands, JSON instructions and JSON Patch, without a state.
@@ -70,7 +73,9 @@ Exit 1, with nothing on stdout, when the reply holds an invalid instruction: suc
 statecraft convert --from mvu --to json commands.txt\n  \
 statecraft convert --from json --to mvu batch.json\n  \
 statecraft convert --from jsonpatch --to json patch.json\n\n\
-Whatever the target format cannot express is reported on stderr, never silently mangled.")]
+Exit 0 whenever the input could be read, even when some text was skipped (each skip is reported); \
+exit 1 when it holds an invalid instruction or the target notation cannot express something, which \
+is reported on stderr, never silently mangled.")]
     Convert(ConvertArgs),
 
     /// Create a save file holding a game: state, schema, scripts folder and history.
@@ -79,21 +84,41 @@ Whatever the target format cannot express is reported on stderr, never silently 
     )]
     New(NewArgs),
 
-    /// Undo the newest step of a save, or every step after a label.
+    /// Undo the current step of a save (back to its parent), or every step after a label on the current
+    /// line.
     #[command(
-        after_help = "Examples:\n  statecraft undo --save game.save\n  statecraft undo --save game.save --to msg-41"
+        after_help = "Examples:\n  statecraft undo --save game.save\n  statecraft undo --save game.save --to msg-41\n\n\
+--to only goes back along the current line (the current step and its ancestors); to go to a step on \
+another branch, use checkout."
     )]
     Undo(UndoArgs),
 
-    /// Redo the oldest undone step of a save.
+    /// Redo: go down to the child of the current step that was current most recently.
     #[command(after_help = "Example:\n  statecraft redo --save game.save")]
     Redo(RedoArgs),
 
-    /// Print a save's state, or its history, as JSON.
-    #[command(
-        after_help = "Examples:\n  statecraft show --save game.save\n  statecraft show --save game.save --history"
-    )]
+    /// Make any step of a save's history current (a swipe, an earlier message), and print its state.
+    #[command(after_help = "Examples:\n  \
+statecraft checkout --save game.save msg-42/s1      back to the first swipe of msg-42\n  \
+statecraft checkout --save game.save --step 17      by id, as `log` prints it\n  \
+statecraft checkout --save game.save --step 0       the root: the state before every step\n\n\
+Exit 1, with nothing changed, when no retained step has the label or id.")]
+    Checkout(CheckoutArgs),
+
+    /// Print a save's state (now, or at any step without moving), or its history, as JSON.
+    #[command(after_help = "Examples:\n  \
+statecraft show --save game.save\n  \
+statecraft show --save game.save --at msg-42/s2\n  \
+statecraft show --save game.save --history")]
     Show(ShowArgs),
+
+    /// Print a save's history tree: every step with its id, label, parent and change count, and the
+    /// current one.
+    #[command(after_help = "Examples:\n  \
+statecraft log --save game.save                     JSON: {\"current\", \"next_id\", \"steps\": [...]}\n  \
+statecraft log --save game.save --format human      the tree drawn, the current step marked\n\n\
+The output is JSON unless --format human is given.")]
+    Log(LogArgs),
 
     /// Run a scripted scenario: a state, optional schema and scripts, and numbered model replies.
     #[command(after_help = "Examples:\n  \
@@ -125,6 +150,17 @@ statecraft feedback --state state.json --schema schema.json --format json -\n\n\
 Exit 0 when there is nothing to correct, 1 otherwise; the state file is never written.")]
     Feedback(crate::prompt_commands::FeedbackArgs),
 
+    /// Serve the HTTP API (SPEC §8) to front ends: games on SQLite (default) or PostgreSQL.
+    #[command(after_help = "Examples:\n  \
+statecraft serve                                          127.0.0.1:8765, games in ./statecraft.db\n  \
+statecraft serve --listen 127.0.0.1:0                     a free port, printed on stdout\n  \
+statecraft serve --allow-origin http://localhost:8000     let a SillyTavern page call it\n  \
+statecraft serve --db postgres://app@db.internal/games --listen 0.0.0.0:8765 --token \"$TOKEN\"\n\n\
+Prints `listening on http://ADDR` once it accepts requests. Any address but loopback needs --token \
+(or STATECRAFT_TOKEN); then every request needs `Authorization: Bearer TOKEN`. SIGINT or SIGTERM \
+stop it after the requests in flight are answered. The API is described in docs/http.md.")]
+    Serve(crate::serve::ServeArgs),
+
     /// Grade a model reply like a structured-output benchmark, as JSON.
     #[command(after_help = "Example:\n  \
 statecraft grade --state state.json --schema schema.json --expect expect.json reply.txt\n\n\
@@ -152,9 +188,24 @@ pub(crate) struct ApplyArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) scripts: Option<PathBuf>,
 
-    /// A label for the history step (a chat message id), for `undo --to`.
-    #[arg(long, value_name = "L")]
+    /// A label for the history step (a chat message or swipe id), with --save (a state file keeps no
+    /// history to label). Labels are unique: a label in use moves to the new step.
+    #[arg(long, value_name = "L", conflicts_with = "state")]
     pub(crate) label: Option<String>,
+
+    /// Commit on the step with this label instead of the current one (a swipe: the step before the
+    /// regenerated message; an edit: the step before the edited one). The new step becomes current.
+    #[arg(
+        long,
+        value_name = "LABEL",
+        requires = "save",
+        conflicts_with = "at_step"
+    )]
+    pub(crate) at: Option<String>,
+
+    /// Commit on the step with this id (0: the root, the state before every step).
+    #[arg(long, value_name = "ID", requires = "save")]
+    pub(crate) at_step: Option<u64>,
 
     /// Write the new state back to STATE.json atomically instead of printing it.
     #[arg(long, requires = "state")]
@@ -164,6 +215,12 @@ pub(crate) struct ApplyArgs {
     /// With --state only, until `apply --save` reads macros too.
     #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro, conflicts_with = "save")]
     pub(crate) macros: Vec<(String, String)>,
+
+    /// What to do with MVU text that MVU itself would not run (no `;` right after `)`, a command cut
+    /// off by the end of the text, the wrong number of arguments): `skip` it with a warning and take
+    /// the rest, as MVU does, or `reject` the whole reply.
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = UnrunnableMvu::Skip)]
+    pub(crate) mvu_unrunnable: UnrunnableMvu,
 
     /// The model reply or JSON batch; `-` or nothing reads stdin.
     #[arg(value_name = "INPUT")]
@@ -176,6 +233,12 @@ pub(crate) struct ExtractArgs {
     /// A SillyTavern macro for MVU text: `--macro user=Alex` replaces `<user>` and `{{user}}`. Repeatable.
     #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro)]
     pub(crate) macros: Vec<(String, String)>,
+
+    /// What to do with MVU text that MVU itself would not run (no `;` right after `)`, a command cut
+    /// off by the end of the text, the wrong number of arguments): `skip` it with a warning and take
+    /// the rest, as MVU does, or `reject` the whole reply.
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = UnrunnableMvu::Skip)]
+    pub(crate) mvu_unrunnable: UnrunnableMvu,
 
     /// The model reply; `-` or nothing reads stdin.
     #[arg(value_name = "INPUT")]
@@ -193,6 +256,24 @@ pub(crate) enum Notation {
     Jsonpatch,
 }
 
+/// The policy for MVU text MVU would not run, as written on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum UnrunnableMvu {
+    /// Skip it with a warning; the rest of the reply applies.
+    Skip,
+    /// Refuse the reply: nothing of it applies.
+    Reject,
+}
+
+impl From<UnrunnableMvu> for statecraft_translators::mvu::Unrunnable {
+    fn from(policy: UnrunnableMvu) -> Self {
+        match policy {
+            UnrunnableMvu::Skip => statecraft_translators::mvu::Unrunnable::Skip,
+            UnrunnableMvu::Reject => statecraft_translators::mvu::Unrunnable::Reject,
+        }
+    }
+}
+
 /// `statecraft convert`.
 #[derive(Debug, Args)]
 pub(crate) struct ConvertArgs {
@@ -203,6 +284,12 @@ pub(crate) struct ConvertArgs {
     /// What to write.
     #[arg(long, value_enum)]
     pub(crate) to: Notation,
+
+    /// What to do with MVU text that MVU itself would not run (no `;` right after `)`, a command cut
+    /// off by the end of the text, the wrong number of arguments): `skip` it with a warning and take
+    /// the rest, as MVU does, or `reject` the whole reply.
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = UnrunnableMvu::Skip)]
+    pub(crate) mvu_unrunnable: UnrunnableMvu,
 
     /// The text to translate; `-` or nothing reads stdin.
     #[arg(value_name = "INPUT")]
@@ -236,9 +323,34 @@ pub(crate) struct UndoArgs {
     #[arg(long, value_name = "GAME")]
     pub(crate) save: PathBuf,
 
-    /// Undo every step after the newest step with this label, instead of one step.
+    /// Undo every step after the step with this label on the current line, instead of one step.
     #[arg(long, value_name = "LABEL")]
     pub(crate) to: Option<String>,
+}
+
+/// `statecraft checkout`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["label", "step"])))]
+pub(crate) struct CheckoutArgs {
+    /// The save file.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: PathBuf,
+
+    /// The label of the step to make current.
+    #[arg(value_name = "LABEL")]
+    pub(crate) label: Option<String>,
+
+    /// The id of the step to make current, instead of a label (0: the root).
+    #[arg(long, value_name = "ID")]
+    pub(crate) step: Option<u64>,
+}
+
+/// `statecraft log`.
+#[derive(Debug, Args)]
+pub(crate) struct LogArgs {
+    /// The save file.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: PathBuf,
 }
 
 /// `statecraft redo`.
@@ -256,7 +368,15 @@ pub(crate) struct ShowArgs {
     #[arg(long, value_name = "GAME")]
     pub(crate) save: PathBuf,
 
-    /// Print the history (labels and change logs) instead of the state.
+    /// Print the state at the step with this label, without moving.
+    #[arg(long, value_name = "LABEL", conflicts_with_all = ["at_step", "history"])]
+    pub(crate) at: Option<String>,
+
+    /// Print the state at the step with this id (0: the root), without moving.
+    #[arg(long, value_name = "ID", conflicts_with = "history")]
+    pub(crate) at_step: Option<u64>,
+
+    /// Print the history (every step with its id, parent, label and change log) instead of the state.
     #[arg(long)]
     pub(crate) history: bool,
 }

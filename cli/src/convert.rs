@@ -1,19 +1,21 @@
 //! `statecraft convert`: translation between MVU commands, JSON instructions and JSON Patch, no state.
 //!
-//! Reading and writing are the translators' (`translate`, `to_mvu`, `patch_from_text`); this module
+//! Reading and writing are the translators' (`mvu::from_text`, `mvu::to_text`, `jsonpatch::from_text`,
+//! `jsonpatch::from_batch`, which also decides which batches have a JSON Patch form); this module
 //! wires a reader to a writer. The translated text goes to stdout and every problem to stderr. Exit 0
-//! when everything was translated, 1 when some of the input could not be read or expressed in the target
-//! notation (what could be translated is still printed), 2 for usage and IO errors. Without a state,
-//! MVU's type-dependent commands are guessed and the diagnostics say so.
+//! whenever the input could be read, even when text MVU would not run was skipped (each skip is a
+//! warning); 1 when the input holds something invalid (an error diagnostic, which MVU text MVU would
+//! not run becomes under `--mvu-unrunnable reject`) or something the target notation cannot express
+//! (what could be translated is still printed); 2 for usage and IO errors. Without a state, MVU's
+//! type-dependent commands are guessed and the diagnostics say so.
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use statecraft_engine::{Batch, BatchError, Limits, Path};
-use statecraft_translators::{
-    Diagnostic, MvuOptions, Severity, patch_from_text, to_mvu, translate,
-};
+use statecraft_engine::{Batch, BatchError, Limits};
+use statecraft_translators::mvu::{self, MvuOptions};
+use statecraft_translators::{Diagnostic, Severity, jsonpatch};
 
 use crate::EXIT_REJECTED;
 use crate::args::{ConvertArgs, Notation};
@@ -26,7 +28,11 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
     let origin = files::origin(args.input.as_deref());
     let (batch, read_diagnostics, errors) = match args.from {
         Notation::Mvu => {
-            let translation = translate(&text, &MvuOptions::default());
+            let options = MvuOptions {
+                unrunnable: args.mvu_unrunnable.into(),
+                ..MvuOptions::default()
+            };
+            let translation = mvu::from_text(&text, &options);
             (
                 Batch::new(translation.instructions),
                 translation.diagnostics,
@@ -38,11 +44,11 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
                 .with_context(|| format!("{origin} is not valid json"))?;
             match Batch::from_json(&json) {
                 Ok(batch) => (batch, Vec::new(), Vec::new()),
-                Err(errors) => (Batch::default(), Vec::new(), errors),
+                Err(errors) => (Batch::default(), Vec::new(), errors.0),
             }
         }
         Notation::Jsonpatch => {
-            let read = patch_from_text(&text, &Limits::default());
+            let read = jsonpatch::from_text(&text, &Limits::default());
             (read.batch, read.diagnostics, Vec::new())
         }
     };
@@ -57,7 +63,7 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
     match args.to {
         Notation::Json => outln!("{}", pretty(&batch.to_json())?)?,
         Notation::Mvu => {
-            let (mvu, diagnostics) = to_mvu(&batch);
+            let (mvu, diagnostics) = mvu::to_text(&batch);
             failed |= !diagnostics.is_empty();
             out!("{mvu}")?;
             if !mvu.is_empty() && !mvu.ends_with('\n') {
@@ -65,70 +71,19 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
             }
             report(out, &mvu, "<mvu output>", &diagnostics, &[]);
         }
-        Notation::Jsonpatch => {
-            let unexpressible = to_patch_problems(&batch);
-            failed |= !unexpressible.is_empty();
-            if unexpressible.is_empty() {
-                outln!("{}", pretty(&with_pointers(batch.to_json()))?)?;
+        Notation::Jsonpatch => match jsonpatch::from_batch(&batch) {
+            Ok(patch) => outln!("{}", pretty(&patch)?)?,
+            Err(unexpressible) => {
+                failed = true;
+                report(out, "", &origin, &[], &unexpressible);
             }
-            report(out, "", &origin, &[], &unexpressible);
-        }
+        },
     }
     Ok(if failed {
         ExitCode::from(EXIT_REJECTED)
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Why a batch has no state-free JSON Patch form: only a JSON Patch document converts as it is, because
-/// instruction ops such as `assign` (creating parents) or `increment` have no RFC 6902 equivalent that
-/// keeps their meaning without knowing the state. The way to get a patch from instructions is to apply
-/// them and export the change log.
-fn to_patch_problems(batch: &Batch) -> Vec<BatchError> {
-    if batch.is_json_patch() {
-        return Vec::new();
-    }
-    batch
-        .instructions
-        .iter()
-        .enumerate()
-        .filter(|(_, instruction)| !instruction.op.is_json_patch())
-        .map(|(index, instruction)| {
-            BatchError::in_field(
-                statecraft_engine::ErrorKind::UnknownOp,
-                &statecraft_engine::Trail(vec![index]),
-                "/op",
-                format!(
-                    "`{}` has no json patch form without a state; apply the batch and export its change log instead",
-                    instruction.op.name()
-                ),
-            )
-        })
-        .collect()
-}
-
-/// A canonical patch batch as an RFC 6902 document: `path` and `from` become JSON Pointers.
-fn with_pointers(mut json: serde_json::Value) -> serde_json::Value {
-    if let Some(operations) = json.as_array_mut() {
-        for operation in operations
-            .iter_mut()
-            .filter_map(serde_json::Value::as_object_mut)
-        {
-            for member in ["path", "from"] {
-                if let Some(path) = operation
-                    .get(member)
-                    .and_then(|p| serde_json::from_value::<Path>(p.clone()).ok())
-                {
-                    operation.insert(
-                        member.to_owned(),
-                        serde_json::Value::String(path.to_pointer()),
-                    );
-                }
-            }
-        }
-    }
-    json
 }
 
 /// Pretty JSON text.

@@ -1,8 +1,9 @@
 //! `statecraft extract`: the batch found in a model reply, as canonical JSON, without applying it.
 //!
 //! stdout gets a JSON array of canonical instructions (paths as lists); stderr gets the diagnostics (and
-//! the repair score when the reader gives one). Exit 0 even when the batch is empty, because finding
-//! nothing is an answer; exit 1 only when an instruction was recognisable but invalid.
+//! the repair score when the reader gives one). Exit 0 whenever the text could be read, even when the
+//! batch is empty or text was skipped, because finding nothing is an answer; exit 1 only when an
+//! instruction was recognisable but invalid (or MVU text was refused under `--mvu-unrunnable reject`).
 
 use std::process::ExitCode;
 
@@ -20,7 +21,12 @@ use crate::reply;
 pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
     let text = files::read_input(args.input.as_deref())?;
     let origin = files::origin(args.input.as_deref());
-    let reading = reply::read_with(&text, None, &args.macros.iter().cloned().collect());
+    let reading = reply::read(
+        &text,
+        None,
+        &args.macros.iter().cloned().collect(),
+        args.mvu_unrunnable.into(),
+    );
     if out.json() {
         errln!(
             "{}",

@@ -1,15 +1,14 @@
 //! Reading inputs and writing state files: the command's only file IO outside saves.
 //!
 //! Every failure here is a usage or IO error (exit 2) whose message names the file and the cause. Writing
-//! a state back (`apply --in-place`) is atomic: the new text goes to a temporary file in the same folder,
-//! is flushed to disk, and replaces the old file by a rename, so a crash leaves either the old state or
-//! the new one, never a torn file.
+//! a state back (`apply --in-place`) is the saves crate's `replace_file`: atomic, through symbolic links,
+//! keeping the file's mode.
 
 use std::fs;
-use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Read};
+use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use statecraft_engine::{StateSchema, Value};
 
 /// Reads INPUT: a file, or stdin when absent or `-`.
@@ -40,10 +39,11 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String> {
         .with_context(|| format!("cannot read the {what} file {}", path.display()))
 }
 
-/// Reads and parses a JSON file.
+/// Reads and parses a JSON file. A byte-order mark at the start, which some editors on Windows write,
+/// is not JSON but says nothing either: it is skipped.
 pub(crate) fn read_json(path: &Path, what: &str) -> Result<serde_json::Value> {
     let text = read_text(path, what)?;
-    serde_json::from_str(&text)
+    serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
         .with_context(|| format!("the {what} file {} is not valid json", path.display()))
 }
 
@@ -61,40 +61,6 @@ pub(crate) fn read_schema(path: &Path) -> Result<StateSchema> {
             path.display()
         )
     })
-}
-
-/// Replaces `path` with `bytes` atomically: temporary file in the same folder, fsync, rename, then an
-/// fsync of the folder so the rename itself survives a crash.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let folder = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let Some(name) = path.file_name() else {
-        bail!("cannot write {}: it names no file", path.display())
-    };
-    let temp = folder.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let written = (|| -> io::Result<()> {
-        let mut file = fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if let Err(error) = written {
-        // The temporary file is ours and useless now; failing to remove it changes nothing for the caller.
-        let _ = fs::remove_file(&temp);
-        return Err(error)
-            .with_context(|| format!("cannot write the state file {}", path.display()));
-    }
-    // Folders cannot be opened for syncing on every platform; where they can, this makes the rename durable.
-    if let Ok(dir) = fs::File::open(&folder) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
 }
 
 /// The state as pretty JSON text with a final newline.

@@ -39,10 +39,12 @@ mod render;
 mod reply;
 mod save_commands;
 mod scripting;
+mod serve;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::args::{Cli, Command};
 use crate::render::Output;
@@ -54,9 +56,15 @@ pub(crate) const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
     // clap exits with 2 on its own usage errors and 0 for `--help`, which is the contract already.
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let out = Output::detect(cli.format);
-    match run(&cli.command, &out) {
+    // `log` prints JSON unless the human format is asked for by name (SPEC §7).
+    let drawn = matches!(
+        matches.value_source("format"),
+        Some(ValueSource::CommandLine)
+    ) && !out.json();
+    match run(&cli.command, &out, drawn) {
         Ok(code) => code,
         Err(error) => {
             render::print_error(&out, &error);
@@ -65,8 +73,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs one command.
-fn run(command: &Command, out: &Output) -> anyhow::Result<ExitCode> {
+/// Runs one command; `drawn` says that `--format human` was given.
+fn run(command: &Command, out: &Output, drawn: bool) -> anyhow::Result<ExitCode> {
     match command {
         Command::Apply(args) => match (&args.state, &args.save) {
             (Some(state), _) => apply::run(args, state, out),
@@ -79,11 +87,14 @@ fn run(command: &Command, out: &Output) -> anyhow::Result<ExitCode> {
         Command::New(args) => save_commands::new(args, out),
         Command::Undo(args) => save_commands::undo(args, out),
         Command::Redo(args) => save_commands::redo(args, out),
+        Command::Checkout(args) => save_commands::checkout(args, out),
         Command::Show(args) => save_commands::show(args, out),
+        Command::Log(args) => save_commands::log(args, out, drawn),
         Command::Play(args) => play::run(args, out),
         Command::Prompt(args) => prompt_commands::run_prompt(args, out),
         Command::Schema(args) => prompt_commands::run_schema(args),
         Command::Feedback(args) => prompt_commands::run_feedback(args, out),
         Command::Grade(args) => prompt_commands::run_grade(args),
+        Command::Serve(args) => serve::run(args),
     }
 }

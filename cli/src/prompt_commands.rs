@@ -1,6 +1,6 @@
 //! The prompt kit's commands: `prompt`, `schema`, `feedback` and `grade`.
 //!
-//! Each command reads its files, calls one function of `statecraft_translators`' prompt kit and prints
+//! Each command reads its files, calls one function of the prompt kit (`statecraft_prompt`) and prints
 //! the answer on stdout. This module owns the options and the exit codes of these four commands; it
 //! must not hold instruction semantics, wording or scoring of its own, and it never writes a state
 //! file: `feedback` and `grade` try the reply on a copy of the state.
@@ -13,14 +13,15 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use statecraft_engine::{StateSchema, Value};
-use statecraft_translators::{
-    Expectation, InstructionSpec, Lang, MAX_PATH_DEPTH, MAX_TARGETS, batch_gbnf, batch_schema,
-    grade, prompt, review,
+use statecraft_prompt::{
+    Expectation, InstructionSpec, Lang, MAX_DESCRIBED_SEGMENTS, MAX_TARGETS, batch_gbnf,
+    batch_schema, grade, prompt, review,
 };
 
 use crate::EXIT_REJECTED;
 use crate::files;
 use crate::render::{self, Output};
+use crate::scripting;
 
 /// A language of the rules text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -43,6 +44,11 @@ pub(crate) struct PromptArgs {
     #[arg(long, value_name = "SCHEMA.json")]
     pub(crate) schema: Option<PathBuf>,
 
+    /// A folder of Lua scripts: the rules list the callbacks its handlers register, with the doc and
+    /// arguments each describes.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) scripts: Option<PathBuf>,
+
     /// The language of the rules text.
     #[arg(long, value_enum, default_value_t = LangArg::En)]
     pub(crate) lang: LangArg,
@@ -54,6 +60,11 @@ pub(crate) struct SchemaArgs {
     /// The state's JSON Schema to tailor to; without it, any path and value is allowed.
     #[arg(long, value_name = "SCHEMA.json")]
     pub(crate) schema: Option<PathBuf>,
+
+    /// A folder of Lua scripts: the batch may call the callbacks its handlers register, with the
+    /// arguments each describes, and no others.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) scripts: Option<PathBuf>,
 
     /// Print a GBNF grammar (llama.cpp constrained decoding) instead of a JSON Schema.
     #[arg(long)]
@@ -104,7 +115,13 @@ pub(crate) fn run_prompt(args: &PromptArgs, out: &Output) -> Result<ExitCode> {
         LangArg::En => Lang::En,
         LangArg::Zh => Lang::Zh,
     };
-    let made = prompt(&state, schema.as_ref().map(StateSchema::source), lang);
+    let callbacks = scripting::signatures(args.scripts.as_deref())?;
+    let made = prompt(
+        &state,
+        schema.as_ref().map(StateSchema::source),
+        &callbacks,
+        lang,
+    );
     if out.json() {
         let doc = json!({"rules": made.rules, "state": made.state, "text": made.text()});
         emit(&format!("{doc}\n"))?;
@@ -120,11 +137,12 @@ pub(crate) fn run_schema(args: &SchemaArgs) -> Result<ExitCode> {
         Some(path) => Some(files::read_schema(path)?.source().clone()),
         None => None,
     };
-    let spec = InstructionSpec::from_schema(source.as_ref());
+    let callbacks = scripting::signatures(args.scripts.as_deref())?;
+    let spec = InstructionSpec::from_schema(source.as_ref()).with_callbacks(&callbacks);
     if spec.is_partial() {
         eprintln!(
             "warning: the schema is recursive or declares more than {MAX_TARGETS} paths; the output \
-             covers paths up to {MAX_PATH_DEPTH} segments deep and the first {MAX_TARGETS} paths"
+             covers paths up to {MAX_DESCRIBED_SEGMENTS} segments deep and the first {MAX_TARGETS} paths"
         );
     }
     if args.gbnf {

@@ -141,24 +141,8 @@ fn clamp_span(source: &str, span: std::ops::Range<usize>) -> std::ops::Range<usi
     start..end
 }
 
-/// Diagnostics as one JSON value: `[{kind, severity, span: [start, end], line, column, message}]`.
-pub(crate) fn diagnostics_json(diagnostics: &[Diagnostic]) -> serde_json::Value {
-    serde_json::Value::Array(
-        diagnostics
-            .iter()
-            .map(|d| {
-                json!({
-                    "kind": d.kind,
-                    "severity": d.severity,
-                    "span": [d.span.start, d.span.end],
-                    "line": d.line,
-                    "column": d.column,
-                    "message": d.message,
-                })
-            })
-            .collect(),
-    )
-}
+/// Diagnostics as one JSON value, in the translators' one JSON form.
+pub(crate) use statecraft_translators::diagnostics_json;
 
 /// Batch errors as JSON.
 pub(crate) fn errors_json(errors: &[BatchError]) -> serde_json::Value {
@@ -170,14 +154,7 @@ pub(crate) fn errors_json(errors: &[BatchError]) -> serde_json::Value {
 pub(crate) fn errors_text(errors: &[BatchError]) -> String {
     let mut out = String::new();
     for error in errors {
-        let kind = serde_json::to_value(error.kind)
-            .ok()
-            .and_then(|k| k.as_str().map(str::to_owned));
-        let _ = writeln!(
-            out,
-            "  - {error}{}",
-            kind.map(|k| format!(" [{k}]")).unwrap_or_default()
-        );
+        let _ = writeln!(out, "  - {error} [{}]", error.kind);
     }
     out
 }

@@ -7,10 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use statecraft_engine::{Batch, BatchError, Policies, Value};
-use statecraft_translators::{
-    Diagnostic, ExtractOptions, Extraction, MvuOptions, Severity, extract, feedback,
-};
+use statecraft_engine::{Batch, BatchError, Value};
+use statecraft_translators::mvu::{MvuOptions, Unrunnable};
+use statecraft_translators::{Diagnostic, ExtractOptions, Extraction, Severity, extract, feedback};
 
 /// What was read from a text.
 #[derive(Debug)]
@@ -20,7 +19,7 @@ pub(crate) struct Reading {
 }
 
 impl Reading {
-    /// The batch to apply. Must not be applied when [`Reading::valid`] is false.
+    /// The batch read. To apply it, take it with its options from [`Extraction::applicable`].
     pub(crate) fn batch(&self) -> &Batch {
         &self.extraction.batch
     }
@@ -33,11 +32,6 @@ impl Reading {
     /// The repair report's cleanliness score: 100 when the text was exactly one valid JSON batch.
     pub(crate) fn score(&self) -> u8 {
         self.extraction.report.score
-    }
-
-    /// The policies the text calls for: MVU text runs with `old_mismatch = warn` (SPEC §3).
-    pub(crate) fn policies(&self) -> Policies {
-        self.extraction.policies
     }
 
     /// Whether the batch may be applied: an instruction with an `op` that is invalid makes the whole
@@ -60,21 +54,20 @@ impl Reading {
     }
 }
 
-/// Reads `text` as instructions. `state` lets MVU's type-dependent commands resolve exactly.
-pub(crate) fn read(text: &str, state: Option<&Value>) -> Reading {
-    read_with(text, state, &BTreeMap::new())
-}
-
-/// [`read`] with SillyTavern macros (`user` replaces `<user>` and `{{user}}` in MVU text).
-pub(crate) fn read_with(
+/// Reads `text` as instructions. `state` lets MVU's type-dependent commands resolve exactly;
+/// `macros` are SillyTavern's (`user` replaces `<user>` and `{{user}}` in MVU text), and `unrunnable`
+/// says what MVU text MVU would not run does to the reply.
+pub(crate) fn read(
     text: &str,
     state: Option<&Value>,
     macros: &BTreeMap<String, String>,
+    unrunnable: Unrunnable,
 ) -> Reading {
     let options = ExtractOptions {
         mvu: MvuOptions {
             state: state.cloned(),
             macros: macros.clone(),
+            unrunnable,
             ..MvuOptions::default()
         },
         ..ExtractOptions::default()

@@ -672,7 +672,7 @@ fn help_shows_examples_on_every_command() {
         top.stdout
     );
     for command in [
-        "apply", "extract", "convert", "new", "undo", "redo", "show", "play",
+        "apply", "extract", "convert", "new", "undo", "redo", "checkout", "show", "log", "play",
     ] {
         let run = run_in(dir.path(), &[command, "--help"], "");
         assert_eq!(run.code, 0, "{command}: {run:?}");
@@ -710,7 +710,7 @@ fn every_example_scenario_plays_with_all_expectations_met() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    for wanted in ["fantasy", "romance", "rules"] {
+    for wanted in ["fantasy", "romance", "rules", "timeline"] {
         assert!(
             names.iter().any(|n| n == wanted),
             "examples/{wanted} is missing: {names:?}"
@@ -868,6 +868,122 @@ fn play_refuses_a_misspelt_expectation() {
         run.stderr
     );
     assert!(run.stderr.contains("valeus"), "{}", run.stderr);
+}
+
+#[test]
+fn play_checks_values_as_grade_does_and_refuses_a_key_that_is_not_a_pointer() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("state.json"), r#"{"hp": 10}"#).unwrap();
+    fs::create_dir(dir.path().join("turns")).unwrap();
+    fs::write(
+        dir.path().join("turns/01.txt"),
+        r#"[{"op": "assign", "path": ["hp"], "value": 5}]"#,
+    )
+    .unwrap();
+    // An absent value counts as null, as `grade` and `old` checks count it.
+    fs::write(
+        dir.path().join("turns/01.expect.json"),
+        r#"{"values": {"/hp": 5, "/mana": null}}"#,
+    )
+    .unwrap();
+    let run = run_in(Path::new("."), &["play", &dir.path().to_string_lossy()], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("✓ /mana = null (found absent)"),
+        "{}",
+        run.stdout
+    );
+
+    fs::write(
+        dir.path().join("turns/01.expect.json"),
+        r#"{"values": {"hp": 5}}"#,
+    )
+    .unwrap();
+    let run = run_in(Path::new("."), &["play", &dir.path().to_string_lossy()], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("01.expect.json is not valid")
+            && run.stderr.contains("\"hp\" is not a json pointer"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn play_moves_on_the_tree_and_refuses_moves_that_mean_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().to_string_lossy().into_owned();
+    fs::write(dir.path().join("state.json"), r#"{"hp": 10}"#).unwrap();
+    fs::create_dir(dir.path().join("turns")).unwrap();
+    let write =
+        |name: &str, text: &str| fs::write(dir.path().join("turns").join(name), text).unwrap();
+    write(
+        "01.txt",
+        r#"[{"op": "assign", "path": ["hp"], "value": 5}]"#,
+    );
+    write("01.expect.json", r#"{"label": "a"}"#);
+    write(
+        "02.txt",
+        r#"[{"op": "assign", "path": ["hp"], "value": 7}]"#,
+    );
+    write(
+        "02.expect.json",
+        r#"{"label": "b", "at": 0, "steps": {"a": {"/hp": 5}}}"#,
+    );
+    write("03.move.json", r#"{"checkout": "a"}"#);
+    write(
+        "03.expect.json",
+        r#"{"current": "a", "values": {"/hp": 5}}"#,
+    );
+    let run = run_in(Path::new("."), &["play", &folder], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("↷ checkout a: crossed 2 steps of the history tree"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("✓ at a: /hp = 5 (found 5)"),
+        "{}",
+        run.stdout
+    );
+    // A checkout of a step that is not there fails the turn, and play goes on.
+    write("04.move.json", r#"{"checkout": "nowhere"}"#);
+    let run = run_in(Path::new("."), &["play", &folder], "");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("✗ turn 04: checkout nowhere: no step is labelled \"nowhere\""),
+        "{}",
+        run.stdout
+    );
+    // A move applies no reply, so reply expectations on it are refused rather than silently unchecked.
+    write("04.move.json", r#"{"checkout": 0}"#);
+    write(
+        "04.expect.json",
+        r#"{"outcome": "committed", "current": 0}"#,
+    );
+    let run = run_in(Path::new("."), &["play", &folder], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("is for a move, which applies no reply: outcome only fit a reply"),
+        "{}",
+        run.stderr
+    );
+    write("04.expect.json", r#"{"current": 0, "values": {"/hp": 10}}"#);
+    write("04.txt", "[]");
+    let run = run_in(Path::new("."), &["play", &folder], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("turn 04 is both a reply and a move"),
+        "{}",
+        run.stderr
+    );
+    fs::remove_file(dir.path().join("turns/04.txt")).unwrap();
+    let run = run_in(Path::new("."), &["play", &folder], "");
+    assert_eq!(run.code, 0, "{run:?}");
 }
 
 #[test]
@@ -1040,6 +1156,240 @@ fn a_save_applies_durably_and_undoes_and_redoes_across_processes() {
     assert_eq!(nothing.code, 1, "{nothing:?}");
     assert_eq!(nothing.stdout, "");
     assert_eq!(nothing.stderr, "unchanged: nothing to undo\n");
+}
+
+/// A save in `dir` with a small chat: m1, two swipes of m2 (the second current), and an edit of m1.
+fn chat_save(dir: &Path) {
+    let new = run_in(dir, &["new", "game.save", "--state", "state.json"], "");
+    assert_eq!(new.code, 0, "{new:?}");
+    let apply = |args: &[&str], value: i64| {
+        let batch = format!(r#"[{{"op":"assign","path":["hp"],"value":{value}}}]"#);
+        let mut all = vec!["apply", "--save", "game.save"];
+        all.extend_from_slice(args);
+        all.push("-");
+        let run = run_in(dir, &all, &batch);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(parse(&run.stdout), json!({"hp": value}), "{args:?}");
+    };
+    apply(&["--label", "m1"], 90);
+    apply(&["--label", "m2/s1"], 80);
+    apply(&["--at", "m1", "--label", "m2/s2"], 70);
+    apply(&["--at-step", "0", "--label", "m1/edit"], 95);
+    let back = run_in(dir, &["checkout", "--save", "game.save", "m2/s2"], "");
+    assert_eq!(
+        (back.code, parse(&back.stdout)),
+        (0, json!({"hp": 70})),
+        "{back:?}"
+    );
+}
+
+#[test]
+fn swipes_and_edits_commit_on_named_steps_and_checkout_goes_back_to_any() {
+    let dir = folder_with_state(&json!({"hp": 100}));
+    chat_save(dir.path());
+    let show = |args: &[&str]| {
+        let mut all = vec!["show", "--save", "game.save"];
+        all.extend_from_slice(args);
+        run_in(dir.path(), &all, "")
+    };
+    // Reading any step does not move.
+    for (args, hp) in [
+        (&["--at", "m2/s1"][..], 80),
+        (&["--at", "m1/edit"][..], 95),
+        (&["--at-step", "0"][..], 100),
+        (&[][..], 70),
+    ] {
+        let run = show(args);
+        assert_eq!(
+            (run.code, parse(&run.stdout)),
+            (0, json!({"hp": hp})),
+            "{args:?}: {run:?}"
+        );
+    }
+    let unknown = show(&["--at", "m9"]);
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+    assert_eq!(unknown.stderr, "unchanged: no step is labelled \"m9\"\n");
+    let by_id = run_in(
+        dir.path(),
+        &["checkout", "--save", "game.save", "--step", "2"],
+        "",
+    );
+    assert_eq!(
+        (by_id.code, parse(&by_id.stdout)),
+        (0, json!({"hp": 80})),
+        "{by_id:?}"
+    );
+    let unknown = run_in(dir.path(), &["checkout", "--save", "game.save", "nope"], "");
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+    assert_eq!(unknown.stdout, "");
+    assert_eq!(unknown.stderr, "unchanged: no step is labelled \"nope\"\n");
+    // A batch on an unknown step is rejected, and nothing moves.
+    let rejected = run_in(
+        dir.path(),
+        &["apply", "--save", "game.save", "--at", "nope", "-"],
+        r#"[{"op":"assign","path":["hp"],"value":1}]"#,
+    );
+    assert_eq!(rejected.code, 1, "{rejected:?}");
+    assert!(
+        rejected.stderr.contains("no step is labelled \"nope\""),
+        "{}",
+        rejected.stderr
+    );
+    assert_eq!(parse(&show(&[]).stdout), json!({"hp": 80}));
+    // undo --to keeps its meaning: only back along the current line.
+    let off_line = run_in(
+        dir.path(),
+        &["undo", "--save", "game.save", "--to", "m1/edit"],
+        "",
+    );
+    assert_eq!(off_line.code, 1, "{off_line:?}");
+    assert!(
+        off_line
+            .stderr
+            .contains("no step on the current line is labelled \"m1/edit\"")
+    );
+    let on_line = run_in(
+        dir.path(),
+        &["undo", "--save", "game.save", "--to", "m1"],
+        "",
+    );
+    assert_eq!(
+        (on_line.code, parse(&on_line.stdout)),
+        (0, json!({"hp": 90})),
+        "{on_line:?}"
+    );
+    // Redo goes back down the swipe that was current last.
+    let redo = run_in(dir.path(), &["redo", "--save", "game.save"], "");
+    assert_eq!(parse(&redo.stdout), json!({"hp": 80}), "{redo:?}");
+}
+
+#[test]
+fn log_prints_the_tree_as_json_or_drawn() {
+    let dir = folder_with_state(&json!({"hp": 100}));
+    chat_save(dir.path());
+    let log = run_in(dir.path(), &["log", "--save", "game.save"], "");
+    assert_eq!(log.code, 0, "{log:?}");
+    let steps: Vec<Value> = parse(&log.stdout)["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| json!([s["id"], s["parent"], s["label"], s["changes"], s["current"]]))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            json!([1, 0, "m1", 1, false]),
+            json!([2, 1, "m2/s1", 1, false]),
+            json!([3, 1, "m2/s2", 1, true]),
+            json!([4, 0, "m1/edit", 1, false]),
+        ]
+    );
+    assert_eq!(parse(&log.stdout)["current"], json!(3));
+    let drawn = run_in(
+        dir.path(),
+        &["log", "--save", "game.save", "--format", "human"],
+        "",
+    );
+    assert_eq!(drawn.code, 0, "{drawn:?}");
+    assert_eq!(
+        drawn.stdout,
+        "root\n\
+         ├─ * 1 m1 (1 change)\n\
+         │  ├─ * 2 m2/s1 (1 change)\n\
+         │  └─ * 3 m2/s2 (1 change)  <- current\n\
+         └─ * 4 m1/edit (1 change)\n"
+    );
+}
+
+#[test]
+fn a_long_line_draws_narrow_and_a_commit_reports_what_trimming_dropped() {
+    let dir = folder_with_state(&json!({"hp": 100}));
+    let new = run_in(
+        dir.path(),
+        &["new", "game.save", "--state", "state.json"],
+        "",
+    );
+    assert_eq!(new.code, 0, "{new:?}");
+    for i in 0..3 {
+        let batch = format!(r#"[{{"op":"assign","path":["hp"],"value":{i}}}]"#);
+        let label = format!("m{i}");
+        let run = run_in(
+            dir.path(),
+            &["apply", "--save", "game.save", "--label", &label, "-"],
+            &batch,
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let drawn = run_in(
+        dir.path(),
+        &["--format", "human", "log", "--save", "game.save"],
+        "",
+    );
+    assert_eq!(
+        drawn.stdout,
+        "root\n* 1 m0 (1 change)\n* 2 m1 (1 change)\n* 3 m2 (1 change)  <- current\n"
+    );
+    // Reusing a label moves it, and the commit says from where.
+    let again = run_in(
+        dir.path(),
+        &[
+            "apply",
+            "--save",
+            "game.save",
+            "--at",
+            "m1",
+            "--label",
+            "m2",
+            "--format",
+            "json",
+            "-",
+        ],
+        r#"[{"op":"assign","path":["hp"],"value":7}]"#,
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    let report = parse(again.stderr.trim());
+    assert_eq!(report["step"], json!(4));
+    assert_eq!(report["parent"], json!(2));
+    assert_eq!(report["label_moved_from"], json!(3));
+    assert_eq!(report["trimmed"], json!([]));
+    // A game kept to three steps: the next commit trims the least recently visited tip, and says so.
+    let small = dir.path().join("small.save");
+    drop(
+        statecraft_saves::Game::create(
+            &small,
+            statecraft_engine::Value::from(json!({"hp": 100})),
+            statecraft_saves::NewGame::default().history(statecraft_engine::HistoryLimits {
+                max_steps: 3,
+                max_bytes: 1 << 20,
+            }),
+        )
+        .unwrap(),
+    );
+    for (args, value) in [
+        (&["--label", "a"][..], 1),
+        (&["--label", "b"][..], 2),
+        (&["--at", "a", "--label", "b2"][..], 3),
+        (&["--label", "c"][..], 4),
+    ] {
+        let mut all = vec!["apply", "--save", "small.save"];
+        all.extend_from_slice(args);
+        all.push("-");
+        let run = run_in(
+            dir.path(),
+            &all,
+            &format!(r#"[{{"op":"assign","path":["hp"],"value":{value}}}]"#),
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        if value == 4 {
+            assert!(
+                run.stderr.contains(
+                    "note: the history bounds trimmed 1 step, visited least recently, that can no longer be reached: 2 (b)"
+                ),
+                "{}",
+                run.stderr
+            );
+        }
+    }
 }
 
 #[test]

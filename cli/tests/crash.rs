@@ -1,6 +1,9 @@
-//! Crash safety of `statecraft apply --save`, with the real binary: processes killed with SIGKILL at
-//! random moments never lose a step whose apply exited 0, never reorder steps, and never leave a save
-//! that does not load. Also: concurrent appliers never lose a step (the lock).
+//! Crash safety of the save commands, with the real binary: `apply --save` (on the current step and, with
+//! `--at`, on another: a branch) and `checkout`, killed with SIGKILL at random moments, never lose an
+//! operation that exited 0, never leave half of one, and never leave a save that does not load. After
+//! every trial the save must be exactly the game an in-memory store plays when given the operations
+//! that happened (the acknowledged ones, and killed ones that reached the disk): the same state, tree,
+//! labels, current step and visit order. Also: concurrent appliers never lose a step (the lock).
 //!
 //! The suite runs 200 trials; `STATECRAFT_SOAK=10000` runs that many instead (the soak, whose result
 //! goes in `BENCHMARKS.md`). `STATECRAFT_CRASH_SEED` replays a run; the seed is printed.
@@ -10,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
-use statecraft_engine::{HistoryLimits, Value};
+use statecraft_engine::{ApplyOptions, Batch, HistoryLimits, Store, Value};
 use statecraft_saves::{Game, NewGame};
 
 const BIN: &str = env!("CARGO_BIN_EXE_statecraft");
@@ -59,29 +62,80 @@ fn apply_command(save: &Path, label: &str, input: &Path) -> Command {
     command
 }
 
-/// The pushed values in the save's log, after opening it as a restarted front end would.
-fn logged(save: &Path) -> Vec<u64> {
-    let game = Game::open(save)
-        .unwrap_or_else(|error| panic!("the save does not load after a kill: {error}"));
-    let state = game.state().to_json();
-    let log: Vec<u64> = state["log"]
-        .as_array()
-        .expect("a log")
-        .iter()
-        .map(|v| v.as_u64().expect("an index"))
-        .collect();
-    // The newest retained step is the newest logged push: the history agrees with the state.
-    if let (Some(last), Some(step)) = (
-        log.last(),
-        game.store().history().filter(|s| s.applied).last(),
-    ) {
-        assert_eq!(
-            step.label,
-            Some(format!("s{last}").as_str()),
-            "history and state disagree"
-        );
+/// One operation of a trial, as the command line runs it.
+#[derive(Clone, Debug)]
+enum Operation {
+    /// A commit on the current step, labelled `s{value}`.
+    Apply(u64),
+    /// A commit on the step labelled `at` (a swipe or an edit), labelled `s{value}`.
+    ApplyAt(u64, String),
+    /// A move to the step labelled so.
+    Checkout(String),
+}
+
+impl Operation {
+    fn command(&self, save: &Path, input: &Path) -> Command {
+        match self {
+            Operation::Apply(value) => apply_command(save, &format!("s{value}"), input),
+            Operation::ApplyAt(value, at) => {
+                let mut command = apply_command(save, &format!("s{value}"), input);
+                command.arg("--at").arg(at);
+                command
+            }
+            Operation::Checkout(label) => {
+                let mut command = Command::new(BIN);
+                command.arg("checkout").arg("--save").arg(save).arg(label);
+                command
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped());
+                command
+            }
+        }
     }
-    log
+
+    /// Does the same on the in-memory model.
+    fn apply_to(&self, model: &mut Store, batch: &Batch) {
+        let commit = |model: &mut Store, value: &u64, at: Option<&String>| {
+            let options = ApplyOptions {
+                label: Some(format!("s{value}")),
+                at: at.map(|at| at.as_str().into()),
+                ..ApplyOptions::default()
+            };
+            assert!(model.apply_with(batch, &options).is_committed(), "{self:?}");
+        };
+        match self {
+            Operation::Apply(value) => commit(model, value, None),
+            Operation::ApplyAt(value, at) => commit(model, value, Some(at)),
+            Operation::Checkout(label) => {
+                model.checkout(label.as_str()).expect("a retained label");
+            }
+        }
+    }
+
+    /// Whether the save shows that this operation happened, given the model before it.
+    fn happened(&self, game: &Store, model: &Store) -> bool {
+        match self {
+            // A new step's label is fresh, and the step is current, so trimming cannot have taken it.
+            Operation::Apply(value) | Operation::ApplyAt(value, _) => {
+                game.find(format!("s{value}").as_str()).is_ok()
+            }
+            Operation::Checkout(label) => {
+                game.current_step() != model.current_step()
+                    || model.find(label.as_str()).ok() == Some(model.current_step())
+            }
+        }
+    }
+}
+
+/// The whole game as JSON: state, every step with its parent, label and changes, the current step and
+/// the visit order. Two stores with the same view behave the same from here on.
+fn view(store: &Store) -> Json {
+    let steps: Vec<Json> = store
+        .history()
+        .map(|s| json!([s.id, s.parent, s.label, s.changes]))
+        .collect();
+    json!({"state": store.state(), "steps": steps, "current": store.current_step(), "recency": store.recency()})
 }
 
 #[test]
@@ -95,25 +149,27 @@ fn killed_appliers_never_lose_an_acknowledged_step() {
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("crash.save");
-    // A short history so that compaction (write beside, rename) runs every twenty-odd steps and the kills
-    // land in it too.
-    let setup = NewGame::default().history(HistoryLimits {
-        max_steps: 4,
+    // A short history so that trimming and compaction (write beside, rename) run every few steps and the
+    // kills land in them too.
+    let limits = HistoryLimits {
+        max_steps: 6,
         max_bytes: 1 << 24,
-    });
-    drop(Game::create(&save, Value::from(json!({"log": [], "pad": ""})), setup).unwrap());
+    };
+    let initial = Value::from(json!({"log": [], "pad": ""}));
+    drop(Game::create(&save, initial.clone(), NewGame::default().history(limits)).unwrap());
+    // The model: the same operations on an in-memory store, those that happened and only those.
+    let mut model = Store::builder(initial)
+        .history_limits(limits)
+        .build()
+        .unwrap();
 
     // Calibrate: how long one apply takes here, so that kills spread over its whole life.
     let input = dir.path().join("input.json");
-    let mut log: Vec<u64> = Vec::new();
     let mut typical = Duration::ZERO;
     let mut next = 0u64;
     for _ in 0..5 {
-        std::fs::write(
-            &input,
-            json!([{"op": "push", "path": ["log"], "value": next}]).to_string(),
-        )
-        .unwrap();
+        let batch = json!([{"op": "push", "path": ["log"], "value": next}]);
+        std::fs::write(&input, batch.to_string()).unwrap();
         let start = Instant::now();
         let output = apply_command(&save, &format!("s{next}"), &input)
             .output()
@@ -124,86 +180,82 @@ fn killed_appliers_never_lose_an_acknowledged_step() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        log.push(next);
+        Operation::Apply(next).apply_to(&mut model, &Batch::from_json(&batch).unwrap());
         next += 1;
     }
     typical /= 5;
     let window = typical.as_micros() as u64 * 3 / 2;
 
     let (mut acked, mut killed_kept, mut killed_lost, mut shrinks) = (0, 0, 0, 0);
-    let mut acked_since_check: Vec<u64> = Vec::new();
-    let mut tried_since_check: Vec<u64> = Vec::new();
+    let (mut branches, mut checkouts) = (0, 0);
     let mut last_len = std::fs::metadata(&save).unwrap().len();
     for trial in 0..trials {
         let value = next;
         next += 1;
+        let labels: Vec<String> = model
+            .history()
+            .filter_map(|s| s.label.map(str::to_owned))
+            .collect();
+        let somewhere = labels[rng.below(labels.len() as u64) as usize].clone();
+        let operation = match rng.below(4) {
+            0 => Operation::ApplyAt(value, somewhere),
+            1 => Operation::Checkout(somewhere),
+            _ => Operation::Apply(value),
+        };
         let pad = "x".repeat(rng.below(8_000) as usize);
         let batch = json!([{"op": "push", "path": ["log"], "value": value}, {"op": "assign", "path": ["pad"], "value": pad}]);
         std::fs::write(&input, batch.to_string()).unwrap();
-        let mut child = apply_command(&save, &format!("s{value}"), &input)
-            .spawn()
-            .unwrap();
+        let mut child = operation.command(&save, &input).spawn().unwrap();
         std::thread::sleep(Duration::from_micros(rng.below(window)));
         // SIGKILL; an error only means the process already exited, which the status below shows.
         let _ = child.kill();
         let output = child.wait_with_output().unwrap();
-        match output.status.code() {
-            Some(0) => {
-                acked += 1;
-                acked_since_check.push(value);
-            }
-            None => {}
+        let acknowledged = match output.status.code() {
+            Some(0) => true,
+            None => false,
             Some(code) => panic!(
-                "trial {trial}: apply exited {code} instead of 0 or being killed: {}",
+                "trial {trial}: {operation:?} exited {code} instead of 0 or being killed: {}",
                 String::from_utf8_lossy(&output.stderr)
             ),
+        };
+        // Read-only, so that a torn tail stays for the next command to find and cut.
+        let game = Game::open_read_only(&save).unwrap_or_else(|error| {
+            panic!("trial {trial}: the save does not load after a kill: {error}")
+        });
+        let happened = operation.happened(game.store(), &model);
+        assert!(
+            happened || !acknowledged,
+            "trial {trial}: acknowledged {operation:?} was lost"
+        );
+        if happened {
+            operation.apply_to(&mut model, &Batch::from_json(&batch).unwrap());
+            match operation {
+                Operation::ApplyAt(..) => branches += 1,
+                Operation::Checkout(_) => checkouts += 1,
+                Operation::Apply(_) => {}
+            }
         }
-        tried_since_check.push(value);
+        match (acknowledged, happened) {
+            (true, _) => acked += 1,
+            (false, true) => killed_kept += 1,
+            (false, false) => killed_lost += 1,
+        }
+        assert_eq!(
+            view(game.store()),
+            view(&model),
+            "trial {trial}: after {operation:?} (acknowledged: {acknowledged}), the save is not the game the model played"
+        );
+        drop(game);
         let len = std::fs::metadata(&save).unwrap().len();
         if len < last_len {
             shrinks += 1;
         }
         last_len = len;
-        // Check after most trials; the others leave any torn tail for the next apply process to find.
-        if rng.below(4) == 0 && trial + 1 < trials {
-            continue;
-        }
-        let now = logged(&save);
-        assert!(
-            now.starts_with(&log),
-            "trial {trial}: steps before the last check were lost or reordered"
-        );
-        let fresh = &now[log.len()..];
-        let mut expected_order = tried_since_check.iter();
-        for value in fresh {
-            assert!(
-                expected_order.any(|v| v == value),
-                "trial {trial}: step {value} is out of order or invented: {fresh:?}"
-            );
-        }
-        for value in &acked_since_check {
-            assert!(
-                fresh.contains(value),
-                "trial {trial}: acknowledged step {value} was lost (log tail {fresh:?})"
-            );
-        }
-        for value in &tried_since_check {
-            if !acked_since_check.contains(value) {
-                if fresh.contains(value) {
-                    killed_kept += 1;
-                } else {
-                    killed_lost += 1;
-                }
-            }
-        }
-        log = now;
-        acked_since_check.clear();
-        tried_since_check.clear();
     }
     println!(
-        "crash test: {trials} trials: {acked} acknowledged (all present, in order); killed before the \
-         acknowledgement: {killed_kept} already on disk, {killed_lost} not; {shrinks} compactions seen; \
-         typical apply {typical:?}"
+        "crash test: {trials} trials: {acked} acknowledged (all present); killed before the \
+         acknowledgement: {killed_kept} already on disk, {killed_lost} not; {branches} branch commits and \
+         {checkouts} checkouts done; {shrinks} compactions seen; typical apply {typical:?}"
     );
     assert!(
         acked > 0 && killed_kept + killed_lost > 0,

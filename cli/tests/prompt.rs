@@ -2,7 +2,7 @@
 //! `grade`, their stdout, stderr and exit codes.
 //!
 //! Each test runs the built binary in a temporary folder holding the translators' prompt fixtures
-//! (`translators/tests/prompt/state.json` and `schema.json`), so nothing in the repository is written.
+//! (`prompt/tests/prompt/state.json` and `schema.json`), so nothing in the repository is written.
 //! Exit codes: 0 success (and `feedback` with nothing to correct), 1 `feedback` with something to
 //! correct, 2 usage or IO error.
 
@@ -15,7 +15,7 @@ mod support;
 use support::run_in;
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../translators/tests/prompt")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../prompt/tests/prompt")
 }
 
 /// A temporary folder with the fixture state and schema.

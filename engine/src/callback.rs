@@ -37,6 +37,10 @@ pub struct CallbackCall<'a> {
     pub depth: usize,
     /// The limits in force; handlers enforce the time, step and memory limits themselves.
     pub limits: &'a Limits,
+    /// The store's forbidden segments. A handler that checks what it hands back before the engine
+    /// does (to place the error in its own source) checks against these, with
+    /// [`crate::find_forbidden_key`], never against a list of its own.
+    pub forbidden: &'a [String],
 }
 
 /// The changes a batch made, offered to watchers.
@@ -50,6 +54,8 @@ pub struct WatchCall<'a> {
     pub depth: usize,
     /// The limits in force.
     pub limits: &'a Limits,
+    /// The store's forbidden segments (see [`CallbackCall::forbidden`]).
+    pub forbidden: &'a [String],
 }
 
 /// A handler's answer.
@@ -80,6 +86,32 @@ impl fmt::Display for HandlerError {
             HandlerError::Failed(message) => f.write_str(message),
         }
     }
+}
+
+/// What a callback says about itself, so that a model can be told it exists: its name, what it does,
+/// and the arguments its `value` list holds. The prompt kit lists callbacks from these in the rules
+/// text, the batch schema and the grammar; the engine itself never reads them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallbackSignature {
+    /// The handler's name: a callback instruction's `path[0]`.
+    pub name: String,
+    /// What it does, in a sentence for the model.
+    pub doc: Option<String>,
+    /// Its arguments in order, or `None` when the handler does not describe them (any list).
+    pub args: Option<Vec<CallbackArg>>,
+}
+
+/// One argument of a [`CallbackSignature`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallbackArg {
+    /// Its name, for the model.
+    pub name: String,
+    /// What it means, in a few words for the model.
+    pub doc: Option<String>,
+    /// A JSON Schema for its value (`{"type": "integer", "minimum": 0}`); `{}` accepts any value.
+    pub schema: serde_json::Value,
+    /// Whether it may be left out. Only arguments after every required one may be.
+    pub optional: bool,
 }
 
 /// Something the store calls for `callback` instructions and after each round of changes.

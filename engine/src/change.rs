@@ -66,7 +66,7 @@ pub struct ReplayError {
 
 /// Replays `changes` forwards (redo) on `root`, in place. All or nothing: if a change does not fit,
 /// the ones already replayed are reverted before the error is returned.
-pub(crate) fn replay_forward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
+pub fn replay_forward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
     for (done, change) in changes.iter().enumerate() {
         if let Err(error) = put(root, &change.path, change.old.is_some(), change.new.clone()) {
             // The prefix was just replayed on this very root, so reverting it cannot fail.
@@ -78,7 +78,7 @@ pub(crate) fn replay_forward(root: &mut Value, changes: &[Change]) -> Result<(),
 }
 
 /// Replays `changes` backwards (undo) on `root`, in place. All or nothing, like [`replay_forward`].
-pub(crate) fn replay_backward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
+pub fn replay_backward(root: &mut Value, changes: &[Change]) -> Result<(), ReplayError> {
     for (done, change) in changes.iter().rev().enumerate() {
         if let Err(error) = put(root, &change.path, change.new.is_some(), change.old.clone()) {
             let _ = replay_forward(root, &changes[changes.len() - done..]);

@@ -7,11 +7,11 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
-/// What kind of problem, one kind per rule and per limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// What kind of problem, one kind per rule and per limit. [`ErrorKind::code`] is the stable name in
+/// JSON output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// The instruction is not a JSON object.
@@ -37,12 +37,18 @@ pub enum ErrorKind {
     EmptyPath,
     /// A forbidden segment (`__proto__`, `constructor`, `prototype`) in a path or a value key.
     ForbiddenSegment,
-    /// More path segments than `Limits::max_path_depth`.
+    /// More path segments than `Limits::max_path_segments`.
     PathTooDeep,
     /// A value nested deeper than `Limits::max_value_depth`.
     ValueTooDeep,
     /// A string longer than `Limits::max_string_bytes`.
     StringTooLong,
+    /// A batch would nest the state deeper than `Limits::max_state_depth`.
+    StateTooDeep,
+    /// A batch would grow the state beyond `Limits::max_state_bytes`.
+    StateTooLarge,
+    /// One instruction would write more than `Limits::max_op_bytes` into the state.
+    OpTooLarge,
     /// More instructions than `Limits::max_batch_len`.
     BatchTooLong,
     /// More instructions emitted by callbacks than `Limits::max_emitted`.
@@ -69,6 +75,66 @@ pub enum ErrorKind {
     TestFailed,
     /// The would-be state violates the state's JSON Schema.
     SchemaViolation,
+    /// The step a batch was to be committed on (`ApplyOptions::at`) is not in the history: an unknown
+    /// label or id, or a step that trimming dropped.
+    UnknownStep,
+    /// The state at the step a batch was to be committed on could not be rebuilt: a change log does not
+    /// replay, only possible with a history rebuilt from a damaged save.
+    HistoryDamaged,
+}
+
+impl ErrorKind {
+    /// The stable snake_case code that JSON output and scenario files use (`old_mismatch`).
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::NotAnInstruction => "not_an_instruction",
+            ErrorKind::UnknownOp => "unknown_op",
+            ErrorKind::MissingField => "missing_field",
+            ErrorKind::UnexpectedField => "unexpected_field",
+            ErrorKind::UnknownMember => "unknown_member",
+            ErrorKind::InvalidField => "invalid_field",
+            ErrorKind::InvalidPath => "invalid_path",
+            ErrorKind::PointerWithoutSlash => "pointer_without_slash",
+            ErrorKind::MixedBatch => "mixed_batch",
+            ErrorKind::EmptyPath => "empty_path",
+            ErrorKind::ForbiddenSegment => "forbidden_segment",
+            ErrorKind::PathTooDeep => "path_too_deep",
+            ErrorKind::ValueTooDeep => "value_too_deep",
+            ErrorKind::StringTooLong => "string_too_long",
+            ErrorKind::StateTooDeep => "state_too_deep",
+            ErrorKind::StateTooLarge => "state_too_large",
+            ErrorKind::OpTooLarge => "op_too_large",
+            ErrorKind::BatchTooLong => "batch_too_long",
+            ErrorKind::TooManyEmitted => "too_many_emitted",
+            ErrorKind::CascadeTooDeep => "cascade_too_deep",
+            ErrorKind::TypeMismatch => "type_mismatch",
+            ErrorKind::MissingTarget => "missing_target",
+            ErrorKind::MissingParent => "missing_parent",
+            ErrorKind::IndexOutOfRange => "index_out_of_range",
+            ErrorKind::OldMismatch => "old_mismatch",
+            ErrorKind::Overflow => "overflow",
+            ErrorKind::UnknownCallback => "unknown_callback",
+            ErrorKind::CallbackFailed => "callback_failed",
+            ErrorKind::TestFailed => "test_failed",
+            ErrorKind::SchemaViolation => "schema_violation",
+            ErrorKind::UnknownStep => "unknown_step",
+            ErrorKind::HistoryDamaged => "history_damaged",
+        }
+    }
+}
+
+/// The code, as in JSON output.
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// Serialised as its code.
+impl Serialize for ErrorKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.code())
+    }
 }
 
 /// Which instruction: its index in the batch, then the index among the instructions each callback
@@ -187,5 +253,81 @@ impl fmt::Display for BatchError {
             f.write_str(": ")?;
         }
         f.write_str(&self.message)
+    }
+}
+
+/// Every problem found, as one error value: what decoding and [`crate::StoreBuilder::build`] return
+/// when they refuse. It reads as a slice of [`BatchError`]s; its text is every error, joined by `; `.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct BatchErrors(pub Vec<BatchError>);
+
+impl fmt::Display for BatchErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, error) in self.0.iter().enumerate() {
+            if index > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for BatchErrors {}
+
+impl std::ops::Deref for BatchErrors {
+    type Target = [BatchError];
+
+    fn deref(&self) -> &[BatchError] {
+        &self.0
+    }
+}
+
+impl From<Vec<BatchError>> for BatchErrors {
+    fn from(errors: Vec<BatchError>) -> BatchErrors {
+        BatchErrors(errors)
+    }
+}
+
+impl IntoIterator for BatchErrors {
+    type Item = BatchError;
+    type IntoIter = std::vec::IntoIter<BatchError>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'e> IntoIterator for &'e BatchErrors {
+    type Item = &'e BatchError;
+    type IntoIter = std::slice::Iter<'e, BatchError>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_of_batch_errors_is_one_error_naming_each() {
+        fn decode() -> Result<(), Box<dyn std::error::Error>> {
+            let errors = BatchErrors(vec![
+                BatchError::in_field(ErrorKind::MissingField, &Trail(vec![0]), "/op", "no op"),
+                BatchError::whole_batch(ErrorKind::BatchTooLong, None, "too long"),
+            ]);
+            Err(errors)?
+        }
+        let error = decode().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "instruction 0, field /op: no op; too long"
+        );
+        let errors = BatchErrors::default();
+        assert!(errors.is_empty());
+        assert_eq!(errors.to_string(), "");
     }
 }

@@ -15,7 +15,7 @@ use crate::error::ErrorKind;
 use crate::instruction::{Instruction, Op};
 use crate::limits::{MissingParent, MissingTarget, OldMismatch, Policies};
 use crate::path::{Path, Segment, pointer_of};
-use crate::value::{Key, Value};
+use crate::value::{Key, Value, is_integer};
 
 /// Why an instruction could not run: a kind, the state pointer of the failing segment, and a message.
 #[derive(Debug)]
@@ -564,17 +564,24 @@ pub(crate) fn splice_args(value: Option<&Value>) -> Result<SpliceArgs, String> {
         );
     };
     let integer = |name: &str| -> Result<Option<i64>, String> {
+        let out_of_range = |n: &Number| {
+            format!(
+                "splice \"{name}\" is out of range: {n} is not between {} and {}",
+                i64::MIN,
+                i64::MAX
+            )
+        };
         match map.get(name) {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_i64() {
                 Some(i) => Ok(Some(i)),
-                None if n
-                    .as_f64()
-                    .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.0e15) =>
-                {
-                    Ok(n.as_f64().map(|f| f as i64))
-                }
-                None => Err(format!("splice \"{name}\" must be an integer, not {n}")),
+                None if is_integer(n) => Err(out_of_range(n)),
+                None => match n.as_f64() {
+                    // A float with no fraction is the integer it spells (`2.0`, `1e3`).
+                    Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+                    Some(f) if f.fract() == 0.0 => Err(out_of_range(n)),
+                    _ => Err(format!("splice \"{name}\" must be an integer, not {n}")),
+                },
             },
             Some(other) => Err(format!(
                 "splice \"{name}\" must be an integer, not {}",
@@ -679,15 +686,11 @@ fn increment(
     Ok(Some(new))
 }
 
-/// Integer + integer stays an integer (overflow is `None`); otherwise a finite float.
+/// Integer + integer stays an integer within 64 bits (beyond, at any size, is `None`: an overflow,
+/// never a rounded float); otherwise a finite float.
 fn add_numbers(a: &Number, b: &Number) -> Option<Number> {
-    let as_int = |n: &Number| {
-        n.as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-    };
-    if let (Some(x), Some(y)) = (as_int(a), as_int(b)) {
-        let sum = x + y;
+    if is_integer(a) && is_integer(b) {
+        let sum = a.as_i128()?.checked_add(b.as_i128()?)?;
         return i64::try_from(sum)
             .map(Number::from)
             .or_else(|_| u64::try_from(sum).map(Number::from))

@@ -1,195 +1,815 @@
-//! History: every committed batch is a step that can be undone and redone.
+//! History: every committed batch is a step in a tree, the chat timeline.
 //!
-//! A step keeps only its change log (old and new value of every primitive change), not a snapshot of
-//! the state, so retained memory follows what changed, not the size of the state. Undo replays a
-//! step's changes backwards on the live root and redo replays them forwards: both cost the size of the
-//! step, whatever the size of the state. Steps have stable ids (`slotmap`) that survive trimming, and
-//! optional labels (a chat message id) for `undo_to`. History is bounded by a step count and by an
-//! estimate of retained bytes; trimming drops the oldest steps. This module must not run instructions.
+//! Every step has a parent: the step that was current when it was committed, or the root (the state
+//! before every retained step). Committing after an undo starts a new branch beside the undone one, so a
+//! regenerated reply (a swipe) is a sibling of the reply it replaces and switching back brings back
+//! exactly its state. A step keeps only its change log, not a copy of the state: moving between two
+//! steps replays the changes on the tree path between them (backwards up to their common ancestor,
+//! forwards down to the target), so it costs what changed on that path, never the size of the state.
+//! Some steps also keep a checkpoint, the state's persistent root as committed there (an O(1) clone
+//! that shares every unchanged node): every `checkpoint_every` steps of depth, so that reading any step
+//! replays at most that many steps from the nearest checkpoint above it.
+//!
+//! Steps have ids that are never reused, and unique labels (a front end's message or swipe id; reusing
+//! a label moves it to the new step). History is bounded by a step count and an estimate of retained
+//! bytes. Trimming drops the steps visited least recently first, one branch tip at a time, and never
+//! the current step or its ancestors while anything else can go; only then does it drop the oldest
+//! ancestors, whose state becomes the new root. Every trimmed step is reported to the caller. This
+//! module must not run instructions: it records change logs and replays them.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use slotmap::{SlotMap, new_key_type};
 
-use crate::change::Change;
+use crate::budget;
+use crate::change::{Change, ReplayError, replay_backward, replay_forward};
+use crate::value::Value;
 
-new_key_type! {
-    /// A stable id for a history step. Valid until the step is trimmed or dropped with a redo branch.
-    pub struct StepId;
+/// A step's id: a number that is never reused, so an id a host kept can only ever name that step. The
+/// root, the state before every retained step, is [`StepId::ROOT`] (0); committed steps count from 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StepId(u64);
+
+impl StepId {
+    /// The root: the state before every retained step (the initial state until trimming moves it).
+    pub const ROOT: StepId = StepId(0);
+
+    /// The id with this number (as printed and saved).
+    pub const fn new(number: u64) -> StepId {
+        StepId(number)
+    }
+
+    /// Its number.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for StepId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A step named by its id or by its label.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StepRef {
+    /// By id; [`StepId::ROOT`] is the root.
+    Id(StepId),
+    /// By label.
+    Label(String),
+}
+
+impl From<StepId> for StepRef {
+    fn from(id: StepId) -> StepRef {
+        StepRef::Id(id)
+    }
+}
+
+impl From<&str> for StepRef {
+    fn from(label: &str) -> StepRef {
+        StepRef::Label(label.to_owned())
+    }
+}
+
+impl From<String> for StepRef {
+    fn from(label: String) -> StepRef {
+        StepRef::Label(label)
+    }
+}
+
+impl From<&StepRef> for StepRef {
+    fn from(step: &StepRef) -> StepRef {
+        step.clone()
+    }
+}
+
+impl fmt::Display for StepRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepRef::Id(id) if *id == StepId::ROOT => f.write_str("the root"),
+            StepRef::Id(id) => write!(f, "step {id}"),
+            StepRef::Label(label) => write!(f, "the step labelled \"{label}\""),
+        }
+    }
+}
+
+/// A step that trimming removed, as reported to the host: its id and label no longer resolve, and its
+/// state can no longer be reached.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TrimmedStep {
+    /// The id it had.
+    pub id: StepId,
+    /// The label it had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// Why a timeline operation could not be done. Nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimelineError {
+    /// No retained step has this label (it never existed, moved to another step, or was trimmed).
+    #[error("no step is labelled \"{0}\"")]
+    UnknownLabel(String),
+    /// No retained step has this id (it never existed or was trimmed).
+    #[error("no step {0} in the history")]
+    UnknownStep(StepId),
+    /// A step's change log does not replay: only possible with a history rebuilt from a damaged save.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// A step rebuilt from a save reuses an id, or comes after a higher one: ids only ever grow.
+    #[error("step {id} cannot be recorded: ids only grow, and the next free id is {next}")]
+    StepIdTaken {
+        /// The id asked for.
+        id: StepId,
+        /// The smallest id still free.
+        next: StepId,
+    },
+    /// A step named for removal is neither a branch tip away from the current step nor the only child of
+    /// the root, the two kinds of step trimming removes.
+    #[error(
+        "step {0} cannot be forgotten: it is not a branch tip away from the current step, nor the root's only child"
+    )]
+    CannotForget(StepId),
+}
+
+impl TimelineError {
+    /// The stable code of this kind of error, as printed in JSON.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TimelineError::UnknownLabel(_) => "unknown_label",
+            TimelineError::UnknownStep(_) => "unknown_step",
+            TimelineError::Replay(_) => "replay_failed",
+            TimelineError::StepIdTaken { .. } => "step_id_taken",
+            TimelineError::CannotForget(_) => "cannot_forget",
+        }
+    }
 }
 
 /// Bounds on retained history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HistoryLimits {
-    /// Most steps kept (undoable plus redoable).
+    /// Most steps kept, on every branch together. `0` turns history off: commits make no steps.
     pub max_steps: usize,
-    /// Most bytes kept, by [`Change::estimated_bytes`]. The newest step is kept even if it alone is
-    /// larger.
+    /// Most bytes kept, by [`Change::estimated_bytes`] plus a fixed cost per step. The current step is
+    /// kept even if it alone is larger.
     pub max_bytes: usize,
 }
 
 impl Default for HistoryLimits {
+    /// 10,000 steps (a chat of 1,000 messages with a few swipes each keeps every swipe) and 64 MiB.
     fn default() -> HistoryLimits {
         HistoryLimits {
-            max_steps: 1_000,
+            max_steps: 10_000,
             max_bytes: 64 << 20,
         }
     }
 }
 
+/// How many steps of depth lie between checkpoints unless the store is built with another spacing.
+pub(crate) const DEFAULT_CHECKPOINT_EVERY: u64 = 32;
+
+/// The fixed cost counted for every step besides its changes: the step's own fields and its place in
+/// the maps. A constant, not a `size_of`, so that the bound means the same in every build.
+const STEP_BYTES: usize = 160;
+
 /// One committed batch.
 #[derive(Clone, Debug)]
 pub(crate) struct Step {
-    /// The label given at commit, if any.
+    /// The step it was committed on ([`StepId::ROOT`] for the root).
+    pub(crate) parent: StepId,
+    /// The steps committed on it, oldest first.
+    pub(crate) children: Vec<StepId>,
+    /// Its label, unique among retained steps.
     pub(crate) label: Option<String>,
     /// The primitive changes, in the order they happened.
     pub(crate) changes: Arc<[Change]>,
     /// The estimate of the bytes this step keeps alive.
-    pub(crate) bytes: usize,
-    /// Commit sequence number: positions in the order follow from it in O(1).
-    seq: u64,
+    bytes: usize,
+    /// Steps from the original root; the root's own depth grows when trimming moves it.
+    depth: u64,
+    /// The clock when the step last left the current line (meaningless while it is on it).
+    visited: u64,
+    /// The estimated size of the state committed here (see `budget.rs`), so that a batch committed on
+    /// any step starts from its size without walking the state.
+    size: usize,
+    /// The state as committed here, kept every `checkpoint_every` steps of depth.
+    checkpoint: Option<Value>,
 }
 
-/// The list of steps and the position of the present among them.
+/// The steps of a tree path between two steps.
+#[derive(Debug, Default)]
+struct Route {
+    /// The steps to revert, from the start upwards, the common ancestor excluded.
+    up: Vec<StepId>,
+    /// The steps to replay, downwards to the target, the common ancestor excluded.
+    down: Vec<StepId>,
+}
+
+impl Route {
+    fn len(&self) -> usize {
+        self.up.len() + self.down.len()
+    }
+}
+
+/// The tree of steps, the current step, and what keeps them bounded.
 #[derive(Debug)]
 pub(crate) struct History {
-    steps: SlotMap<StepId, Step>,
-    /// Oldest first.
-    order: VecDeque<StepId>,
-    /// How many steps of `order` are applied: `order[..applied]` are undoable, the rest redoable.
-    applied: usize,
+    steps: BTreeMap<StepId, Step>,
+    /// The children of the root, oldest first.
+    root_children: Vec<StepId>,
+    /// The state at the root.
+    base: Value,
+    /// Its estimated size, measured the first time it is needed.
+    base_size: Option<usize>,
+    root_depth: u64,
+    current: StepId,
+    labels: HashMap<String, StepId>,
+    /// Every branch tip other than the current step, least recently visited first: what trimming takes.
+    tips: BTreeSet<(u64, StepId)>,
     bytes: usize,
-    next_seq: u64,
+    /// Counts moves of the current step, to order visits.
+    clock: u64,
+    next_id: u64,
     limits: HistoryLimits,
+    checkpoint_every: u64,
 }
 
 impl History {
-    pub(crate) fn new(limits: HistoryLimits) -> History {
+    pub(crate) fn new(base: Value, limits: HistoryLimits, checkpoint_every: u64) -> History {
         History {
-            steps: SlotMap::with_key(),
-            order: VecDeque::new(),
-            applied: 0,
+            steps: BTreeMap::new(),
+            root_children: Vec::new(),
+            base,
+            base_size: None,
+            root_depth: 0,
+            current: StepId::ROOT,
+            labels: HashMap::new(),
+            tips: BTreeSet::new(),
             bytes: 0,
-            next_seq: 0,
+            clock: 0,
+            next_id: 1,
             limits,
+            checkpoint_every: checkpoint_every.max(1),
         }
     }
 
-    /// Records a new step after the applied ones, dropping the redo branch, then trims.
-    pub(crate) fn push(&mut self, label: Option<String>, changes: Arc<[Change]>) -> StepId {
-        while self.order.len() > self.applied {
-            if let Some(dropped) = self.order.pop_back() {
-                self.forget(dropped);
-            }
-        }
-        let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>()
-            + std::mem::size_of::<Step>();
-        // Consecutive after the newest kept step, so a dropped redo branch leaves no gap.
-        let seq = self
-            .order
-            .back()
-            .map_or(self.next_seq, |&id| self.steps[id].seq + 1);
-        self.next_seq = seq + 1;
-        let id = self.steps.insert(Step {
-            label,
-            changes,
-            bytes,
-            seq,
-        });
-        self.order.push_back(id);
-        self.applied += 1;
-        self.bytes += bytes;
-        self.trim();
-        id
-    }
-
-    fn forget(&mut self, id: StepId) {
-        if let Some(step) = self.steps.remove(id) {
-            self.bytes -= step.bytes;
-        }
-    }
-
-    /// Drops the oldest steps until both bounds hold; the newest step always stays.
-    fn trim(&mut self) {
-        while self.order.len() > 1
-            && (self.order.len() > self.limits.max_steps || self.bytes > self.limits.max_bytes)
-        {
-            if let Some(oldest) = self.order.pop_front() {
-                self.forget(oldest);
-                self.applied = self.applied.saturating_sub(1);
-            }
-        }
-    }
-
-    pub(crate) fn set_limits(&mut self, limits: HistoryLimits) {
-        self.limits = limits;
-        self.trim();
+    pub(crate) fn current(&self) -> StepId {
+        self.current
     }
 
     pub(crate) fn limits(&self) -> HistoryLimits {
         self.limits
     }
 
-    /// The step that undo would revert.
-    pub(crate) fn undoable(&self) -> Option<StepId> {
-        self.applied.checked_sub(1).map(|i| self.order[i])
-    }
-
-    /// The step that redo would re-apply.
-    pub(crate) fn redoable(&self) -> Option<StepId> {
-        self.order.get(self.applied).copied()
-    }
-
-    pub(crate) fn step(&self, id: StepId) -> Option<&Step> {
-        self.steps.get(id)
-    }
-
-    pub(crate) fn moved_back(&mut self) {
-        self.applied -= 1;
-    }
-
-    pub(crate) fn moved_forward(&mut self) {
-        self.applied += 1;
-    }
-
-    /// The position of a step in the order (steps before `applied` are undoable). Time: O(1): the
-    /// order holds consecutive sequence numbers.
-    pub(crate) fn position(&self, id: StepId) -> Option<usize> {
-        let step = self.steps.get(id)?;
-        let first = self.steps[*self.order.front()?].seq;
-        usize::try_from(step.seq - first).ok()
-    }
-
-    pub(crate) fn applied(&self) -> usize {
-        self.applied
-    }
-
-    /// The newest applied step with this label.
-    pub(crate) fn find_label(&self, label: &str) -> Option<StepId> {
-        self.order
-            .iter()
-            .take(self.applied)
-            .rev()
-            .copied()
-            .find(|&id| self.steps[id].label.as_deref() == Some(label))
-    }
-
-    /// Every retained step, oldest first, with whether it is applied.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (StepId, &Step, bool)> + '_ {
-        self.order
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| (id, &self.steps[id], i < self.applied))
-    }
-
     pub(crate) fn len(&self) -> usize {
-        self.order.len()
+        self.steps.len()
     }
 
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    pub(crate) fn next_id(&self) -> StepId {
+        StepId(self.next_id)
+    }
+
+    pub(crate) fn step(&self, id: StepId) -> Option<&Step> {
+        self.steps.get(&id)
+    }
+
+    /// Whether `id` is the root or a retained step.
+    pub(crate) fn contains(&self, id: StepId) -> bool {
+        id == StepId::ROOT || self.steps.contains_key(&id)
+    }
+
+    /// The retained step a reference names. Time: O(log n).
+    pub(crate) fn resolve(&self, step: &StepRef) -> Result<StepId, TimelineError> {
+        match step {
+            StepRef::Id(id) if self.contains(*id) => Ok(*id),
+            StepRef::Id(id) => Err(TimelineError::UnknownStep(*id)),
+            StepRef::Label(label) => self
+                .labels
+                .get(label)
+                .copied()
+                .ok_or_else(|| TimelineError::UnknownLabel(label.clone())),
+        }
+    }
+
+    fn parent(&self, id: StepId) -> Option<StepId> {
+        self.steps.get(&id).map(|step| step.parent)
+    }
+
+    /// The estimated size of the state at a retained step or the root. Time: O(1), except the first
+    /// time the root's size is needed: O(n) then.
+    pub(crate) fn size_at(&mut self, id: StepId) -> usize {
+        match self.steps.get(&id) {
+            Some(step) => step.size,
+            None => *self
+                .base_size
+                .get_or_insert_with(|| budget::state_bytes(&self.base)),
+        }
+    }
+
+    fn depth(&self, id: StepId) -> u64 {
+        self.steps
+            .get(&id)
+            .map_or(self.root_depth, |step| step.depth)
+    }
+
+    /// The children of a step (or of the root), oldest first.
+    pub(crate) fn children(&self, id: StepId) -> &[StepId] {
+        if id == StepId::ROOT {
+            &self.root_children
+        } else {
+            self.steps.get(&id).map_or(&[], |step| &step.children)
+        }
+    }
+
+    fn children_mut(&mut self, id: StepId) -> &mut Vec<StepId> {
+        if id == StepId::ROOT {
+            &mut self.root_children
+        } else {
+            &mut self
+                .steps
+                .get_mut(&id)
+                .expect("a retained step's parent is retained")
+                .children
+        }
+    }
+
+    /// The steps from the root down to `id` (the root excluded, `id` included). Time: O(depth).
+    pub(crate) fn path_from_root(&self, id: StepId) -> Vec<StepId> {
+        let mut path = Vec::new();
+        let mut at = id;
+        while let Some(parent) = self.parent(at) {
+            path.push(at);
+            at = parent;
+        }
+        path.reverse();
+        path
+    }
+
+    /// Whether `id` is the current step or one of its ancestors. Time: O(depth difference).
+    pub(crate) fn on_current_line(&self, id: StepId) -> bool {
+        let depth = self.depth(id);
+        let mut at = self.current;
+        while self.depth(at) > depth {
+            at = self.parent(at).expect("only the root has no parent");
+        }
+        at == id
+    }
+
+    /// The tree path from `from` to `to`, or `None` once it would be longer than `limit` steps.
+    /// Time: O(min(path length, limit)).
+    fn route(&self, from: StepId, to: StepId, limit: usize) -> Option<Route> {
+        let mut route = Route::default();
+        let (mut a, mut b) = (from, to);
+        while a != b {
+            // Climb from the deeper side; at equal depth both climb, which meets at the common ancestor.
+            let (depth_a, depth_b) = (self.depth(a), self.depth(b));
+            if depth_a >= depth_b {
+                route.up.push(a);
+                a = self.parent(a).expect("only the root has no parent");
+            }
+            if depth_b >= depth_a {
+                route.down.push(b);
+                b = self.parent(b).expect("only the root has no parent");
+            }
+            if route.len() > limit {
+                return None;
+            }
+        }
+        route.down.reverse();
+        Some(route)
+    }
+
+    /// The nearest kept state at or above `to` (a checkpoint or the root) and the steps below it down to
+    /// `to`, or `None` if more than `limit` steps would have to be replayed. Time: O(checkpoint spacing).
+    fn nearest_kept(&self, to: StepId, limit: usize) -> Option<(&Value, Vec<StepId>)> {
+        let mut chain = Vec::new();
+        let mut at = to;
+        loop {
+            let Some(step) = self.steps.get(&at) else {
+                chain.reverse();
+                return Some((&self.base, chain));
+            };
+            if let Some(kept) = &step.checkpoint {
+                chain.reverse();
+                return Some((kept, chain));
+            }
+            chain.push(at);
+            if chain.len() > limit {
+                return None;
+            }
+            at = step.parent;
+        }
+    }
+
+    /// The state at `to`, given the live state at the current step: replayed on an O(1) clone of
+    /// whichever start is closer, the live state or the nearest checkpoint above `to`.
+    /// Time: O(changes replayed), at most `checkpoint_every` steps.
+    pub(crate) fn state_at(&self, live: &Value, to: StepId) -> Result<Value, ReplayError> {
+        let (kept, chain) = self
+            .nearest_kept(to, usize::MAX)
+            .expect("an unlimited walk always ends at a kept state");
+        if !chain.is_empty()
+            && let Some(route) = self.route(self.current, to, chain.len() - 1)
+        {
+            let mut root = live.clone();
+            self.replay(&mut root, &route)?;
+            return Ok(root);
+        }
+        let mut root = kept.clone();
+        self.replay(
+            &mut root,
+            &Route {
+                up: Vec::new(),
+                down: chain,
+            },
+        )?;
+        Ok(root)
+    }
+
+    /// Makes `to` current, the live state following it, and returns the length of the tree path crossed.
+    /// All or nothing: if a change log does not replay, the live state and the current step stay.
+    /// Time: O(path length) to walk the path, plus the changes replayed, which are those of the path or,
+    /// when shorter, those between `to` and the nearest checkpoint above it.
+    pub(crate) fn checkout(&mut self, live: &mut Value, to: StepId) -> Result<usize, ReplayError> {
+        let route = self
+            .route(self.current, to, usize::MAX)
+            .expect("an unlimited route always exists");
+        if route.len() == 0 {
+            return Ok(0);
+        }
+        // On a tie the live state wins: it is replayed in place, without copying shared nodes.
+        match self.nearest_kept(to, route.len() - 1) {
+            Some((kept, chain)) => {
+                let mut root = kept.clone();
+                self.replay(
+                    &mut root,
+                    &Route {
+                        up: Vec::new(),
+                        down: chain,
+                    },
+                )?;
+                *live = root;
+            }
+            None => self.replay(live, &route)?,
+        }
+        self.arrive(to, &route);
+        Ok(route.len())
+    }
+
+    /// Makes `to` current without touching any state: the caller already holds the state there.
+    /// Time: O(path length).
+    pub(crate) fn move_to(&mut self, to: StepId) {
+        let route = self
+            .route(self.current, to, usize::MAX)
+            .expect("an unlimited route always exists");
+        self.arrive(to, &route);
+    }
+
+    /// Records a move along `route`: the steps leaving the current line are stamped as visited now.
+    fn arrive(&mut self, to: StepId, route: &Route) {
+        if route.len() == 0 {
+            return;
+        }
+        self.clock += 1;
+        for id in &route.up {
+            if let Some(step) = self.steps.get_mut(id) {
+                step.visited = self.clock;
+            }
+        }
+        let from = self.current;
+        if from != StepId::ROOT && self.children(from).is_empty() {
+            self.tips.insert((self.clock, from));
+        }
+        if let Some(step) = self.steps.get(&to)
+            && step.children.is_empty()
+        {
+            self.tips.remove(&(step.visited, to));
+        }
+        self.current = to;
+    }
+
+    /// Replays a route on `root`, all or nothing.
+    fn replay(&self, root: &mut Value, route: &Route) -> Result<(), ReplayError> {
+        let moves = route
+            .up
+            .iter()
+            .map(|id| (id, false))
+            .chain(route.down.iter().map(|id| (id, true)));
+        let mut done: Vec<(&StepId, bool)> = Vec::new();
+        for (id, forward) in moves {
+            let changes = &self.steps[id].changes;
+            let replayed = if forward {
+                replay_forward(root, changes)
+            } else {
+                replay_backward(root, changes)
+            };
+            if let Err(error) = replayed {
+                // What was just replayed on this very root reverts without fail.
+                for (id, forward) in done.into_iter().rev() {
+                    let changes = &self.steps[id].changes;
+                    let _ = if forward {
+                        replay_backward(root, changes)
+                    } else {
+                        replay_forward(root, changes)
+                    };
+                }
+                return Err(error);
+            }
+            done.push((id, forward));
+        }
+        Ok(())
+    }
+
+    /// The child of the current step that redo moves to: the one on the current line most recently.
+    /// Time: O(children).
+    pub(crate) fn redo_target(&self) -> Option<StepId> {
+        self.children(self.current)
+            .iter()
+            .copied()
+            .max_by_key(|id| (self.steps[id].visited, *id))
+    }
+
+    /// The step with this label. Time: O(1).
+    pub(crate) fn find_label(&self, label: &str) -> Option<StepId> {
+        self.labels.get(label).copied()
+    }
+
+    /// Records a new step with id `id` as a child of the current step and makes it current; `state` is
+    /// the state committed there and `size` its estimated size. Reusing a label moves it: the step that
+    /// had it is returned. Does not trim. Time: O(log n).
+    pub(crate) fn push(
+        &mut self,
+        id: StepId,
+        label: Option<String>,
+        changes: Arc<[Change]>,
+        state: &Value,
+        size: usize,
+    ) -> Option<StepId> {
+        debug_assert!(id.0 >= self.next_id, "ids only grow");
+        self.next_id = id.0 + 1;
+        let parent = self.current;
+        let depth = self.depth(parent) + 1;
+        let moved_from = label.as_ref().and_then(|label| {
+            let old = self.labels.insert(label.clone(), id)?;
+            if let Some(step) = self.steps.get_mut(&old) {
+                step.label = None;
+            }
+            Some(old)
+        });
+        let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>() + STEP_BYTES;
+        let checkpoint = (depth % self.checkpoint_every == 0).then(|| state.clone());
+        self.steps.insert(
+            id,
+            Step {
+                parent,
+                children: Vec::new(),
+                label,
+                changes,
+                bytes,
+                depth,
+                visited: self.clock,
+                size,
+                checkpoint,
+            },
+        );
+        self.children_mut(parent).push(id);
+        self.bytes += bytes;
+        self.current = id;
+        moved_from
+    }
+
+    fn over_bounds(&self) -> bool {
+        self.steps.len() > self.limits.max_steps || self.bytes > self.limits.max_bytes
+    }
+
+    /// Drops steps until both bounds hold: branch tips away from the current step, least recently
+    /// visited first; then, when only the current line is left, its oldest steps (their state becomes
+    /// the root). The current step always stays. Returns what was dropped, in order.
+    /// Time: O(log n) per dropped step, plus replaying a dropped oldest step without a checkpoint.
+    pub(crate) fn trim(&mut self) -> Vec<TrimmedStep> {
+        let mut trimmed = Vec::new();
+        while self.over_bounds() {
+            let dropped = match self.tips.first() {
+                Some(&(_, tip)) => self.forget_tip(tip),
+                None => match self.root_children[..] {
+                    [only] if only != self.current => match self.forget_oldest(only) {
+                        Some(dropped) => dropped,
+                        // Every retained step replayed on its parent's state when it was recorded, so
+                        // this cannot happen; keeping the step is the safe answer if it ever does.
+                        None => break,
+                    },
+                    _ => break,
+                },
+            };
+            trimmed.push(dropped);
+        }
+        trimmed
+    }
+
+    /// Drops a branch tip other than the current step.
+    fn forget_tip(&mut self, id: StepId) -> TrimmedStep {
+        let step = self.steps.remove(&id).expect("a tip is retained");
+        self.tips.remove(&(step.visited, id));
+        self.children_mut(step.parent).retain(|&child| child != id);
+        if let Some(parent) = self.steps.get(&step.parent)
+            && parent.children.is_empty()
+            && step.parent != self.current
+        {
+            self.tips.insert((parent.visited, step.parent));
+        }
+        self.dropped(id, step)
+    }
+
+    /// Drops the root's only child: its state becomes the root's, its children the root's.
+    fn forget_oldest(&mut self, id: StepId) -> Option<TrimmedStep> {
+        let step = &self.steps[&id];
+        let base = match &step.checkpoint {
+            Some(kept) => kept.clone(),
+            None => {
+                let mut base = self.base.clone();
+                replay_forward(&mut base, &step.changes).ok()?;
+                base
+            }
+        };
+        let step = self.steps.remove(&id).expect("checked above");
+        self.base = base;
+        self.base_size = Some(step.size);
+        self.root_depth = step.depth;
+        for child in &step.children {
+            if let Some(child) = self.steps.get_mut(child) {
+                child.parent = StepId::ROOT;
+            }
+        }
+        self.root_children.clone_from(&step.children);
+        Some(self.dropped(id, step))
+    }
+
+    fn dropped(&mut self, id: StepId, step: Step) -> TrimmedStep {
+        self.bytes -= step.bytes;
+        if let Some(label) = &step.label {
+            self.labels.remove(label);
+        }
+        TrimmedStep {
+            id,
+            label: step.label,
+        }
+    }
+
+    /// Drops one step the way trimming does (a saved trim, replayed): a branch tip other than the
+    /// current step, or the root's only child when it is not current. Time: O(log n).
+    pub(crate) fn forget(&mut self, id: StepId) -> Result<TrimmedStep, TimelineError> {
+        let Some(step) = self.steps.get(&id) else {
+            return Err(TimelineError::UnknownStep(id));
+        };
+        if id == self.current {
+            return Err(TimelineError::CannotForget(id));
+        }
+        if step.children.is_empty() {
+            return Ok(self.forget_tip(id));
+        }
+        if self.root_children == [id] {
+            return self.forget_oldest(id).ok_or_else(|| {
+                TimelineError::Replay(ReplayError {
+                    path: String::new(),
+                    problem: format!("step {id} does not replay on the root"),
+                })
+            });
+        }
+        Err(TimelineError::CannotForget(id))
+    }
+
+    /// Forgets every step: the current state becomes the root. Used when history is turned off.
+    pub(crate) fn clear(&mut self, live: &Value) -> Vec<TrimmedStep> {
+        self.base_size = Some(self.size_at(self.current));
+        let steps = std::mem::take(&mut self.steps);
+        self.root_children.clear();
+        self.labels.clear();
+        self.tips.clear();
+        self.bytes = 0;
+        self.base = live.clone();
+        self.root_depth = 0;
+        self.current = StepId::ROOT;
+        steps
+            .into_iter()
+            .map(|(id, step)| TrimmedStep {
+                id,
+                label: step.label,
+            })
+            .collect()
+    }
+
+    /// Keeps the root in step with the live state (of estimated `size`) while history is off and there
+    /// are no steps.
+    pub(crate) fn rebase(&mut self, live: &Value, size: usize) {
+        debug_assert!(self.steps.is_empty());
+        self.base = live.clone();
+        self.base_size = Some(size);
+    }
+
+    pub(crate) fn set_limits(&mut self, limits: HistoryLimits, live: &Value) -> Vec<TrimmedStep> {
+        self.limits = limits;
+        if limits.max_steps == 0 {
+            return self.clear(live);
+        }
+        self.trim()
+    }
+
+    /// Every retained step in id order (parents before children), with whether it is on the current
+    /// line. Time: O(n + depth).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (StepId, &Step, bool)> + '_ {
+        let line: HashSet<StepId> = self.path_from_root(self.current).into_iter().collect();
+        self.steps
+            .iter()
+            .map(move |(&id, step)| (id, step, line.contains(&id)))
+    }
+
+    /// The retained steps off the current line, least recently visited first. Time: O(n log n).
+    pub(crate) fn recency(&self) -> Vec<StepId> {
+        let line: HashSet<StepId> = self.path_from_root(self.current).into_iter().collect();
+        let mut off: Vec<(u64, StepId)> = self
+            .steps
+            .iter()
+            .filter(|(id, _)| !line.contains(id))
+            .map(|(&id, step)| (step.visited, id))
+            .collect();
+        off.sort_unstable();
+        off.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Sets the visit order of the steps off the current line (least recent first) and the next free
+    /// id, as saved by [`History::recency`] and [`History::next_id`]. Time: O(n log n).
+    pub(crate) fn restore_recency(
+        &mut self,
+        recency: &[StepId],
+        next_id: StepId,
+    ) -> Result<(), TimelineError> {
+        for id in recency {
+            if !self.steps.contains_key(id) {
+                return Err(TimelineError::UnknownStep(*id));
+            }
+        }
+        for id in recency {
+            self.clock += 1;
+            if let Some(step) = self.steps.get_mut(id) {
+                step.visited = self.clock;
+            }
+        }
+        self.tips = self
+            .steps
+            .iter()
+            .filter(|(id, step)| step.children.is_empty() && **id != self.current)
+            .map(|(&id, step)| (step.visited, id))
+            .collect();
+        self.next_id = self.next_id.max(next_id.0);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instruction::Op;
+    use crate::path::{Path, Segment};
+
+    fn set(n: i64) -> Arc<[Change]> {
+        Arc::from(vec![Change {
+            path: Path::from(vec![Segment::key("n")]),
+            old: Some(Value::from(n - 1)),
+            new: Some(Value::from(n)),
+            reason: None,
+            op: Op::Assign,
+        }])
+    }
+
+    #[test]
+    fn routes_climb_to_the_common_ancestor_and_respect_their_limit() {
+        let mut history = History::new(Value::Null, HistoryLimits::default(), 100);
+        // 1 - 2 - 3 and 1 - 4: steps 3 and 4 meet at 1.
+        for id in 1..=3 {
+            let _ = history.push(StepId(id), None, set(1), &Value::Null, 0);
+        }
+        history.move_to(StepId(1));
+        let _ = history.push(StepId(4), None, set(1), &Value::Null, 0);
+        let route = history.route(StepId(3), StepId(4), usize::MAX).unwrap();
+        assert_eq!(route.up, [StepId(3), StepId(2)]);
+        assert_eq!(route.down, [StepId(4)]);
+        assert!(history.route(StepId(3), StepId(4), 2).is_none());
+        let route = history.route(StepId(4), StepId::ROOT, usize::MAX).unwrap();
+        assert_eq!(route.up, [StepId(4), StepId(1)]);
+        assert!(route.down.is_empty());
+        assert_eq!(
+            history.path_from_root(StepId(3)),
+            [StepId(1), StepId(2), StepId(3)]
+        );
     }
 }

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use serde::{Serialize, Serializer};
 use serde_json::Value as Json;
 
-use crate::error::{BatchError, ErrorKind, Trail};
+use crate::error::{BatchError, BatchErrors, ErrorKind, Trail};
 use crate::limits::Limits;
 use crate::path::{Path, path_from_json};
 use crate::tree::{JsonTree, NodeKind, type_name};
@@ -213,12 +213,12 @@ impl Instruction {
     }
 
     /// Decodes one instruction from JSON (strict: unknown members are errors).
-    pub fn from_json<'a>(json: impl JsonTree<'a>) -> Result<Instruction, Vec<BatchError>> {
+    pub fn from_json<'a>(json: impl JsonTree<'a>) -> Result<Instruction, BatchErrors> {
         let mut report = Vec::new();
         let decoded = decode_instruction(json, 0, &Limits::default(), &mut report);
         match decoded {
             Some((instruction, _)) if report.is_empty() => Ok(instruction),
-            _ => Err(report),
+            _ => Err(BatchErrors(report)),
         }
     }
 
@@ -227,11 +227,13 @@ impl Instruction {
     pub fn from_json_lenient<'a>(
         json: impl JsonTree<'a>,
         limits: &Limits,
-    ) -> Result<(Instruction, Vec<BatchError>), Vec<BatchError>> {
+    ) -> Result<(Instruction, Vec<BatchError>), BatchErrors> {
         let mut report = Vec::new();
         match decode_instruction(json, 0, limits, &mut report) {
             Some((instruction, _)) if report.iter().all(is_tolerable) => Ok((instruction, report)),
-            _ => Err(report.into_iter().filter(|e| !is_tolerable(e)).collect()),
+            _ => Err(BatchErrors(
+                report.into_iter().filter(|e| !is_tolerable(e)).collect(),
+            )),
         }
     }
 
@@ -257,25 +259,25 @@ impl Batch {
 
     /// Parses JSON text strictly. Text that is not JSON is reported as one `InvalidField` error with
     /// serde_json's line and column.
-    pub fn parse(text: &str) -> Result<Batch, Vec<BatchError>> {
+    pub fn parse(text: &str) -> Result<Batch, BatchErrors> {
         let json: Json = serde_json::from_str(text).map_err(|error| {
-            vec![BatchError::whole_batch(
+            BatchErrors(vec![BatchError::whole_batch(
                 ErrorKind::InvalidField,
                 None,
                 format!("not valid JSON: {error}"),
-            )]
+            )])
         })?;
         Batch::from_json(&json)
     }
 
     /// Decodes a batch strictly: one instruction object or an array of them, or a JSON Patch document.
     /// Every problem is reported. `json` is a `&serde_json::Value` or any other [`JsonTree`].
-    pub fn from_json<'a>(json: impl JsonTree<'a>) -> Result<Batch, Vec<BatchError>> {
+    pub fn from_json<'a>(json: impl JsonTree<'a>) -> Result<Batch, BatchErrors> {
         let decoded = decode_batch(json, Mode::Strict, &Limits::default());
         if decoded.problems.is_empty() {
             Ok(decoded.batch)
         } else {
-            Err(decoded.problems)
+            Err(BatchErrors(decoded.problems))
         }
     }
 
@@ -284,7 +286,7 @@ impl Batch {
     pub fn from_json_lenient<'a>(
         json: impl JsonTree<'a>,
         limits: &Limits,
-    ) -> Result<Lenient, Vec<BatchError>> {
+    ) -> Result<Lenient, BatchErrors> {
         let decoded = decode_batch(json, Mode::Lenient, limits);
         if decoded.problems.is_empty() {
             Ok(Lenient {
@@ -292,7 +294,7 @@ impl Batch {
                 warnings: decoded.warnings,
             })
         } else {
-            Err(decoded.problems)
+            Err(BatchErrors(decoded.problems))
         }
     }
 

@@ -4,8 +4,12 @@
 //! root and applies a [`Batch`] all-or-nothing: it works on an O(1) clone and commits by swapping the
 //! root, so a rejected batch leaves the state untouched. Every commit is a history step that undo and
 //! redo replay from its change log. The engine never does IO, never links a script interpreter and
-//! never guesses at text: it takes instructions that are already structured.
+//! never guesses at text: it takes instructions that are already structured. The rules every crate
+//! shares live here too, so that they exist once: JSON Pointer escaping ([`escape_pointer_token`]),
+//! the string path spellings of SPEC §1 ([`parse_path`]) and the forbidden-key check
+//! ([`is_forbidden`], [`find_forbidden_key`]).
 
+mod budget;
 mod callback;
 mod change;
 mod error;
@@ -14,6 +18,7 @@ mod history;
 mod instruction;
 mod limits;
 mod path;
+mod pathtext;
 mod schema;
 mod store;
 mod tree;
@@ -21,20 +26,24 @@ mod validate;
 mod value;
 
 pub use callback::{
-    CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers, Response, WatchCall,
+    CallbackArg, CallbackCall, CallbackHandler, CallbackSignature, HandlerError, HostEvent,
+    NoHandlers, Response, WatchCall,
 };
-pub use change::{Change, ReplayError};
-pub use error::{BatchError, ErrorKind, Trail};
-pub use history::{HistoryLimits, StepId};
+pub use change::{Change, ReplayError, replay_backward, replay_forward};
+pub use error::{BatchError, BatchErrors, ErrorKind, Trail};
+pub use history::{HistoryLimits, StepId, StepRef, TimelineError, TrimmedStep};
 pub use instruction::{Batch, Instruction, Lenient, Op};
 pub use limits::{Limits, MissingParent, MissingTarget, OldMismatch, Policies, UnknownCallback};
-pub use path::{Path, PointerError, Segment, decimal_index};
+pub use path::{
+    Path, PointerError, Segment, decimal_index, escape_pointer_token, unescape_pointer_token,
+};
+pub use pathtext::{PathSpelling, PathSpellingError, parse_path};
 pub use schema::{SchemaError, StateSchema};
 pub use store::{
     ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder,
 };
 pub use tree::{JsonTree, NodeKind};
-pub use validate::DEFAULT_FORBIDDEN;
+pub use validate::{DEFAULT_FORBIDDEN, find_forbidden_key, is_forbidden};
 pub use value::{Array, Key, Object, Value, ValueType, json_depth, numbers_equal};
 
 /// The README's library tour runs as a doctest, so it cannot drift from the API.

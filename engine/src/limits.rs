@@ -12,11 +12,25 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Most segments in a path. Error: `PathTooDeep`.
-    pub max_path_depth: usize,
+    pub max_path_segments: usize,
     /// Deepest container nesting in a value (`[[1]]` is 2). Error: `ValueTooDeep`.
     pub max_value_depth: usize,
     /// Longest string, in bytes, in a value, key or reason. Error: `StringTooLong`.
     pub max_string_bytes: usize,
+    /// Deepest container nesting a batch may build in the state, where a value lands (its path's length
+    /// plus its own depth). Equal to `max_value_depth` by default, so that every part of a state can be
+    /// written back as an instruction value, and far below the 128 levels that JSON readers (state
+    /// files, save records with their few levels of framing) accept: what commits can always be read
+    /// back. Error: `StateTooDeep`.
+    pub max_state_depth: usize,
+    /// Largest estimated size, in bytes, that a batch may grow the state to (by
+    /// [`crate::Value::estimated_bytes`], which counts shared parts as often as they appear, as every
+    /// written form of the state does). Checked after every instruction; an instruction that does not
+    /// grow the state is never refused by it. Error: `StateTooLarge`.
+    pub max_state_bytes: usize,
+    /// Most estimated bytes one instruction (or one emitted by a callback) may write into the state:
+    /// a JSON Patch `copy` writes the whole value it copies. Error: `OpTooLarge`.
+    pub max_op_bytes: usize,
     /// Most instructions in a batch as submitted. Error: `BatchTooLong`.
     pub max_batch_len: usize,
     /// Most instructions that callbacks and watchers may emit in one batch. Error: `TooManyEmitted`.
@@ -36,9 +50,12 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            max_path_depth: 32,
+            max_path_segments: 32,
             max_value_depth: 64,
             max_string_bytes: 1 << 20,
+            max_state_depth: 64,
+            max_state_bytes: 256 << 20,
+            max_op_bytes: 64 << 20,
             max_batch_len: 10_000,
             max_emitted: 100_000,
             max_cascade_depth: 8,

@@ -4,6 +4,7 @@
 //! JSON Pointer rendering and strict JSON Pointer parsing (RFC 6901, used by JSON Patch). The lenient
 //! spellings of model output (`"player.hp"`, `"a[0]"`) are text heuristics and live in the translators.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::tree::{JsonTree, NodeKind, type_name};
@@ -132,7 +133,7 @@ impl Path {
         };
         let mut segments = Vec::new();
         for raw in rest.split('/') {
-            segments.push(Segment::key(&unescape_token(raw)?));
+            segments.push(Segment::key(&unescape_pointer_token(raw)?));
         }
         Ok(Path(segments))
     }
@@ -150,9 +151,11 @@ pub enum PointerError {
     BadEscape,
 }
 
-fn unescape_token(raw: &str) -> Result<String, PointerError> {
+/// Reads one RFC 6901 reference token into the key it names: `~0` is `~` and `~1` is `/`. The one
+/// place pointer tokens are read; every crate calls it.
+pub fn unescape_pointer_token(raw: &str) -> Result<Cow<'_, str>, PointerError> {
     if !raw.contains('~') {
-        return Ok(raw.to_owned());
+        return Ok(Cow::Borrowed(raw));
     }
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars();
@@ -167,7 +170,24 @@ fn unescape_token(raw: &str) -> Result<String, PointerError> {
             out.push(c);
         }
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
+}
+
+/// Writes `key` as one RFC 6901 reference token: `~` as `~0` and `/` as `~1`. The one place pointer
+/// tokens are written; every crate calls it.
+pub fn escape_pointer_token(key: &str) -> Cow<'_, str> {
+    if !key.contains(['~', '/']) {
+        return Cow::Borrowed(key);
+    }
+    let mut out = String::with_capacity(key.len() + 2);
+    for c in key.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Renders segments as an RFC 6901 JSON Pointer.
@@ -176,15 +196,7 @@ pub(crate) fn pointer_of(segments: &[Segment]) -> String {
     for segment in segments {
         out.push('/');
         match segment {
-            Segment::Key(key) => {
-                for c in key.chars() {
-                    match c {
-                        '~' => out.push_str("~0"),
-                        '/' => out.push_str("~1"),
-                        c => out.push(c),
-                    }
-                }
-            }
+            Segment::Key(key) => out.push_str(&escape_pointer_token(key)),
             Segment::Index(index) => out.push_str(&index.to_string()),
         }
     }
@@ -299,6 +311,19 @@ mod tests {
         assert_eq!(Path::from_pointer("/").unwrap(), path![""]);
         assert_eq!(Path::from_pointer("a"), Err(PointerError::MissingSlash));
         assert_eq!(Path::from_pointer("/~2"), Err(PointerError::BadEscape));
+    }
+
+    #[test]
+    fn pointer_tokens_escape_and_read_back() {
+        for key in ["hp", "", "a/b", "c~d", "~01/", "好感度/~"] {
+            let token = escape_pointer_token(key);
+            assert!(!token.contains('/'), "{token}");
+            assert_eq!(unescape_pointer_token(&token).unwrap(), key);
+        }
+        assert!(matches!(escape_pointer_token("hp"), Cow::Borrowed("hp")));
+        assert_eq!(escape_pointer_token("~1"), "~01");
+        assert_eq!(unescape_pointer_token("~01").unwrap(), "~1");
+        assert_eq!(unescape_pointer_token("~"), Err(PointerError::BadEscape));
     }
 
     #[test]

@@ -22,10 +22,24 @@ use crate::error::{BatchError, ErrorKind};
 use crate::path::{Path, Segment, pointer_of};
 use crate::value::Value;
 
-/// Why a schema could not be compiled.
+/// Why a schema could not be compiled: the schema itself is unusable, whatever the state.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid state schema: {0}")]
-pub struct SchemaError(String);
+#[error("the schema itself is unusable, at {}: {message}", if .location.is_empty() { "(root)" } else { .location })]
+pub struct SchemaError {
+    /// JSON Pointer into the schema document to the part that is wrong (empty for the whole schema).
+    pub location: String,
+    /// What is wrong there, as the validator library says it.
+    pub message: String,
+}
+
+impl From<jsonschema::ValidationError<'_>> for SchemaError {
+    fn from(error: jsonschema::ValidationError<'_>) -> SchemaError {
+        SchemaError {
+            location: error.instance_path().to_string(),
+            message: error.to_string(),
+        }
+    }
+}
 
 /// A compiled JSON Schema for the state (draft 2020-12 unless `$schema` names another). Clone: O(1),
 /// the compiled validators are shared.
@@ -87,18 +101,25 @@ impl StateSchema {
             _ => Draft::Draft202012,
         };
         let options = jsonschema::options().with_draft(draft);
-        let validators = options
-            .build_map(&source)
-            .map_err(|error| SchemaError(error.to_string()))?;
+        let validators = options.build_map(&source)?;
+        if !validators.contains_key("#") {
+            // The map leaves out what does not compile (a `$ref` to nowhere, a `pattern` that is no
+            // regex) instead of failing; compiling the whole schema on its own says what and where.
+            return Err(match options.build(&source) {
+                Err(error) => SchemaError::from(error),
+                Ok(_) => SchemaError {
+                    location: String::new(),
+                    message: "no validator could be built for the whole schema".to_owned(),
+                },
+            });
+        }
         let mut shallow = HashMap::new();
         for location in validators.keys() {
             let Some(node) = resolve(&source, location) else {
                 continue;
             };
             if is_plain_object(node) {
-                let validator = options
-                    .build(&shallow_schema(node))
-                    .map_err(|error| SchemaError(error.to_string()))?;
+                let validator = options.build(&shallow_schema(node))?;
                 shallow.insert(location.to_owned(), validator);
             }
         }

@@ -1,22 +1,28 @@
 //! The store: the mutable host that owns the current state, its history and its rules.
 //!
-//! `apply` validates a batch, runs it on an O(1) clone of the root, dispatches callbacks and watchers,
-//! checks the schema on the would-be state and commits by swapping the root. Any failure drops the
-//! clone, so a rejected batch leaves the root exactly as it was (`Value::ptr_eq`). Undo and redo replay
-//! a step's change log on the root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never
-//! see later changes. This module must not do IO or parse text.
+//! `apply` validates a batch, runs it on an O(1) clone of the root (or of the state at the step named by
+//! `at`), dispatches callbacks and watchers, checks the schema on the would-be state and commits by
+//! swapping the root. Any failure drops the clone, so a rejected batch leaves the root exactly as it
+//! was (`Value::ptr_eq`) and the current step where it was. Every commit becomes a step of the history
+//! tree (`history.rs`); undo, redo and checkout move along the tree by replaying change logs on the
+//! root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never see later changes. This
+//! module must not do IO or parse text.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::budget;
 use crate::callback::{
     CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers, Response, WatchCall,
 };
-use crate::change::{Change, ReplayError, replay_backward, replay_forward};
-use crate::error::{BatchError, ErrorKind, Trail};
+use crate::change::{Change, ReplayError, replay_forward};
+use crate::error::{BatchError, BatchErrors, ErrorKind, Trail};
 use crate::exec::{self, Failure};
-use crate::history::{History, HistoryLimits, Step, StepId};
+use crate::history::{
+    DEFAULT_CHECKPOINT_EVERY, History, HistoryLimits, Step, StepId, StepRef, TimelineError,
+    TrimmedStep,
+};
 use crate::instruction::{Batch, Instruction, Op};
 use crate::limits::{Limits, Policies, UnknownCallback};
 use crate::path::Path;
@@ -27,8 +33,13 @@ use crate::value::Value;
 /// Per-batch options.
 #[derive(Clone, Debug, Default)]
 pub struct ApplyOptions {
-    /// A label for the history step (a chat message id), for `undo_to`.
+    /// A label for the history step (a chat message or swipe id). Labels are unique: a label already in
+    /// use moves to the new step, and [`Commit::label_moved_from`] says which step lost it.
     pub label: Option<String>,
+    /// Commit on this step instead of the current one (a swipe or an edit): the batch runs on the state
+    /// there, and on commit the new step, a child of that one, becomes current. Atomic like any batch:
+    /// rejected, nothing moves. An unknown step rejects the batch with [`ErrorKind::UnknownStep`].
+    pub at: Option<StepRef>,
     /// Policies for this batch instead of the store's.
     pub policies: Option<Policies>,
     /// Apply the instructions that succeed and report the others, instead of all-or-nothing. A failing
@@ -39,9 +50,14 @@ pub struct ApplyOptions {
 /// What a committed batch did.
 #[derive(Clone, Debug, Serialize)]
 pub struct Commit {
-    /// The history step, or `None` when history is off (`max_steps == 0`) or the batch changed nothing.
+    /// The history step, or `None` when history is off (`max_steps == 0`) or the batch changed nothing
+    /// and has no label.
     #[serde(skip)]
     pub step: Option<StepId>,
+    /// The step the batch was committed on: the current step before it, or the one `at` named. The new
+    /// step is its child (until trimming makes the root its parent).
+    #[serde(skip)]
+    pub parent: StepId,
     /// Every primitive change, in order. Shared with the history step.
     pub changes: Arc<[Change]>,
     /// One entry per instruction of the batch: what the op returns (SPEC §2), `None` for absent.
@@ -51,6 +67,14 @@ pub struct Commit {
     /// Soft problems the policies allowed (old mismatches under `warn`, skipped targets), and in
     /// best-effort mode the instructions that failed.
     pub warnings: Vec<BatchError>,
+    /// The step that had this batch's label before it: labels are unique, so the label moved to the new
+    /// step and that step is now unlabelled (still in the history, by id).
+    #[serde(skip)]
+    pub label_moved_from: Option<StepId>,
+    /// The steps the history bounds made this commit drop, in the order dropped: branch tips visited
+    /// least recently, then, only when nothing else is left, the oldest steps of the current line. Their
+    /// ids and labels no longer resolve and their states cannot be reached again.
+    pub trimmed: Vec<TrimmedStep>,
 }
 
 /// Why a batch was refused. The state is unchanged and no event was delivered.
@@ -107,21 +131,28 @@ impl Snapshot {
 
     /// The value at `path`, or `None` if absent or unreachable. Time: O(depth × log n).
     pub fn get(&self, path: &Path) -> Option<&Value> {
-        exec::lookup(&self.root, path.segments()).ok().flatten()
+        self.root.lookup(path.segments())
     }
 }
 
-/// A step as listed by [`Store::history`].
+/// A step as listed by [`Store::history`] and [`Store::step`].
 #[derive(Debug)]
 pub struct StepInfo<'a> {
     /// Its id.
     pub id: StepId,
+    /// The step it was committed on; [`StepId::ROOT`] for the root.
+    pub parent: StepId,
     /// Its label.
     pub label: Option<&'a str>,
-    /// Its changes.
-    pub changes: &'a [Change],
-    /// Whether it is applied (undoable) rather than undone (redoable).
+    /// Its changes (shared: cloning the `Arc` copies nothing).
+    pub changes: &'a Arc<[Change]>,
+    /// Whether it is on the current line (the current step or one of its ancestors), so its changes
+    /// are in the current state.
     pub applied: bool,
+    /// Whether it is the current step.
+    pub current: bool,
+    /// The steps committed on it, oldest first.
+    pub children: &'a [StepId],
 }
 
 /// Builds a [`Store`].
@@ -130,6 +161,7 @@ pub struct StoreBuilder {
     policies: Policies,
     limits: Limits,
     history: HistoryLimits,
+    checkpoint_every: u64,
     schema: Option<StateSchema>,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
@@ -156,9 +188,23 @@ impl StoreBuilder {
         self
     }
 
+    /// The limits the store will enforce (the defaults unless [`StoreBuilder::limits`] set others),
+    /// for set-up that must agree with them, such as loading scripts under the same limits.
+    pub fn configured_limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// Bounds on history.
     pub fn history_limits(mut self, history: HistoryLimits) -> StoreBuilder {
         self.history = history;
+        self
+    }
+
+    /// Keeps the state as a checkpoint every `steps` steps of depth (default 32, at least 1), so that
+    /// reading or checking out any step replays at most that many steps. Fewer checkpoints keep less
+    /// memory alive; more make long jumps cheaper.
+    pub fn checkpoint_every(mut self, steps: u64) -> StoreBuilder {
+        self.checkpoint_every = steps;
         self
     }
 
@@ -184,18 +230,18 @@ impl StoreBuilder {
     }
 
     /// Builds the store. Fails with every violation if the initial state does not satisfy the schema.
-    pub fn build(self) -> Result<Store, Vec<BatchError>> {
+    pub fn build(self) -> Result<Store, BatchErrors> {
         if let Some(schema) = &self.schema {
             let errors = schema.check_full(&self.state);
             if !errors.is_empty() {
-                return Err(errors);
+                return Err(BatchErrors(errors));
             }
         }
         Ok(Store {
+            history: History::new(self.state.clone(), self.history, self.checkpoint_every),
             root: self.state,
             policies: self.policies,
             limits: self.limits,
-            history: History::new(self.history),
             schema: self.schema,
             handler: self.handler,
             forbidden: self.forbidden,
@@ -236,6 +282,7 @@ impl Store {
             policies: Policies::default(),
             limits: Limits::default(),
             history: HistoryLimits::default(),
+            checkpoint_every: DEFAULT_CHECKPOINT_EVERY,
             schema: None,
             handler: Box::new(NoHandlers),
             forbidden: DEFAULT_FORBIDDEN.iter().map(|s| (*s).to_owned()).collect(),
@@ -256,7 +303,7 @@ impl Store {
 
     /// The value at `path` now. Time: O(depth × log n).
     pub fn get(&self, path: &Path) -> Option<&Value> {
-        exec::lookup(&self.root, path.segments()).ok().flatten()
+        self.root.lookup(path.segments())
     }
 
     /// The store's default policies.
@@ -279,9 +326,11 @@ impl Store {
         self.history.limits()
     }
 
-    /// Changes the history bounds; trims at once if needed.
-    pub fn set_history_limits(&mut self, limits: HistoryLimits) {
-        self.history.set_limits(limits);
+    /// Changes the history bounds and trims at once if needed, returning the steps dropped. `max_steps
+    /// == 0` turns history off: every step is dropped and the current state becomes the root.
+    /// Time: O(log n) per dropped step.
+    pub fn set_history_limits(&mut self, limits: HistoryLimits) -> Vec<TrimmedStep> {
+        self.history.set_limits(limits, &self.root)
     }
 
     /// Applies a batch atomically with the store's policies.
@@ -290,6 +339,8 @@ impl Store {
     }
 
     /// Applies a batch with per-batch options.
+    /// Time: the batch's own work, plus with `at` the cost of [`Store::state_at`] and a walk of the tree
+    /// path from the current step to `at`; plus O(log n) per step trimmed.
     pub fn apply_with(&mut self, batch: &Batch, options: &ApplyOptions) -> Outcome {
         let rules = Rules {
             limits: &self.limits,
@@ -301,9 +352,20 @@ impl Store {
         if !errors.is_empty() && !tolerable {
             return Outcome::Rejected(Rejection { errors });
         }
+        let (at, start) = match self.start_at(options.at.as_ref()) {
+            Ok(start) => start,
+            Err(error) => {
+                return Outcome::Rejected(Rejection {
+                    errors: vec![error],
+                });
+            }
+        };
         let policies = options.policies.unwrap_or(self.policies);
+        // Every step knows its state's estimated size, so the budget starts from it without a walk.
+        let size = self.history.size_at(at.unwrap_or(self.history.current()));
         let mut run = Run {
-            root: self.root.clone(),
+            root: start,
+            size,
             policies,
             rules,
             handler: &mut *self.handler,
@@ -329,14 +391,21 @@ impl Store {
                 continue;
             }
             // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
-            let checkpoint = options
-                .best_effort
-                .then(|| (run.root.clone(), run.changes.len(), run.events.len()));
+            let checkpoint = options.best_effort.then(|| {
+                (
+                    run.root.clone(),
+                    run.size,
+                    run.changes.len(),
+                    run.events.len(),
+                )
+            });
             match run.one(instruction, &Trail(vec![index]), 0) {
                 Ok(result) => results.push(result),
                 Err(errors) if options.best_effort => {
-                    let (root, changes, events) = checkpoint.expect("taken in best-effort mode");
+                    let (root, size, changes, events) =
+                        checkpoint.expect("taken in best-effort mode");
                     run.root = root;
+                    run.size = size;
                     run.changes.truncate(changes);
                     run.events.truncate(events);
                     run.warnings.extend(errors);
@@ -356,125 +425,267 @@ impl Store {
         }
         let Run {
             root,
+            size,
             changes,
             events,
             warnings,
             ..
         } = run;
+        // The batch ran on the state at `at`, which the new root now continues from.
+        if let Some(at) = at {
+            self.history.move_to(at);
+        }
         self.root = root;
         let changes: Arc<[Change]> = Arc::from(changes);
-        let step = (!changes.is_empty() && self.history.limits().max_steps > 0).then(|| {
-            self.history
-                .push(options.label.clone(), Arc::clone(&changes))
-        });
-        Outcome::Committed(Commit {
-            step,
+        let mut commit = Commit {
+            step: None,
+            parent: self.history.current(),
             changes,
             results,
             events,
             warnings,
-        })
+            label_moved_from: None,
+            trimmed: Vec::new(),
+        };
+        // Every commit is a step (SPEC §3), but one that changed nothing and has no label would be an
+        // invisible step that undo crosses without a trace; a labelled one is how a front end marks a
+        // message that changed nothing, so that `undo_to` finds it and a swipe can commit on it.
+        let recorded = !commit.changes.is_empty() || options.label.is_some();
+        if self.history.limits().max_steps == 0 {
+            self.history.rebase(&self.root, size);
+        } else if recorded {
+            let id = self.history.next_id();
+            commit.label_moved_from = self.history.push(
+                id,
+                options.label.clone(),
+                Arc::clone(&commit.changes),
+                &self.root,
+                size,
+            );
+            commit.step = Some(id);
+            commit.trimmed = self.history.trim();
+        }
+        Outcome::Committed(commit)
     }
 
-    /// Reverts the newest applied step. Returns its id, or `None` if there is nothing to undo. A step
-    /// that does not fit the state (only possible with a history rebuilt from damaged data) leaves the
-    /// state and the history as they were and returns the error.
+    /// The step a batch runs on and an O(1) clone of its state: the current step, or the one `at`
+    /// names (then returned, so that the commit moves there).
+    fn start_at(&self, at: Option<&StepRef>) -> Result<(Option<StepId>, Value), BatchError> {
+        let Some(at) = at else {
+            return Ok((None, self.root.clone()));
+        };
+        let id = self.history.resolve(at).map_err(|error| {
+            BatchError::whole_batch(
+                ErrorKind::UnknownStep,
+                None,
+                format!("cannot commit on {at}: {error}"),
+            )
+        })?;
+        if id == self.history.current() {
+            return Ok((None, self.root.clone()));
+        }
+        let state = self.history.state_at(&self.root, id).map_err(|error| {
+            BatchError::whole_batch(
+                ErrorKind::HistoryDamaged,
+                None,
+                format!("cannot rebuild the state at {at}: {error}"),
+            )
+        })?;
+        Ok((Some(id), state))
+    }
+
+    /// The current step; [`StepId::ROOT`] before the first commit or after undoing every step.
+    /// Time: O(1).
+    pub fn current_step(&self) -> StepId {
+        self.history.current()
+    }
+
+    /// Moves to the parent of the current step, reverting its changes. Returns the step undone, or
+    /// `None` at the root. A step that does not fit the state (only possible with a history rebuilt
+    /// from damaged data) leaves the state and the history as they were and returns the error.
     /// Time: O(size of the step × depth × log n), independent of the state's size.
     pub fn undo(&mut self) -> Result<Option<StepId>, ReplayError> {
-        let Some(id) = self.history.undoable() else {
+        let from = self.history.current();
+        let Some(parent) = self.history.step(from).map(|step| step.parent) else {
             return Ok(None);
         };
-        let changes = Arc::clone(&self.history.step(id).expect("listed step exists").changes);
-        replay_backward(&mut self.root, &changes)?;
-        self.history.moved_back();
-        Ok(Some(id))
+        self.history.checkout(&mut self.root, parent)?;
+        Ok(Some(from))
     }
 
-    /// Re-applies the oldest undone step. Returns its id, or `None` if there is nothing to redo.
-    /// Time: O(size of the step × depth × log n).
+    /// Moves to the child of the current step that was on the current line most recently (after an
+    /// undo, the step undone), replaying its changes. Returns it, or `None` if the current step has no
+    /// children. Time: O(size of the step × depth × log n + children).
     pub fn redo(&mut self) -> Result<Option<StepId>, ReplayError> {
-        let Some(id) = self.history.redoable() else {
+        let Some(child) = self.history.redo_target() else {
             return Ok(None);
         };
-        let changes = Arc::clone(&self.history.step(id).expect("listed step exists").changes);
-        replay_forward(&mut self.root, &changes)?;
-        self.history.moved_forward();
-        Ok(Some(id))
+        self.history.checkout(&mut self.root, child)?;
+        Ok(Some(child))
     }
 
-    /// Rolls back every step after the newest applied step labelled `label`, which stays applied (the
-    /// "swipe" case: undo to the message before the regenerated one). Returns how many steps were
-    /// undone, or `None` if no applied step has that label.
+    /// Moves back to the step labelled `label` on the current line (the current step or one of its
+    /// ancestors), which stays applied: the "regenerate" case, undoing the turns after that message.
+    /// Returns how many steps were undone, or `None` if no step on the current line has that label
+    /// (use [`Store::checkout`] to go to a step on another branch).
+    /// Time: O(steps undone), like that many undos.
     pub fn undo_to(&mut self, label: &str) -> Result<Option<usize>, ReplayError> {
-        let Some(id) = self.history.find_label(label) else {
-            return Ok(None);
-        };
-        let target = self.history.position(id).expect("found step is listed") + 1;
-        self.jump_to_position(target).map(Some)
-    }
-
-    /// Moves to just after step `id` (undoing or redoing every step in between). Locating the step is
-    /// O(1); the cost is that of the steps crossed, independent of the state's size. Returns how many
-    /// steps were crossed, or `None` if the id is no longer retained.
-    pub fn jump_to(&mut self, id: StepId) -> Result<Option<usize>, ReplayError> {
-        let Some(position) = self.history.position(id) else {
-            return Ok(None);
-        };
-        self.jump_to_position(position + 1).map(Some)
-    }
-
-    fn jump_to_position(&mut self, target: usize) -> Result<usize, ReplayError> {
-        let mut crossed = 0;
-        while self.history.applied() > target {
-            self.undo()?;
-            crossed += 1;
+        match self.history.find_label(label) {
+            Some(id) if self.history.on_current_line(id) => {
+                self.history.checkout(&mut self.root, id).map(Some)
+            }
+            _ => Ok(None),
         }
-        while self.history.applied() < target {
-            self.redo()?;
-            crossed += 1;
-        }
-        Ok(crossed)
     }
 
-    /// The retained steps, oldest first.
+    /// Makes any retained step (or the root) current; the state becomes exactly the state committed
+    /// there. Returns the length of the tree path crossed. An unknown step changes nothing.
+    /// Time: O(path length) to walk the tree path from the current step, plus replaying the changes on
+    /// it or, when fewer, those between the target and the nearest checkpoint above it (at most the
+    /// checkpoint spacing); independent of the state's size.
+    pub fn checkout(&mut self, to: impl Into<StepRef>) -> Result<usize, TimelineError> {
+        let id = self.history.resolve(&to.into())?;
+        Ok(self.history.checkout(&mut self.root, id)?)
+    }
+
+    /// The state at a retained step (or the root) without moving: a snapshot, as cheap to keep as any.
+    /// Time: replays the changes between the step and the current step or the nearest checkpoint above
+    /// it, whichever is closer: at most the checkpoint spacing in steps, independent of the state's
+    /// size; O(1) at the current step or a checkpoint.
+    pub fn state_at(&self, at: impl Into<StepRef>) -> Result<Snapshot, TimelineError> {
+        let id = self.history.resolve(&at.into())?;
+        if id == self.history.current() {
+            return Ok(self.snapshot());
+        }
+        let root = self.history.state_at(&self.root, id)?;
+        Ok(Snapshot { root })
+    }
+
+    /// The id of the step a reference names, if it is retained. Time: O(log n).
+    pub fn find(&self, step: impl Into<StepRef>) -> Result<StepId, TimelineError> {
+        self.history.resolve(&step.into())
+    }
+
+    /// One retained step (not the root, which is not a step). Time: O(log n).
+    pub fn step(&self, id: StepId) -> Option<StepInfo<'_>> {
+        let step = self.history.step(id)?;
+        let current = self.history.current() == id;
+        Some(info(
+            id,
+            step,
+            current || self.history.on_current_line(id),
+            current,
+        ))
+    }
+
+    /// The steps committed on a step (or on the root), oldest first. Time: O(log n).
+    pub fn children(&self, of: impl Into<StepRef>) -> Result<&[StepId], TimelineError> {
+        let id = self.history.resolve(&of.into())?;
+        Ok(self.history.children(id))
+    }
+
+    /// The steps from the root down to a step, the root excluded and the step included: the line whose
+    /// changes make its state. Time: O(depth).
+    pub fn path_to(&self, to: impl Into<StepRef>) -> Result<Vec<StepId>, TimelineError> {
+        let id = self.history.resolve(&to.into())?;
+        Ok(self.history.path_from_root(id))
+    }
+
+    /// Every retained step, the whole tree, in id order (a step always comes after its parent), each
+    /// with its parent, children, and whether it is current or on the current line. Time: O(n + depth).
     pub fn history(&self) -> impl Iterator<Item = StepInfo<'_>> + '_ {
+        let current = self.history.current();
         self.history
             .iter()
-            .map(|(id, step, applied): (StepId, &Step, bool)| StepInfo {
-                id,
-                label: step.label.as_deref(),
-                changes: &step.changes,
-                applied,
-            })
+            .map(move |(id, step, applied)| info(id, step, applied, id == current))
     }
 
-    /// How many steps history retains (undoable plus redoable). Time: O(1).
+    /// How many steps history retains, on every branch. Time: O(1).
     pub fn history_len(&self) -> usize {
         self.history.len()
     }
 
-    /// The estimate of the bytes history keeps alive.
+    /// The estimate of the bytes history keeps alive (change logs; checkpoints share the state's nodes
+    /// and are not counted).
     pub fn history_bytes(&self) -> usize {
         self.history.bytes()
     }
 
-    /// Rebuilds a step from a saved change log, as if `changes` had just been committed on the current
-    /// state: they are replayed on the root and recorded. Used by saves to restore history.
+    /// The id the next step will get. Ids only grow, so one a host kept never names another step.
+    pub fn next_step_id(&self) -> StepId {
+        self.history.next_id()
+    }
+
+    /// The retained steps off the current line, least recently visited first: the order in which
+    /// trimming would drop their branches. Saves keep it to rebuild the same tree. Time: O(n log n).
+    pub fn recency(&self) -> Vec<StepId> {
+        self.history.recency()
+    }
+
+    // Rebuilding a history from a save: these replay what a game recorded, exactly as it happened.
+
+    /// Rebuilds a saved step: moves to `parent` as a checkout would, checks that `changes` replay on
+    /// its state and records them as step `id` there, which becomes current. Like a commit, a label in
+    /// use moves to it; unlike a commit, nothing is trimmed, because a save records its trims
+    /// ([`Store::forget`]). `id` must be at least [`Store::next_step_id`]. If the changes do not fit,
+    /// the store is left at `parent` with the state there, and nothing is recorded.
+    /// Time: that of the checkout plus the changes.
     pub fn replay_step(
         &mut self,
+        id: StepId,
+        parent: StepId,
         label: Option<String>,
-        changes: Vec<Change>,
-    ) -> Result<StepId, ReplayError> {
-        let mut root = self.root.clone();
-        replay_forward(&mut root, &changes)?;
-        self.root = root;
-        Ok(self.history.push(label, Arc::from(changes)))
+        changes: Arc<[Change]>,
+    ) -> Result<(), TimelineError> {
+        let next = self.history.next_id();
+        if id < next {
+            return Err(TimelineError::StepIdTaken { id, next });
+        }
+        if !self.history.contains(parent) {
+            return Err(TimelineError::UnknownStep(parent));
+        }
+        self.history.checkout(&mut self.root, parent)?;
+        replay_forward(&mut self.root, &changes)?;
+        let size = budget::size_after(self.history.size_at(parent), &changes);
+        let _ = self.history.push(id, label, changes, &self.root, size);
+        Ok(())
+    }
+
+    /// Drops one step as trimming did when a save recorded it: a branch tip other than the current
+    /// step, or the root's only child (whose state becomes the root's). Time: O(log n).
+    pub fn forget(&mut self, id: StepId) -> Result<TrimmedStep, TimelineError> {
+        self.history.forget(id)
+    }
+
+    /// Restores the visit order saved by [`Store::recency`] (least recent first) and the next free id
+    /// saved by [`Store::next_step_id`], so that redo and trimming go on as before the save.
+    /// Time: O(n log n).
+    pub fn restore_recency(
+        &mut self,
+        recency: &[StepId],
+        next_id: StepId,
+    ) -> Result<(), TimelineError> {
+        self.history.restore_recency(recency, next_id)
+    }
+}
+
+fn info(id: StepId, step: &Step, applied: bool, current: bool) -> StepInfo<'_> {
+    StepInfo {
+        id,
+        parent: step.parent,
+        label: step.label.as_deref(),
+        changes: &step.changes,
+        applied,
+        current,
+        children: &step.children,
     }
 }
 
 /// The working state of one `apply`.
 struct Run<'s> {
     root: Value,
+    /// The estimated size of `root`, kept by [`budget::check`] after every instruction.
+    size: usize,
     policies: Policies,
     rules: Rules<'s>,
     handler: &'s mut dyn CallbackHandler,
@@ -493,12 +704,18 @@ impl Run<'_> {
         depth: usize,
     ) -> Result<Option<Value>, Vec<BatchError>> {
         if instruction.op != Op::Callback {
-            return match exec::run(
+            let start = self.changes.len();
+            let ran = exec::run(
                 &mut self.root,
                 instruction,
                 &self.policies,
                 &mut self.changes,
-            ) {
+            )
+            .and_then(|ran| {
+                budget::check(&self.changes[start..], self.rules.limits, &mut self.size)?;
+                Ok(ran)
+            });
+            return match ran {
                 Ok(ran) => {
                     self.warnings
                         .extend(ran.warnings.into_iter().map(|w| to_error(w, trail)));
@@ -529,6 +746,7 @@ impl Run<'_> {
             state: &self.root,
             depth,
             limits: self.rules.limits,
+            forbidden: self.rules.forbidden,
         };
         let response = match self.handler.call(call) {
             Ok(response) => response,
@@ -646,6 +864,7 @@ impl Run<'_> {
                 state: &self.root,
                 depth,
                 limits: self.rules.limits,
+                forbidden: self.rules.forbidden,
             };
             let response = self.handler.watch(call).map_err(|error| {
                 vec![BatchError::whole_batch(

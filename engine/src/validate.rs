@@ -8,11 +8,48 @@ use crate::error::{BatchError, ErrorKind, Trail};
 use crate::exec::splice_args;
 use crate::instruction::{Instruction, Op};
 use crate::limits::Limits;
-use crate::path::{Segment, pointer_of};
+use crate::path::{Segment, escape_pointer_token, pointer_of};
 use crate::value::Value;
 
 /// The path segments refused by default: front ends are JavaScript and merge values into objects.
 pub const DEFAULT_FORBIDDEN: [&str; 3] = ["__proto__", "constructor", "prototype"];
+
+/// Whether `key` is one of the `forbidden` segments (a store's list, [`DEFAULT_FORBIDDEN`] unless
+/// configured). The one check behind every refusal of a forbidden path segment or value key (SPEC §3).
+pub fn is_forbidden(key: &str, forbidden: &[String]) -> bool {
+    forbidden.iter().any(|f| f == key)
+}
+
+/// The JSON Pointer, relative to `value`, of the first object key inside `value` that is forbidden
+/// (depth first, in key order), or `None`. For callers that check a value before it reaches the
+/// engine's validation, such as a script host placing the error on the script's line.
+///
+/// Time: O(size of `value`); iterative, so any depth is safe.
+pub fn find_forbidden_key(value: &Value, forbidden: &[String]) -> Option<String> {
+    // Each entry is a value, the key it sits under (if any) and its pointer; keys are checked as they
+    // come off the stack, so the first forbidden key found is the first in document order.
+    let mut stack: Vec<(&Value, Option<&str>, String)> = vec![(value, None, String::new())];
+    while let Some((value, key, at)) = stack.pop() {
+        if key.is_some_and(|key| is_forbidden(key, forbidden)) {
+            return Some(at);
+        }
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map.iter().rev() {
+                    let here = format!("{at}/{}", escape_pointer_token(key));
+                    stack.push((item, Some(key), here));
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push((item, None, format!("{at}/{i}")));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
 
 /// What validation checks against: limits and the forbidden segments.
 #[derive(Debug)]
@@ -127,14 +164,14 @@ impl Rules<'_> {
         field: &str,
         error: &mut impl FnMut(ErrorKind, String, String),
     ) {
-        if segments.len() > self.limits.max_path_depth {
+        if segments.len() > self.limits.max_path_segments {
             error(
                 ErrorKind::PathTooDeep,
                 field.into(),
                 format!(
                     "the path has {} segments; the limit is {}",
                     segments.len(),
-                    self.limits.max_path_depth
+                    self.limits.max_path_segments
                 ),
             );
             return;
@@ -159,7 +196,7 @@ impl Rules<'_> {
     }
 
     fn is_forbidden(&self, key: &str) -> bool {
-        self.forbidden.iter().any(|f| f == key)
+        is_forbidden(key, self.forbidden)
     }
 
     /// Checks what a handler hands back besides instructions (its result, event payloads) by the same
@@ -245,4 +282,35 @@ fn forbidden_message(key: &str) -> String {
     format!(
         "\"{key}\" is a forbidden key (front ends are JavaScript; it would reach the object prototype)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn list(keys: &[&str]) -> Vec<String> {
+        keys.iter().map(|k| (*k).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_first_forbidden_key_is_found_in_document_order() {
+        let value = Value::from_json(&json!({
+            "a": [{"x": 1}, {"b/c": {"__proto__": 1}}],
+            "constructor": 2
+        }));
+        let defaults = list(&DEFAULT_FORBIDDEN);
+        assert_eq!(
+            find_forbidden_key(&value, &defaults).as_deref(),
+            Some("/a/1/b~1c/__proto__")
+        );
+        assert_eq!(
+            find_forbidden_key(&value, &list(&["constructor"])).as_deref(),
+            Some("/constructor")
+        );
+        assert_eq!(find_forbidden_key(&value, &list(&["secret"])), None);
+        assert_eq!(find_forbidden_key(&Value::from(1), &defaults), None);
+        assert!(is_forbidden("prototype", &defaults));
+        assert!(!is_forbidden("proto", &defaults));
+    }
 }

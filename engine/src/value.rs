@@ -11,6 +11,7 @@ use std::sync::Arc;
 use imbl::{OrdMap, Vector};
 use serde_json::Number;
 
+use crate::path::Segment;
 use crate::tree::{JsonTree, NodeKind};
 
 /// An object key: short keys are stored inline (no allocation, no reference count to touch when a map
@@ -187,63 +188,72 @@ impl Value {
     /// How deeply containers nest in this value: 0 for a scalar, 1 for `[]` or `[1]`, 2 for `[[1]]`.
     /// Iterative, so it is safe on any value. Time: O(n).
     pub fn depth(&self) -> usize {
-        if !matches!(self, Value::Array(_) | Value::Object(_)) {
-            return 0;
-        }
-        let mut deepest = 0;
-        let mut stack: Vec<(&Value, usize)> = vec![(self, 0)];
-        while let Some((value, depth)) = stack.pop() {
-            match value {
-                Value::Array(items) => {
-                    deepest = deepest.max(depth + 1);
-                    stack.extend(items.iter().map(|item| (item, depth + 1)));
-                }
-                Value::Object(map) => {
-                    deepest = deepest.max(depth + 1);
-                    stack.extend(map.values().map(|item| (item, depth + 1)));
-                }
-                _ => {}
-            }
-        }
-        deepest
+        self.measure(usize::MAX).depth
     }
 
     /// A rough estimate of the heap bytes this value holds, counting shared parts as if they were
     /// not shared. Stops counting once `cap` is reached. Time: O(min(n, cap)).
     pub fn estimated_bytes(&self, cap: usize) -> usize {
-        const SLOT: usize = std::mem::size_of::<Value>();
+        self.measure(cap).bytes
+    }
+
+    /// The estimated bytes (as [`Value::estimated_bytes`]) and the nesting depth (as [`Value::depth`])
+    /// in one iterative walk, which stops once `cap` bytes are counted: the depth then covers only
+    /// what was walked. The estimate is additive, which is what lets a store keep its state's size from
+    /// its change log: a value placed in an array adds its own estimate, and one placed under a new
+    /// object key adds its estimate plus [`entry_bytes`] of the key. Time: O(min(n, cap)).
+    pub(crate) fn measure(&self, cap: usize) -> Measure {
         match self {
-            Value::Null | Value::Bool(_) | Value::Number(_) => return SLOT.min(cap),
-            Value::String(text) => return (SLOT + text.len() + 16).min(cap),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {
+                return Measure {
+                    bytes: SLOT.min(cap),
+                    depth: 0,
+                };
+            }
+            Value::String(text) => {
+                return Measure {
+                    bytes: (SLOT + text.len() + 16).min(cap),
+                    depth: 0,
+                };
+            }
             Value::Array(_) | Value::Object(_) => {}
         }
-        let mut total = SLOT;
-        let mut stack = vec![self];
-        while let Some(value) = stack.pop() {
-            if total >= cap {
-                return cap;
+        let mut measure = Measure {
+            bytes: SLOT,
+            depth: 0,
+        };
+        let mut stack = vec![(self, 0)];
+        while let Some((value, depth)) = stack.pop() {
+            if measure.bytes >= cap {
+                measure.bytes = cap;
+                return measure;
             }
             match value {
-                Value::String(text) => total += text.len() + 16,
+                Value::String(text) => measure.bytes += text.len() + 16,
                 Value::Array(items) => {
-                    total += items.len() * SLOT;
-                    stack.extend(items.iter());
+                    measure.depth = measure.depth.max(depth + 1);
+                    measure.bytes += items.len() * SLOT;
+                    stack.extend(items.iter().map(|item| (item, depth + 1)));
                 }
                 Value::Object(map) => {
+                    measure.depth = measure.depth.max(depth + 1);
                     for (key, item) in map {
-                        let heap = if key.is_heap_allocated() {
-                            key.len() + 16
-                        } else {
-                            0
-                        };
-                        total += std::mem::size_of::<Key>() + heap + SLOT;
-                        stack.push(item);
+                        measure.bytes += entry_bytes(key) + SLOT;
+                        stack.push((item, depth + 1));
                     }
                 }
                 _ => {}
             }
         }
-        total.min(cap)
+        measure.bytes = measure.bytes.min(cap);
+        measure
+    }
+
+    /// The value at `segments` under this one, read as the engine reads it: keys in objects, indexes
+    /// (and decimal keys, SPEC §1) in arrays; `None` when absent or when the path runs through a
+    /// scalar. The one read-only lookup every crate uses. Time: O(depth × log n).
+    pub fn lookup(&self, segments: &[Segment]) -> Option<&Value> {
+        crate::exec::lookup(self, segments).ok().flatten()
     }
 
     /// Converts to a `serde_json::Value`. Time: O(n).
@@ -283,6 +293,28 @@ impl Value {
     }
 }
 
+/// The bytes one value takes in its parent besides the value itself: the slot that holds it.
+const SLOT: usize = std::mem::size_of::<Value>();
+
+/// What [`Value::measure`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Measure {
+    /// The estimated heap bytes, at most the cap.
+    pub(crate) bytes: usize,
+    /// How deeply containers nest (0 for a scalar).
+    pub(crate) depth: usize,
+}
+
+/// The bytes an object entry takes besides its value's own estimate: the key, inline or shared.
+pub(crate) fn entry_bytes(key: &Key) -> usize {
+    let heap = if key.is_heap_allocated() {
+        key.len() + 16
+    } else {
+        0
+    };
+    std::mem::size_of::<Key>() + heap
+}
+
 /// How deeply containers nest in JSON (0 for a scalar), computed without recursion.
 pub fn json_depth<'a, T: JsonTree<'a>>(json: T) -> usize {
     let is_container = |node: T| matches!(node.kind(), NodeKind::Array | NodeKind::Object);
@@ -304,10 +336,17 @@ pub fn json_depth<'a, T: JsonTree<'a>>(json: T) -> usize {
     deepest
 }
 
-/// Numeric equality: `100 == 100.0`, and integers compare exactly even beyond 2^53.
+/// Numeric equality: `100 == 100.0`, and integers compare exactly at any size (numbers keep their
+/// exact text, so `123456789012345678901234567890` is that integer, not the nearest float).
 pub fn numbers_equal(a: &Number, b: &Number) -> bool {
-    match (as_i128(a), as_i128(b)) {
+    if a.as_str() == b.as_str() {
+        return true;
+    }
+    match (exact_integer(a), exact_integer(b)) {
         (Some(x), Some(y)) => x == y,
+        // Integers beyond 128 bits have one spelling each (JSON allows no leading zeros or plus sign),
+        // so different texts are different integers.
+        _ if is_integer(a) && is_integer(b) => false,
         _ => match (a.as_f64(), b.as_f64()) {
             (Some(x), Some(y)) => x == y,
             _ => false,
@@ -315,10 +354,20 @@ pub fn numbers_equal(a: &Number, b: &Number) -> bool {
     }
 }
 
-fn as_i128(n: &Number) -> Option<i128> {
-    n.as_i64()
-        .map(i128::from)
-        .or_else(|| n.as_u64().map(i128::from))
+/// Whether a number is written as an integer (no fraction, no exponent), whatever its size.
+pub(crate) fn is_integer(n: &Number) -> bool {
+    !n.as_str().contains(['.', 'e', 'E'])
+}
+
+/// The exact integer value of a number written as an integer, or of a float with no fraction, when
+/// it fits 128 bits.
+fn exact_integer(n: &Number) -> Option<i128> {
+    if is_integer(n) {
+        return n.as_i128();
+    }
+    let float = n.as_f64()?;
+    // Every float of magnitude below 2^127 with no fraction is an exact i128.
+    (float.fract() == 0.0 && float.abs() < 1.7e38).then_some(float as i128)
 }
 
 /// Deep equality with numeric comparison of numbers (`{"hp": 100}` equals `{"hp": 100.0}`).
@@ -449,6 +498,37 @@ mod tests {
             Value::from(json!(u64::MAX - 1))
         );
         assert_ne!(Value::from(json!("1")), Value::from(json!(1)));
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_stay_exact_and_compare_exactly() {
+        let text = r#"{"big":123456789012345678901234567890,"huge":1234567890123456789012345678901234567890123,"neg":-98765432109876543210}"#;
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            value.to_string(),
+            text,
+            "every integer keeps its exact text"
+        );
+        let number = |text: &str| text.parse::<Number>().unwrap();
+        assert!(numbers_equal(
+            &number("123456789012345678901234567890"),
+            &number("123456789012345678901234567890")
+        ));
+        // The nearest floats of these are equal; the integers are not.
+        assert!(!numbers_equal(
+            &number("123456789012345678901234567890"),
+            &number("123456789012345678901234567891")
+        ));
+        assert!(!numbers_equal(
+            &number("1234567890123456789012345678901234567890123"),
+            &number("1234567890123456789012345678901234567890124")
+        ));
+        assert!(numbers_equal(&number("-0"), &number("0")));
+        assert!(numbers_equal(&number("100"), &number("1e2")));
+        assert!(numbers_equal(
+            &number("1e20"),
+            &number("100000000000000000000")
+        ));
     }
 
     #[test]

@@ -1,11 +1,18 @@
-//! Model-based property tests: random batches, including failing ones, run on the store and on a naive
-//! `serde_json` model written independently from the SPEC. Invariants: the store matches the model, a
-//! failed batch changes nothing, undo restores the exact previous state, redo re-applies it, and the
-//! history bounds hold.
+//! Model-based property tests: random batches, including failing ones, and random moves on the history
+//! tree (apply, apply at a step, undo, redo, checkout, undo_to, new bounds) run on the store and on a
+//! naive model written independently from the SPEC: `serde_json` states, and a history that keeps a full
+//! copy of the state for every step. Invariants: the store matches the model, every retained step's
+//! state (read with `state_at`) is the model's copy, a failed batch changes nothing (the root stays
+//! pointer-equal and the current step stays), undo restores the exact previous state, redo re-applies
+//! it, labels are unique, and trimming drops exactly the steps the model drops, in the same order.
+
+use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::{Map, Value as Json, json};
-use statecraft_engine::{Batch, HistoryLimits, Outcome, Store, Value};
+use statecraft_engine::{
+    ApplyOptions, Batch, HistoryLimits, Outcome, StepId, StepRef, Store, TimelineError, Value,
+};
 
 #[derive(Clone, Debug)]
 enum Seg {
@@ -328,55 +335,387 @@ fn model_batch(state: &Json, ops: &[Op]) -> Option<Json> {
     Some(next)
 }
 
+/// A step of the model's history: a full copy of the state committed there.
+#[derive(Clone, Debug)]
+struct ModelStep {
+    parent: u64,
+    label: Option<String>,
+    state: Json,
+    /// When the step last left the current line.
+    visited: u64,
+}
+
+/// The naive history tree of SPEC §3, with every step's state copied in full. Ids are numbers, 0 the
+/// root. Everything is found by scanning, which is fine for a few dozen steps.
+#[derive(Debug)]
+struct Timeline {
+    root: Json,
+    steps: BTreeMap<u64, ModelStep>,
+    current: u64,
+    clock: u64,
+    next_id: u64,
+    max_steps: usize,
+}
+
+impl Timeline {
+    fn state(&self, id: u64) -> &Json {
+        if id == 0 {
+            &self.root
+        } else {
+            &self.steps[&id].state
+        }
+    }
+
+    /// The step and its ancestors, up to the root (included).
+    fn line(&self, id: u64) -> Vec<u64> {
+        let mut line = vec![id];
+        let mut at = id;
+        while at != 0 {
+            at = self.steps[&at].parent;
+            line.push(at);
+        }
+        line
+    }
+
+    fn children(&self, id: u64) -> Vec<u64> {
+        self.steps
+            .iter()
+            .filter(|(_, s)| s.parent == id)
+            .map(|(&c, _)| c)
+            .collect()
+    }
+
+    fn by_label(&self, label: &str) -> Option<u64> {
+        self.steps
+            .iter()
+            .find(|(_, s)| s.label.as_deref() == Some(label))
+            .map(|(&id, _)| id)
+    }
+
+    /// Moves the current step; the steps that leave the current line are stamped.
+    fn move_to(&mut self, to: u64) {
+        if to == self.current {
+            return;
+        }
+        self.clock += 1;
+        let target = self.line(to);
+        for id in self.line(self.current) {
+            if !target.contains(&id) && id != 0 {
+                self.steps.get_mut(&id).unwrap().visited = self.clock;
+            }
+        }
+        self.current = to;
+    }
+
+    fn commit(&mut self, label: Option<String>, state: Json) -> (u64, Option<u64>, Vec<u64>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let moved = label.as_deref().and_then(|l| self.by_label(l));
+        if let Some(old) = moved {
+            self.steps.get_mut(&old).unwrap().label = None;
+        }
+        self.steps.insert(
+            id,
+            ModelStep {
+                parent: self.current,
+                label,
+                state,
+                visited: self.clock,
+            },
+        );
+        self.current = id;
+        (id, moved, self.trim())
+    }
+
+    /// SPEC §3: least recently visited branch tips first, never the current step or its ancestors
+    /// while anything else can go; then the oldest steps of the current line.
+    fn trim(&mut self) -> Vec<u64> {
+        let mut dropped = Vec::new();
+        while self.steps.len() > self.max_steps {
+            let tip = self
+                .steps
+                .iter()
+                .filter(|&(&id, _)| id != self.current && self.children(id).is_empty())
+                .map(|(&id, s)| (s.visited, id))
+                .min();
+            if let Some((_, id)) = tip {
+                self.steps.remove(&id);
+                dropped.push(id);
+                continue;
+            }
+            match self.children(0)[..] {
+                [only] if only != self.current => {
+                    let step = self.steps.remove(&only).unwrap();
+                    self.root = step.state;
+                    for s in self.steps.values_mut() {
+                        if s.parent == only {
+                            s.parent = 0;
+                        }
+                    }
+                    dropped.push(only);
+                }
+                _ => break,
+            }
+        }
+        dropped
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Action {
+    Apply(Vec<Op>, Option<u8>),
+    /// Apply at the n-th retained step (modulo, 0 = the root), a label, or an unknown step.
+    ApplyAt(Target, Vec<Op>, Option<u8>),
+    Undo,
+    Redo,
+    Checkout(Target),
+    UndoTo(u8),
+    Bounds(usize),
+}
+
+#[derive(Clone, Debug)]
+enum Target {
+    Nth(usize),
+    Label(u8),
+    Unknown,
+}
+
+fn label(n: u8) -> String {
+    format!("m{n}")
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    let target = prop_oneof![
+        4 => (0usize..20).prop_map(Target::Nth),
+        2 => (0u8..6).prop_map(Target::Label),
+        1 => Just(Target::Unknown),
+    ];
+    let ops = || prop::collection::vec(op(), 0..4);
+    let label = || prop::option::weighted(0.7, 0u8..6);
+    prop_oneof![
+        4 => (ops(), label()).prop_map(|(ops, l)| Action::Apply(ops, l)),
+        3 => (target.clone(), ops(), label()).prop_map(|(t, ops, l)| Action::ApplyAt(t, ops, l)),
+        2 => Just(Action::Undo),
+        2 => Just(Action::Redo),
+        2 => target.prop_map(Action::Checkout),
+        1 => (0u8..6).prop_map(Action::UndoTo),
+        1 => (0usize..9).prop_map(Action::Bounds),
+    ]
+}
+
+fn limits(max_steps: usize) -> HistoryLimits {
+    HistoryLimits {
+        max_steps,
+        max_bytes: 1 << 30,
+    }
+}
+
+/// The step a target names, for the store and for the model (`None` when it names nothing).
+fn resolve(target: &Target, model: &Timeline) -> (StepRef, Option<u64>) {
+    match target {
+        Target::Nth(n) => {
+            let ids: Vec<u64> = std::iter::once(0)
+                .chain(model.steps.keys().copied())
+                .collect();
+            let id = ids[n % ids.len()];
+            (StepRef::Id(StepId::new(id)), Some(id))
+        }
+        Target::Label(l) => (StepRef::Label(label(*l)), model.by_label(&label(*l))),
+        Target::Unknown => (StepRef::Id(StepId::new(model.next_id + 7)), None),
+    }
+}
+
+fn ids(trimmed: &[statecraft_engine::TrimmedStep]) -> Vec<u64> {
+    trimmed.iter().map(|t| t.id.get()).collect()
+}
+
+/// Every retained step agrees with the model: parent, label, place on the current line, and its state.
+fn check(store: &Store, model: &Timeline) -> Result<(), TestCaseError> {
+    prop_assert_eq!(store.current_step().get(), model.current);
+    prop_assert_eq!(store.state().to_json(), model.state(model.current).clone());
+    let line = model.line(model.current);
+    let listed: Vec<(u64, u64, Option<&str>, bool, bool)> = store
+        .history()
+        .map(|s| (s.id.get(), s.parent.get(), s.label, s.applied, s.current))
+        .collect();
+    let expected: Vec<(u64, u64, Option<&str>, bool, bool)> = model
+        .steps
+        .iter()
+        .map(|(&id, s)| {
+            (
+                id,
+                s.parent,
+                s.label.as_deref(),
+                line.contains(&id),
+                id == model.current,
+            )
+        })
+        .collect();
+    prop_assert_eq!(listed, expected);
+    prop_assert_eq!(
+        store.state_at(StepId::ROOT).unwrap().value().to_json(),
+        model.root.clone()
+    );
+    for (&id, step) in &model.steps {
+        let at = store.state_at(StepId::new(id)).unwrap();
+        prop_assert_eq!(
+            at.value().to_json(),
+            step.state.clone(),
+            "state at step {}",
+            id
+        );
+        let children: Vec<u64> = store
+            .children(StepId::new(id))
+            .unwrap()
+            .iter()
+            .map(|c| c.get())
+            .collect();
+        prop_assert_eq!(children, model.children(id));
+        let path: Vec<u64> = store
+            .path_to(StepId::new(id))
+            .unwrap()
+            .iter()
+            .map(|c| c.get())
+            .collect();
+        let mut expected_path = model.line(id);
+        expected_path.pop();
+        expected_path.reverse();
+        prop_assert_eq!(path, expected_path);
+    }
+    Ok(())
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn store_matches_model_and_undo_redo_restore(batches in prop::collection::vec(prop::collection::vec(op(), 0..4), 1..8)) {
+    fn the_history_tree_matches_a_model_that_copies_every_state(
+        actions in prop::collection::vec(action(), 1..40),
+        max_steps in 1usize..8,
+        checkpoint_every in 1u64..5,
+    ) {
         let mut store = Store::builder(Value::from(initial()))
-            .history_limits(HistoryLimits { max_steps: 5, max_bytes: 1 << 20 })
+            .history_limits(limits(max_steps))
+            .checkpoint_every(checkpoint_every)
             .build()
             .unwrap();
-        let mut model_state = initial();
-        let mut states = vec![store.snapshot()];
-        for ops in &batches {
-            let batch = Batch::from_json(&Json::Array(ops.iter().map(Op::to_json).collect())).unwrap();
-            let before = store.snapshot();
-            let expected = model_batch(&model_state, ops);
-            match (store.apply(&batch), expected) {
-                (Outcome::Committed(commit), Some(expected)) => {
-                    prop_assert_eq!(store.state().to_json(), expected.clone(), "batch {:?}", ops);
-                    model_state = expected;
-                    if commit.step.is_some() {
-                        // Undo restores the exact previous state; redo re-applies it.
-                        let after = store.snapshot();
-                        store.undo().unwrap();
-                        prop_assert_eq!(store.state(), before.value());
-                        prop_assert_eq!(store.state().to_json(), before.value().to_json());
-                        store.redo().unwrap();
-                        prop_assert_eq!(store.state().to_json(), after.value().to_json());
-                        states.push(after);
+        let mut model = Timeline {
+            root: initial(),
+            steps: BTreeMap::new(),
+            current: 0,
+            clock: 0,
+            next_id: 1,
+            max_steps,
+        };
+        for action in &actions {
+            match action {
+                Action::Apply(ops, l) | Action::ApplyAt(_, ops, l) => {
+                    let (at, at_model) = match action {
+                        Action::ApplyAt(target, ..) => {
+                            let (at, id) = resolve(target, &model);
+                            (Some(at), Some(id))
+                        }
+                        _ => (None, None),
+                    };
+                    let batch = Batch::from_json(&Json::Array(ops.iter().map(Op::to_json).collect())).unwrap();
+                    let options = ApplyOptions { label: l.map(label), at, ..ApplyOptions::default() };
+                    let before = store.snapshot();
+                    let position = store.current_step();
+                    let base = match at_model {
+                        Some(None) => None,
+                        Some(Some(id)) => Some(id),
+                        None => Some(model.current),
+                    };
+                    let expected = base.and_then(|b| model_batch(model.state(b), ops).map(|s| (b, s)));
+                    match (store.apply_with(&batch, &options), expected) {
+                        (Outcome::Committed(commit), Some((base, state))) => {
+                            model.move_to(base);
+                            let unchanged = &state == model.state(base);
+                            match commit.step {
+                                None => {
+                                    prop_assert!(unchanged || model.max_steps == 0, "a batch that changed the state made no step: {:?}", ops);
+                                    prop_assert!(commit.trimmed.is_empty());
+                                    if model.max_steps == 0 {
+                                        model.root = state;
+                                    }
+                                }
+                                Some(id) => {
+                                    let (expected_id, moved, trimmed) = model.commit(l.map(label), state);
+                                    prop_assert_eq!(id.get(), expected_id);
+                                    prop_assert_eq!(commit.label_moved_from.map(StepId::get), moved);
+                                    prop_assert_eq!(ids(&commit.trimmed), trimmed);
+                                    // Undo restores the exact previous state; redo re-applies it.
+                                    let after = store.snapshot();
+                                    let parent = model.steps[&id.get()].parent;
+                                    prop_assert_eq!(store.undo().unwrap(), Some(id));
+                                    prop_assert_eq!(store.state().to_json(), model.state(parent).clone());
+                                    prop_assert_eq!(store.redo().unwrap(), Some(id));
+                                    prop_assert_eq!(store.state(), after.value());
+                                    model.move_to(parent);
+                                    model.move_to(id.get());
+                                }
+                            }
+                        }
+                        (Outcome::Rejected(rejection), None) => {
+                            prop_assert!(store.state().ptr_eq(before.value()), "a rejected batch changed the state: {:?}", rejection);
+                            prop_assert_eq!(store.current_step(), position, "a rejected batch moved the current step");
+                        }
+                        (Outcome::Committed(_), None) => prop_assert!(false, "store accepted what the model refused: {:?}", action),
+                        (Outcome::Rejected(r), Some(_)) => prop_assert!(false, "store refused what the model accepted: {:?} {:?}", action, r.errors),
                     }
                 }
-                (Outcome::Rejected(rejection), None) => {
-                    prop_assert!(store.state().ptr_eq(before.value()), "a rejected batch changed the state: {:?}", rejection);
+                Action::Undo => {
+                    let undone = store.undo().unwrap().map(StepId::get);
+                    let expected = (model.current != 0).then_some(model.current);
+                    prop_assert_eq!(undone, expected);
+                    if let Some(id) = expected {
+                        model.move_to(model.steps[&id].parent);
+                    }
                 }
-                (Outcome::Committed(_), None) => prop_assert!(false, "store accepted what the model refused: {:?}", ops),
-                (Outcome::Rejected(r), Some(_)) => prop_assert!(false, "store refused what the model accepted: {:?} {:?}", ops, r.errors),
+                Action::Redo => {
+                    let expected = model
+                        .children(model.current)
+                        .into_iter()
+                        .max_by_key(|id| (model.steps[id].visited, *id));
+                    prop_assert_eq!(store.redo().unwrap().map(StepId::get), expected);
+                    if let Some(id) = expected {
+                        model.move_to(id);
+                    }
+                }
+                Action::Checkout(target) => {
+                    let (to, id) = resolve(target, &model);
+                    match (store.checkout(to), id) {
+                        (Ok(_), Some(id)) => model.move_to(id),
+                        (Err(TimelineError::UnknownStep(_) | TimelineError::UnknownLabel(_)), None) => {}
+                        (other, id) => prop_assert!(false, "checkout {:?}: {:?}, model {:?}", target, other, id),
+                    }
+                }
+                Action::UndoTo(l) => {
+                    let target = model.by_label(&label(*l)).filter(|id| model.line(model.current).contains(id));
+                    let crossed = store.undo_to(&label(*l)).unwrap();
+                    prop_assert_eq!(crossed.is_some(), target.is_some());
+                    if let Some(id) = target {
+                        prop_assert_eq!(crossed, Some(model.line(model.current).iter().position(|&s| s == id).unwrap()));
+                        model.move_to(id);
+                    }
+                }
+                Action::Bounds(max_steps) => {
+                    let trimmed = store.set_history_limits(limits(*max_steps));
+                    model.max_steps = *max_steps;
+                    let expected = if *max_steps == 0 {
+                        let all: Vec<u64> = model.steps.keys().copied().collect();
+                        model.root = model.state(model.current).clone();
+                        model.steps.clear();
+                        model.current = 0;
+                        all
+                    } else {
+                        model.trim()
+                    };
+                    prop_assert_eq!(ids(&trimmed), expected);
+                }
             }
-            prop_assert!(store.history().count() <= 5);
+            check(&store, &model)?;
+            prop_assert!(store.history_len() <= model.max_steps.max(1));
         }
-        // Undo everything retained, then check we reached the state that many steps back.
-        let retained = store.history().filter(|s| s.applied).count();
-        for _ in 0..retained {
-            prop_assert!(store.undo().unwrap().is_some());
-        }
-        prop_assert!(store.undo().unwrap().is_none());
-        let back = &states[states.len() - 1 - retained];
-        prop_assert_eq!(store.state().to_json(), back.value().to_json());
-        for _ in 0..retained {
-            prop_assert!(store.redo().unwrap().is_some());
-        }
-        prop_assert_eq!(store.state().to_json(), model_state);
     }
 }

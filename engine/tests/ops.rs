@@ -274,3 +274,37 @@ fn change_log_records_every_primitive_change() {
         ])
     );
 }
+
+#[test]
+fn integers_beyond_64_bits_are_kept_exactly_and_never_rounded() {
+    let state: Json =
+        serde_json::from_str(r#"{"big": 123456789012345678901234567890, "n": 1}"#).unwrap();
+    let mut store = Store::new(Value::from(state));
+    // An unrelated change leaves the big integer as it was.
+    let commit = store
+        .apply(&Batch::parse(r#"{"op": "increment", "path": ["n"], "value": 1}"#).unwrap())
+        .committed()
+        .unwrap();
+    assert!(commit.warnings.is_empty());
+    assert_eq!(
+        store.state().to_string(),
+        r#"{"big":123456789012345678901234567890,"n":2}"#
+    );
+    // Old values compare exactly: the nearest float of the next integer is the same, the integer is not.
+    let stale =
+        r#"{"op": "assign", "path": ["big"], "value": 0, "old": 123456789012345678901234567891}"#;
+    let errors = store
+        .apply(&Batch::parse(stale).unwrap())
+        .rejected()
+        .unwrap();
+    assert_eq!(errors[0].kind, statecraft_engine::ErrorKind::OldMismatch);
+    // Adding to it would leave 64 bits: an overflow, not a float.
+    let errors = store
+        .apply(&Batch::parse(r#"{"op": "increment", "path": ["big"], "value": 1}"#).unwrap())
+        .rejected()
+        .unwrap();
+    assert_eq!(
+        errors[0].to_string(),
+        "instruction 0, at /big: 123456789012345678901234567890 + 1 overflows"
+    );
+}

@@ -129,6 +129,192 @@ fn batch_length_limit() {
     );
 }
 
+/// `n` JSON Patch copies of `from` into `to`, as one batch.
+fn copies(n: usize, from: &str, to: impl Fn(usize) -> String) -> Batch {
+    let ops: Vec<Json> = (0..n)
+        .map(|i| json!({"op": "copy", "from": from, "path": to(i)}))
+        .collect();
+    batch(Json::Array(ops))
+}
+
+#[test]
+fn state_depth_limit_covers_what_copies_build() {
+    // Each copy of /x into /x/x nests the state one level deeper while every instruction stays small.
+    let mut store = store(json!({"x": {"x": 1}}));
+    let before = store.state().clone();
+    let outcome = store.apply(&copies(200, "/x", |_| "/x/x".to_owned()));
+    let errors = outcome.rejected().expect("rejected");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].kind, ErrorKind::StateTooDeep);
+    assert!(
+        errors[0].to_string().starts_with(
+            "instruction 62, at /x/x: this would nest the state 65 levels deep; the limit is 64"
+        ),
+        "{}",
+        errors[0]
+    );
+    assert!(store.state().ptr_eq(&before));
+    // Up to the limit it commits, and the result is as deep as the limit allows.
+    assert!(
+        store
+            .apply(&copies(62, "/x", |_| "/x/x".to_owned()))
+            .is_committed()
+    );
+    assert_eq!(store.state().depth(), 64);
+    // A state deeper than the limit (one loaded from a file) still takes batches that build nothing deep.
+    let limits = Limits {
+        max_state_depth: 3,
+        ..Limits::default()
+    };
+    let mut deep = Store::builder(Value::from(json!({"a": {"b": {"c": {"d": 1}}}, "n": 1})))
+        .limits(limits)
+        .build()
+        .unwrap();
+    assert!(
+        deep.apply(&batch(
+            json!({"op": "increment", "path": ["n"], "value": 1})
+        ))
+        .is_committed()
+    );
+    assert_eq!(
+        kinds(deep.apply(&batch(
+            json!({"op": "assign", "path": ["m"], "value": [[[1]]]})
+        ))),
+        [ErrorKind::StateTooDeep]
+    );
+}
+
+#[test]
+fn state_size_limit() {
+    let limits = Limits {
+        max_state_bytes: 20_000,
+        ..Limits::default()
+    };
+    let mut store = Store::builder(Value::from(
+        json!({"x": {"list": [1, 2, 3, 4, 5, 6, 7, 8]}}),
+    ))
+    .limits(limits.clone())
+    .build()
+    .unwrap();
+    let before = store.state().clone();
+    // Each copy of /x into /x/yN doubles the state.
+    let outcome = store.apply(&copies(26, "/x", |i| format!("/x/y{i}")));
+    let errors = outcome.rejected().expect("rejected");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].kind, ErrorKind::StateTooLarge);
+    assert!(
+        errors[0]
+            .message
+            .starts_with("this would grow the state to ")
+            && errors[0]
+                .message
+                .ends_with("bytes (estimated); the limit is 20000"),
+        "{}",
+        errors[0]
+    );
+    assert!(store.state().ptr_eq(&before));
+    // Removing from the state, or changing it without growing it, is never refused by the size.
+    let mut store = Store::builder(Value::from(json!({"big": "x".repeat(30_000), "n": 1})))
+        .limits(limits)
+        .build()
+        .unwrap();
+    assert!(
+        store
+            .apply(&batch(
+                json!({"op": "increment", "path": ["n"], "value": 1})
+            ))
+            .is_committed()
+    );
+    assert_eq!(
+        kinds(store.apply(&batch(json!({"op": "assign", "path": ["m"], "value": 1})))),
+        [ErrorKind::StateTooLarge]
+    );
+    assert!(
+        store
+            .apply(&batch(json!({"op": "delete", "path": ["big"]})))
+            .is_committed()
+    );
+    assert!(
+        store
+            .apply(&batch(json!({"op": "assign", "path": ["m"], "value": 1})))
+            .is_committed()
+    );
+}
+
+#[test]
+fn op_size_limit() {
+    let limits = Limits {
+        max_op_bytes: 5_000,
+        ..Limits::default()
+    };
+    let list: Vec<i64> = (0..300).collect();
+    let mut store = Store::builder(Value::from(json!({"list": list})))
+        .limits(limits.clone())
+        .build()
+        .unwrap();
+    let errors = store
+        .apply(&batch(
+            json!([{"op": "copy", "from": "/list", "path": "/again"}]),
+        ))
+        .rejected()
+        .expect("rejected");
+    assert_eq!(
+        errors[0].to_string(),
+        "instruction 0, at /again: this instruction writes more than the 5000 bytes (estimated) one \
+         instruction may write into the state"
+    );
+    assert_eq!(errors[0].kind, ErrorKind::OpTooLarge);
+    // The same bytes in small instructions are within the limit.
+    let small: Vec<Json> = (0..4)
+        .map(|i| json!({"op": "copy", "from": "/list", "path": format!("/part{i}")}))
+        .collect();
+    let limits = Limits {
+        max_op_bytes: 8_000,
+        ..limits
+    };
+    let mut store = Store::builder(Value::from(json!({"list": (0..100).collect::<Vec<i64>>()})))
+        .limits(limits)
+        .build()
+        .unwrap();
+    assert!(store.apply(&batch(Json::Array(small))).is_committed());
+}
+
+#[test]
+fn the_default_limits_stop_a_doubling_reply() {
+    // 26 copies double a small state 26 times: tens of gigabytes once written out, in 1.3 KB of reply.
+    let mut store = store(json!({"x": {"x": 1}}));
+    let outcome = store.apply(&copies(26, "/x", |i| format!("/x/y{i}")));
+    let kinds = kinds(outcome);
+    assert!(
+        kinds == [ErrorKind::OpTooLarge] || kinds == [ErrorKind::StateTooLarge],
+        "{kinds:?}"
+    );
+    assert_eq!(store.state().to_json(), json!({"x": {"x": 1}}));
+}
+
+#[test]
+fn a_new_state_is_checked_against_the_build_limits() {
+    let limits = Limits {
+        max_state_depth: 2,
+        max_state_bytes: 100,
+        ..Limits::default()
+    };
+    let errors = limits.check_state(&Value::from(json!({"a": {"b": {"c": "x".repeat(200)}}})));
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors[0].kind, ErrorKind::StateTooDeep);
+    assert_eq!(errors[1].kind, ErrorKind::StateTooLarge);
+    assert_eq!(
+        messages[0],
+        "at (root): the state nests 3 levels deep; the limit is 2"
+    );
+    assert!(
+        messages[1].starts_with("at (root): the state holds "),
+        "{}",
+        messages[1]
+    );
+    assert!(limits.check_state(&Value::from(json!({"a": 1}))).is_empty());
+}
+
 #[test]
 fn forbidden_segments_are_configurable() {
     let mut store = Store::builder(Value::object())
@@ -417,7 +603,7 @@ fn watchers_run_inside_the_batch() {
 // History.
 
 #[test]
-fn undo_to_label_rolls_back_later_steps() {
+fn undo_to_label_rolls_back_later_steps_on_the_current_line() {
     let mut store = store(json!({"n": 0}));
     for (i, label) in ["m1", "m2", "m3"].iter().enumerate() {
         let options = ApplyOptions {
@@ -436,19 +622,62 @@ fn undo_to_label_rolls_back_later_steps() {
     assert_eq!(store.undo_to("m1").unwrap(), Some(2));
     assert_eq!(store.state().to_json(), json!({"n": 1}));
     assert_eq!(store.undo_to("nope").unwrap(), None);
-    // A new commit after undo drops the redo branch.
+    // A new commit after undo starts a branch; the undone steps stay, off the current line.
     assert!(
         store
             .apply(&batch(json!({"op": "assign", "path": ["n"], "value": 9})))
             .is_committed()
     );
     assert_eq!(store.redo().unwrap(), None);
-    let labels: Vec<Option<&str>> = store.history().map(|s| s.label).collect();
-    assert_eq!(labels, [Some("m1"), None]);
+    let labels: Vec<(Option<&str>, bool)> = store.history().map(|s| (s.label, s.applied)).collect();
+    assert_eq!(
+        labels,
+        [
+            (Some("m1"), true),
+            (Some("m2"), false),
+            (Some("m3"), false),
+            (None, true)
+        ]
+    );
+    assert_eq!(
+        store.undo_to("m3").unwrap(),
+        None,
+        "m3 is on another branch: undo_to only goes back along the current line"
+    );
+    assert_eq!(store.checkout("m3").unwrap(), 3);
+    assert_eq!(store.state().to_json(), json!({"n": 3}));
 }
 
 #[test]
-fn jump_to_any_retained_step() {
+fn an_empty_batch_with_a_label_is_a_step_that_undo_to_finds() {
+    // A front end labels every message, also those that change nothing (SPEC §3: an empty batch is a
+    // successful, empty commit, and each commit is a step).
+    let mut store = store(json!({"n": 0}));
+    let labelled = |label: &str| ApplyOptions {
+        label: Some(label.into()),
+        ..ApplyOptions::default()
+    };
+    let commit = store
+        .apply_with(&Batch::new(Vec::new()), &labelled("msg-2"))
+        .committed()
+        .unwrap();
+    assert!(commit.step.is_some() && commit.changes.is_empty());
+    let increment = batch(json!({"op": "increment", "path": ["n"], "value": 1}));
+    assert!(
+        store
+            .apply_with(&increment, &labelled("msg-3"))
+            .is_committed()
+    );
+    assert_eq!(store.undo_to("msg-2").unwrap(), Some(1));
+    assert_eq!(store.state().to_json(), json!({"n": 0}));
+    // Without a label, a batch that changes nothing leaves no step for undo to cross in silence.
+    let commit = store.apply(&Batch::new(Vec::new())).committed().unwrap();
+    assert!(commit.step.is_none());
+    assert_eq!(store.history_len(), 2);
+}
+
+#[test]
+fn checkout_any_retained_step_by_id() {
     let mut store = store(json!({"n": 0}));
     let mut ids = Vec::new();
     for i in 1..=5 {
@@ -461,9 +690,9 @@ fn jump_to_any_retained_step() {
                 .unwrap(),
         );
     }
-    assert_eq!(store.jump_to(ids[1]).unwrap(), Some(3));
+    assert_eq!(store.checkout(ids[1]).unwrap(), 3);
     assert_eq!(store.state().to_json(), json!({"n": 2}));
-    assert_eq!(store.jump_to(ids[4]).unwrap(), Some(3));
+    assert_eq!(store.checkout(ids[4]).unwrap(), 3);
     assert_eq!(store.state().to_json(), json!({"n": 5}));
 }
 
@@ -605,4 +834,23 @@ fn an_initial_state_that_violates_the_schema_is_refused() {
         .unwrap_err();
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].path.as_deref(), Some("/player"));
+}
+
+#[test]
+fn an_unusable_schema_is_blamed_on_the_schema_and_says_where() {
+    let missing = StateSchema::new(json!({"$ref": "#/$defs/missing"})).unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "the schema itself is unusable, at (root): Pointer '/$defs/missing' does not exist"
+    );
+    let regex = StateSchema::new(json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "pattern": "(unclosed"}}
+    }))
+    .unwrap_err();
+    assert_eq!(regex.location, "/properties/name/pattern");
+    assert_eq!(
+        regex.to_string(),
+        "the schema itself is unusable, at /properties/name/pattern: \"(unclosed\" is not a \"regex\""
+    );
 }

@@ -8,7 +8,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use statecraft_engine::Batch;
-use statecraft_translators::{ExtractOptions, extract, parse_value, repair_json};
+use statecraft_translators::internals::{parse_value, repair_json};
+use statecraft_translators::{ExtractOptions, extract};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -6,14 +6,14 @@
 
 use libfuzzer_sys::fuzz_target;
 use statecraft_engine::Batch;
-use statecraft_translators::{MvuOptions, to_mvu, translate};
+use statecraft_translators::mvu::{self, MvuOptions};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    let translation = translate(&text, &MvuOptions::default());
+    let translation = mvu::from_text(&text, &MvuOptions::default());
     for diagnostic in &translation.diagnostics {
         assert!(diagnostic.span.start <= diagnostic.span.end && diagnostic.span.end <= text.len());
     }
-    let (written, _) = to_mvu(&Batch::new(translation.instructions));
-    let _ = translate(&written, &MvuOptions::default());
+    let (written, _) = mvu::to_text(&Batch::new(translation.instructions));
+    let _ = mvu::from_text(&written, &MvuOptions::default());
 });

@@ -1,20 +1,21 @@
 //! What can go wrong with a save: IO, a file that is not a readable save, a lock held too long.
 //!
 //! Every error names the file; every error about a file's contents also names the byte offset where
-//! reading stopped and what was wrong there. A rejected batch is not an error here either: it comes back
+//! reading stopped and what was wrong there. An underlying error (the operating system's) is the
+//! error's `source`, never repeated in its message, so a chain printed whole says it once. A rejected batch is not an error here either: it comes back
 //! as the engine's [`statecraft_engine::Outcome`]. This module must not do IO.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use statecraft_engine::{BatchError, SchemaError};
+use statecraft_engine::{BatchErrors, SchemaError};
 
 /// Why a save could not be created, opened or written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SaveError {
     /// The operating system refused a read, a write, an fsync or a rename.
-    #[error("{}: {action}: {source}", path.display())]
+    #[error("{}: {action}", path.display())]
     Io {
         /// The file or folder.
         path: PathBuf,
@@ -81,16 +82,17 @@ pub enum SaveError {
         /// The path.
         path: PathBuf,
     },
-    /// The initial state violates the schema.
-    #[error("the initial state violates the schema: {}", join(.0))]
-    InvalidState(Vec<BatchError>),
+    /// The initial state violates the schema, or nests deeper or weighs more than the store's limits
+    /// let a batch build (each error says which).
+    #[error("the initial state is refused: {0}")]
+    InvalidState(BatchErrors),
     /// The schema does not compile.
     #[error(transparent)]
     Schema(#[from] SchemaError),
     /// The game's history does not replay on its state (in an undo, a redo or a compaction): the
     /// history was not made from this state, a bug reported rather than written. The game refuses
     /// further work; the file holds what was acknowledged before.
-    #[error("{}: the history does not replay on the state: {source}", path.display())]
+    #[error("{}: the history does not replay on the state", path.display())]
     Replay {
         /// The save.
         path: PathBuf,
@@ -99,12 +101,18 @@ pub enum SaveError {
         source: statecraft_engine::ReplayError,
     },
     /// The caller's store set-up (loading the scripts folder) failed.
-    #[error("{}: cannot set up the game: {message}", path.display())]
+    #[error("{}: cannot set up the game: {error}", path.display())]
     Setup {
         /// The save.
         path: PathBuf,
-        /// The set-up's message.
-        message: String,
+        /// The set-up's own error, quoted in this one's message.
+        error: crate::SetupError,
+    },
+    /// The game was opened read-only, and a change was asked of it.
+    #[error("{}: opened read-only; nothing was changed", path.display())]
+    ReadOnly {
+        /// The save.
+        path: PathBuf,
     },
     /// An earlier write failed after the change was made in memory, so memory and disk may differ.
     #[error("{}: an earlier write failed; open the save again to continue from what is on disk", path.display())]
@@ -112,12 +120,4 @@ pub enum SaveError {
         /// The save.
         path: PathBuf,
     },
-}
-
-fn join(errors: &[BatchError]) -> String {
-    errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
 }

@@ -3,9 +3,9 @@
 //! A save file is a 20-byte header (the magic `statecraft save\n` and the format version as a
 //! little-endian `u32`) followed by records. Each record is framed as its payload length (`u32` LE), a
 //! CRC-32 of those four length bytes, a CRC-32 of the payload, then the payload: one JSON document.
-//! The first record is always the base (the state before the oldest retained step, the schema, the
-//! scripts reference, the history bounds and the metadata); the others are steps (a label and the
-//! change log the engine committed), undos and redos. `saves/FORMAT.md` is the full description.
+//! The first record is always the base; the others are the timeline records of `records.rs` (steps,
+//! checkouts, positions) in version 2, and steps, undos and redos in version 1, which is only read.
+//! `saves/FORMAT.md` is the full description.
 //!
 //! The frame is built so that a torn append, which can only leave a prefix of the last record (or, after
 //! a power loss, zeros), is told apart from damage: a record that is complete but fails its checksum is
@@ -14,14 +14,18 @@
 
 use std::sync::Arc;
 
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
-use statecraft_engine::{Array, Change, HistoryLimits, Key, Object, Op, Path, Value};
+use statecraft_engine::Change;
+
+use crate::records::{
+    BaseRecord, CheckoutRecord, PositionRecord, StepRecord, TimelineRecord, change_log,
+};
 
 /// The first bytes of every save file.
 pub(crate) const MAGIC: &[u8; 16] = b"statecraft save\n";
 /// The format version this build writes. Readers for every older version stay (see [`crate::Game::open`]).
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 /// The oldest format version this build reads.
 pub(crate) const OLDEST_VERSION: u32 = 1;
 /// Magic plus version.
@@ -65,7 +69,7 @@ pub(crate) fn read_header(bytes: &[u8]) -> Header {
         ]));
     }
     if bytes.is_empty() {
-        return Header::NotASave(0, "the file is empty, not a statecraft save".to_owned());
+        return Header::NotASave(0, "the file is empty".to_owned());
     }
     if bytes.len() < MAGIC.len() && MAGIC.starts_with(bytes) {
         return Header::NotASave(
@@ -162,224 +166,76 @@ pub(crate) fn push_record(
     Ok(())
 }
 
-/// The first record: everything needed to rebuild the store before the retained steps.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Base {
-    /// The state before the oldest retained step.
-    #[serde(deserialize_with = "direct")]
-    pub(crate) state: Value,
-    /// The state's JSON Schema, as given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) schema: Option<serde_json::Value>,
-    /// The scripts folder, as given at creation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) scripts: Option<String>,
-    /// The history bounds the game keeps.
-    pub(crate) history: HistoryLimits,
-    /// Free-form metadata (creation time, front end, card name).
-    #[serde(default)]
-    pub(crate) metadata: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A base record as written, borrowing from the game.
-#[derive(Serialize)]
-pub(crate) struct BaseRef<'a> {
-    pub(crate) state: &'a Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) schema: Option<&'a serde_json::Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) scripts: Option<&'a str>,
-    pub(crate) history: HistoryLimits,
-    pub(crate) metadata: &'a serde_json::Map<String, serde_json::Value>,
-}
-
-/// Every record, as read.
+/// A record of a version 2 file, as read: the base (only ever first), or a timeline record.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum Record {
-    /// The base; only ever first.
-    Base(Box<Base>),
-    /// A committed step.
+    Base(Box<BaseRecord>),
     Step(StepRecord),
+    Checkout(CheckoutRecord),
+    Position(PositionRecord),
+}
+
+impl Record {
+    /// The timeline record, or the base.
+    pub(crate) fn timeline(self) -> Result<TimelineRecord, Box<BaseRecord>> {
+        match self {
+            Record::Base(base) => Err(base),
+            Record::Step(step) => Ok(TimelineRecord::Step(step)),
+            Record::Checkout(checkout) => Ok(TimelineRecord::Checkout(checkout)),
+            Record::Position(position) => Ok(TimelineRecord::Position(position)),
+        }
+    }
+}
+
+/// A record of a version 2 file, as written.
+#[derive(Debug)]
+pub(crate) enum RecordRef<'a> {
+    Base(&'a BaseRecord),
+    Timeline(&'a TimelineRecord),
+}
+
+impl Serialize for RecordRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RecordRef::Base(base) => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("base", base)?;
+                map.end()
+            }
+            RecordRef::Timeline(record) => record.serialize(serializer),
+        }
+    }
+}
+
+/// A record of a version 1 file: its history was a line of steps with undo and redo markers.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum RecordV1 {
+    /// The base; only ever first.
+    Base(Box<BaseRecord>),
+    /// A committed step, on top of the applied ones.
+    Step(StepV1),
     /// `steps` undos in a row.
     Undo { steps: usize },
     /// `steps` redos in a row.
     Redo { steps: usize },
 }
 
-/// Every record, as written. Externally tagged (`{"step": {...}}`) so that reading never buffers.
-#[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum RecordRef<'a> {
-    Base(BaseRef<'a>),
-    Step {
-        label: Option<&'a str>,
-        changes: ChangesRef<'a>,
-    },
-    Undo {
-        steps: usize,
-    },
-    Redo {
-        steps: usize,
-    },
-}
-
-/// A committed step as read.
+/// A committed step of a version 1 file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct StepRecord {
+pub(crate) struct StepV1 {
     /// The label given at commit.
     #[serde(default)]
     pub(crate) label: Option<String>,
     /// The change log, in order.
-    pub(crate) changes: Vec<DiskChange>,
+    #[serde(with = "change_log")]
+    pub(crate) changes: Arc<[Change]>,
 }
 
-/// A change log as written.
-pub(crate) struct ChangesRef<'a>(pub(crate) &'a [Change]);
-
-impl Serialize for ChangesRef<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|change| DiskChangeRef {
-            path: &change.path,
-            old: change.old.as_ref(),
-            new: change.new.as_ref(),
-            reason: change.reason.as_deref(),
-            op: change.op.name(),
-        }))
-    }
-}
-
-/// One primitive change as written. An absent `old` or `new` is left out; JSON `null` is a value.
-#[derive(Serialize)]
-struct DiskChangeRef<'a> {
-    path: &'a Path,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    old: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    new: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    op: &'a str,
-}
-
-/// One primitive change as read.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct DiskChange {
-    path: Path,
-    #[serde(default, deserialize_with = "present")]
-    old: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    new: Option<Value>,
-    #[serde(default)]
-    reason: Option<String>,
-    op: String,
-}
-
-/// A member that is there is a value, `null` included; serde's default would read `null` as absent.
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    direct(deserializer).map(Some)
-}
-
-/// Reads an engine value straight from the JSON text. The engine's own `Deserialize` goes through a
-/// `serde_json::Value` first, which for a large state costs as much as the rest of loading again (the
-/// intermediate tree is built, converted and dropped); this builds the persistent tree in one pass.
-/// serde_json's nesting limit still applies.
-fn direct<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
-    deserializer.deserialize_any(ValueVisitor)
-}
-
-/// A value read by [`direct`], for sequences and maps.
-struct Direct(Value);
-
-impl<'de> Deserialize<'de> for Direct {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Direct, D::Error> {
-        direct(deserializer).map(Direct)
-    }
-}
-
-struct ValueVisitor;
-
-impl<'de> Visitor<'de> for ValueVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a json value")
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        direct(deserializer)
-    }
-
-    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Bool(b))
-    }
-
-    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Number(n.into()))
-    }
-
-    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::Number(n.into()))
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Value, E> {
-        serde_json::Number::from_f64(n)
-            .map(Value::Number)
-            .ok_or_else(|| E::custom("a number that is not finite"))
-    }
-
-    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(Arc::from(s)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Array::new();
-        while let Some(Direct(item)) = seq.next_element()? {
-            items.push_back(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Object::new();
-        // A repeated key keeps its last value, as serde_json's own reading does.
-        while let Some((key, Direct(item))) = map.next_entry::<Key, Direct>()? {
-            object.insert(key, item);
-        }
-        Ok(Value::Object(object))
-    }
-}
-
-impl DiskChange {
-    /// The engine's change, or what is wrong with this one.
-    pub(crate) fn into_change(self) -> Result<Change, String> {
-        let op: Op = self
-            .op
-            .parse()
-            .map_err(|()| format!("unknown op \"{}\" in a change", self.op))?;
-        Ok(Change {
-            path: self.path,
-            old: self.old,
-            new: self.new,
-            reason: self.reason.map(Arc::from),
-            op,
-        })
-    }
-}
-
-/// Decodes a record payload.
-pub(crate) fn decode(payload: &[u8]) -> Result<Record, String> {
+/// Decodes a record payload of the given format version's kind.
+pub(crate) fn decode<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Result<T, String> {
     serde_json::from_slice(payload)
         .map_err(|error| format!("the record is not a valid save record: {error}"))
 }
@@ -387,21 +243,29 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Record, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use statecraft_engine::StepId;
 
-    fn framed(record: &RecordRef<'_>) -> Vec<u8> {
+    fn framed(record: &TimelineRecord) -> Vec<u8> {
         let mut out = Vec::new();
-        push_record(&mut out, record).unwrap();
+        push_record(&mut out, &RecordRef::Timeline(record)).unwrap();
         out
+    }
+
+    fn checkout(to: u64) -> TimelineRecord {
+        TimelineRecord::Checkout(CheckoutRecord {
+            to: StepId::new(to),
+        })
     }
 
     #[test]
     fn a_record_round_trips_and_every_prefix_is_torn() {
-        let bytes = framed(&RecordRef::Undo { steps: 3 });
+        let bytes = framed(&checkout(3));
         let Scan::Record { payload, next } = scan(&bytes, 0) else {
             panic!("not a record")
         };
         assert_eq!(next, bytes.len());
-        assert!(matches!(decode(payload), Ok(Record::Undo { steps: 3 })));
+        let record: Record = decode(payload).unwrap();
+        assert_eq!(record.timeline().unwrap(), checkout(3));
         assert_eq!(scan(&bytes, next), Scan::End);
         for cut in 1..bytes.len() {
             assert_eq!(scan(&bytes[..cut], 0), Scan::Torn, "cut at {cut}");
@@ -410,7 +274,7 @@ mod tests {
 
     #[test]
     fn a_flipped_byte_is_damage_not_a_torn_tail() {
-        let bytes = framed(&RecordRef::Redo { steps: 1 });
+        let bytes = framed(&checkout(1));
         for at in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[at] ^= 0x40;
@@ -420,55 +284,10 @@ mod tests {
 
     #[test]
     fn zeros_after_a_record_are_a_torn_tail() {
-        let mut bytes = framed(&RecordRef::Redo { steps: 1 });
+        let mut bytes = framed(&checkout(1));
         let end = bytes.len();
         bytes.extend_from_slice(&[0; 40]);
         assert_eq!(scan(&bytes, end), Scan::Torn);
-    }
-
-    #[test]
-    fn null_stays_a_value_and_absence_stays_absence() {
-        let change = Change {
-            path: Path::from(vec!["a".into()]),
-            old: Some(Value::Null),
-            new: None,
-            reason: Some(Arc::from("why")),
-            op: Op::Delete,
-        };
-        let changes = [change.clone()];
-        let bytes = framed(&RecordRef::Step {
-            label: Some("m1"),
-            changes: ChangesRef(&changes),
-        });
-        let Scan::Record { payload, .. } = scan(&bytes, 0) else {
-            panic!("not a record")
-        };
-        let Ok(Record::Step(step)) = decode(payload) else {
-            panic!("not a step")
-        };
-        let back: Vec<Change> = step
-            .changes
-            .into_iter()
-            .map(|c| c.into_change().unwrap())
-            .collect();
-        assert_eq!(back, changes);
-        assert_eq!(step.label.as_deref(), Some("m1"));
-    }
-
-    #[test]
-    fn the_direct_reader_agrees_with_the_engine() {
-        let text = r#"{"i": 5, "f": 5.0, "neg": -3, "big": 18446744073709551615, "e": 1e300, "s": "a\"\u00e9b",
-            "n": null, "t": true, "list": [[], {}, [1, [2, {"deep": "x"}]]], "dup": 1, "dup": 2}"#;
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let read = direct(&mut deserializer).unwrap();
-        let engine: Value = serde_json::from_str(text).unwrap();
-        assert_eq!(read, engine);
-        assert_eq!(
-            read.to_string(),
-            engine.to_string(),
-            "integers and floats keep their kind"
-        );
-        assert_eq!(read.to_json()["dup"], serde_json::json!(2));
     }
 
     #[test]

@@ -1,30 +1,35 @@
-//! A game: a store whose every commit, undo and redo is on disk before it is acknowledged.
+//! A game: a store whose every commit and every move on its timeline is on disk before it is
+//! acknowledged.
 //!
-//! `Game` owns the save file, its lock and the engine's store. Each change to the store is appended to
-//! the file as one checksummed record and fsynced before the call returns; opening a save replays the
-//! base snapshot and the records into a fresh store, so undo, redo and `undo_to` work after a restart as
-//! they did before it. When the dead records (trimmed steps, dropped redo branches, undo and redo
-//! markers) outnumber the retained steps, the file is rewritten from the retained history alone: a
-//! new file is written beside it, fsynced, renamed over it and the folder fsynced, so a crash leaves
-//! either the old file or the new one, never a mix. This module must not interpret instructions: it
-//! records what the engine committed.
+//! `Game` owns the save file, its lock and the engine's store. Each change to the store (a commit, on
+//! the current step or on another one; an undo, a redo, a checkout) is appended to the file as one
+//! checksummed timeline record (`records.rs`) and fsynced before the call returns; opening a save replays
+//! the base and the records into a fresh store, so the whole tree of swipes and branches, the labels,
+//! the current step and the visit order survive a restart. When the dead records (trimmed steps,
+//! checkouts) outnumber the retained steps, the file is rewritten from the retained tree alone, every
+//! branch kept: a new file is written beside it, fsynced, renamed over it and the folder fsynced, so a
+//! crash leaves either the old file or the new one, never a mix. This module must not interpret
+//! instructions: it records what the engine committed.
 
 use std::fs::{File, OpenOptions as FileOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use statecraft_engine::{
-    ApplyOptions, Batch, Change, HistoryLimits, Outcome, StateSchema, StepId, Store, StoreBuilder,
-    Value,
+    ApplyOptions, Batch, BatchErrors, HistoryLimits, Outcome, StateSchema, StepId, StepRef, Store,
+    StoreBuilder, TimelineError, Value,
 };
 
 use crate::error::SaveError;
+use crate::files::{self, resolve_links};
 use crate::format::{
-    self, BaseRef, ChangesRef, FILE_HEADER_LEN, FORMAT_VERSION, Header, OLDEST_VERSION, Record,
-    RecordRef, Scan,
+    self, FILE_HEADER_LEN, FORMAT_VERSION, Header, OLDEST_VERSION, Record, RecordRef, Scan,
 };
 use crate::lock::{self, Lock};
+use crate::records::{BaseRecord, CheckoutRecord, StepRecord, TimelineRecord};
+use crate::v1;
 
 /// Dead records tolerated beyond the number of retained steps before the file is compacted. Small,
 /// so that small histories compact too; large enough that a short history does not rewrite the file at
@@ -45,14 +50,21 @@ pub enum Durability {
 
 /// Sets up the store of a game once its scripts folder is known: handlers, policies, limits. It runs
 /// before the save applies its own history bounds and schema, which the save owns and this cannot
-/// change. An `Err` message fails the open with [`SaveError::Setup`].
-pub type Setup = Box<dyn FnOnce(StoreBuilder, Option<&Path>) -> Result<StoreBuilder, String>>;
+/// change. An error fails the open with [`SaveError::Setup`].
+pub type Setup = Box<dyn FnOnce(StoreBuilder, Option<&Path>) -> Result<StoreBuilder, SetupError>>;
+
+/// What a [`Setup`] fails with: the caller's own error (loading a scripts folder, for example).
+pub type SetupError = Box<dyn std::error::Error + Send + Sync>;
 
 /// How to open a save.
 #[non_exhaustive]
 pub struct OpenOptions {
     /// How long to wait for another process to release the save. Default: 10 s.
     pub lock_timeout: Duration,
+    /// Open only to read: nothing is written, not even a torn tail cut, no lock file is created, and
+    /// every change is refused with [`SaveError::ReadOnly`]. Needs only read access to the save and its
+    /// folder. Default: false.
+    pub read_only: bool,
     /// Whether writes wait for the disk. Default: [`Durability::Synced`].
     pub durability: Durability,
     /// Sets up the store from the game's scripts folder (the Lua handlers for `callback`). Default:
@@ -64,6 +76,7 @@ impl std::fmt::Debug for OpenOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenOptions")
             .field("lock_timeout", &self.lock_timeout)
+            .field("read_only", &self.read_only)
             .field("durability", &self.durability)
             .field("setup", &self.setup.is_some())
             .finish()
@@ -74,6 +87,7 @@ impl Default for OpenOptions {
     fn default() -> OpenOptions {
         OpenOptions {
             lock_timeout: Duration::from_secs(10),
+            read_only: false,
             durability: Durability::Synced,
             setup: None,
         }
@@ -87,6 +101,12 @@ impl OpenOptions {
         self
     }
 
+    /// Opens only to read (see [`OpenOptions::read_only`]).
+    pub fn read_only(mut self) -> OpenOptions {
+        self.read_only = true;
+        self
+    }
+
     /// Sets whether writes wait for the disk.
     pub fn durability(mut self, durability: Durability) -> OpenOptions {
         self.durability = durability;
@@ -96,7 +116,7 @@ impl OpenOptions {
     /// Sets the store set-up (see [`Setup`]).
     pub fn setup(
         mut self,
-        setup: impl FnOnce(StoreBuilder, Option<&Path>) -> Result<StoreBuilder, String> + 'static,
+        setup: impl FnOnce(StoreBuilder, Option<&Path>) -> Result<StoreBuilder, SetupError> + 'static,
     ) -> OpenOptions {
         self.setup = Some(Box::new(setup));
         self
@@ -111,7 +131,7 @@ pub struct NewGame {
     pub schema: Option<serde_json::Value>,
     /// The scripts folder the game uses, recorded as given (the save keeps a reference, not the files).
     pub scripts: Option<PathBuf>,
-    /// History bounds; trimming keeps the newest steps, and so does the file.
+    /// History bounds; trimming drops the least recently visited branches first, and so does the file.
     pub history: HistoryLimits,
     /// Free-form metadata kept in the save (front end, card name, creation time).
     pub metadata: serde_json::Map<String, serde_json::Value>,
@@ -143,13 +163,48 @@ impl NewGame {
     }
 }
 
+/// What opening a save found after its last whole record and dropped: an append that a crash cut short,
+/// which was therefore never acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TornTail {
+    /// Where the last whole record ends.
+    pub offset: u64,
+    /// How many bytes after it were dropped.
+    pub bytes: u64,
+    /// Whether they were also cut from the file (not when the save was opened read-only).
+    pub cut: bool,
+}
+
+/// `7 bytes after byte 1234 were an unfinished append, never acknowledged, and were cut from the file`.
+impl std::fmt::Display for TornTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} bytes after byte {} were an unfinished append, never acknowledged, and {}",
+            self.bytes,
+            self.offset,
+            if self.cut {
+                "were cut from the file"
+            } else {
+                "were ignored (the next write cuts them)"
+            }
+        )
+    }
+}
+
 /// A durable game: a [`Store`] whose changes are on disk before they are acknowledged.
 ///
-/// The save stays locked against other processes for as long as the `Game` lives.
+/// The save stays locked against other processes for as long as the `Game` lives (a read-only game holds
+/// a shared lock, if the save has a lock file, and lets no change through).
 pub struct Game {
+    /// The save file, symbolic links followed.
     path: PathBuf,
+    /// Opened for appending, or only for reading.
     file: File,
-    _lock: Lock,
+    _lock: Option<Lock>,
+    read_only: bool,
+    torn: Option<TornTail>,
     store: Store,
     schema: Option<serde_json::Value>,
     scripts: Option<PathBuf>,
@@ -181,7 +236,7 @@ fn io<'p>(path: &'p Path, action: &'static str) -> impl FnOnce(std::io::Error) -
     }
 }
 
-fn corrupt(path: &Path, offset: usize, problem: impl Into<String>) -> SaveError {
+pub(crate) fn corrupt(path: &Path, offset: usize, problem: impl Into<String>) -> SaveError {
     SaveError::Corrupt {
         path: path.to_owned(),
         offset: offset as u64,
@@ -203,25 +258,34 @@ impl Game {
         setup: NewGame,
         options: OpenOptions,
     ) -> Result<Game, SaveError> {
-        let path = path.as_ref();
+        let given = path.as_ref();
+        // Anything at the path, a dangling link included, is an existing file that is never replaced.
+        let exists = |path: &Path| {
+            path.symlink_metadata().is_ok().then(|| SaveError::Exists {
+                path: given.to_owned(),
+            })
+        };
+        if let Some(error) = exists(given) {
+            return Err(error);
+        }
+        let path = &resolve_links(given).map_err(io(given, "cannot follow the symbolic link"))?;
         let lock = lock::acquire(path, options.lock_timeout)?;
-        if path.symlink_metadata().is_ok() {
-            return Err(SaveError::Exists {
-                path: path.to_owned(),
-            });
+        if let Some(error) = exists(given) {
+            return Err(error);
         }
         let compiled = setup.schema.clone().map(StateSchema::new).transpose()?;
         let scripts = setup.scripts.as_deref().map(path_text);
         let mut buf = file_header().to_vec();
-        let base = BaseRef {
-            state: &state,
-            schema: setup.schema.as_ref(),
-            scripts: scripts.as_deref(),
+        let base = BaseRecord {
+            state: state.clone(),
+            schema: setup.schema.clone(),
+            scripts,
             history: setup.history,
-            metadata: &setup.metadata,
+            metadata: setup.metadata.clone(),
         };
-        format::push_record(&mut buf, &RecordRef::Base(base)).map_err(|e| encode_error(path, e))?;
-        let store = build_store(
+        format::push_record(&mut buf, &RecordRef::Base(&base))
+            .map_err(|e| encode_error(path, e))?;
+        let store = store_builder(
             path,
             state,
             compiled,
@@ -229,13 +293,22 @@ impl Game {
             options.setup,
             setup.scripts.as_deref(),
         )?
+        .build()
         .map_err(SaveError::InvalidState)?;
+        // A save must be readable back: its first state may not nest deeper or weigh more than what
+        // a batch may build.
+        let refused = store.limits().check_state(store.state());
+        if !refused.is_empty() {
+            return Err(SaveError::InvalidState(BatchErrors(refused)));
+        }
         write_atomically(path, &buf, options.durability)?;
         let file = open_append(path)?;
         Ok(Game {
             path: path.to_owned(),
             file,
-            _lock: lock,
+            _lock: Some(lock),
+            read_only: false,
+            torn: None,
             store,
             schema: setup.schema,
             scripts: setup.scripts,
@@ -260,8 +333,17 @@ impl Game {
     /// current version at once (by the same atomic rename as compaction), so appends never mix versions.
     /// Time: O(file size).
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Game, SaveError> {
-        let path = path.as_ref();
-        let lock = lock::acquire(path, options.lock_timeout)?;
+        let given = path.as_ref();
+        let path = &resolve_links(given).map_err(io(given, "cannot follow the symbolic link"))?;
+        // No lock file is made for a save that is not there: the command fails without a trace.
+        if let Err(error) = std::fs::metadata(path) {
+            return Err(io(path, "cannot read")(error));
+        }
+        let lock = if options.read_only {
+            lock::acquire_shared(path, options.lock_timeout)?
+        } else {
+            Some(lock::acquire(path, options.lock_timeout)?)
+        };
         let bytes = std::fs::read(path).map_err(io(path, "cannot read"))?;
         let version = match format::read_header(&bytes) {
             Header::NotASave(offset, problem) => {
@@ -281,22 +363,36 @@ impl Game {
                 newest: FORMAT_VERSION,
             });
         }
-        // Every reader produces the current in-memory form; version 1 is the only one so far, and a
-        // future version 2 adds its reader here and keeps this one for the files already out there.
-        let loaded = read_v1(path, &bytes, options.setup)?;
-        // A compaction that a crash interrupted leaves its new file beside the save, never renamed in:
-        // the save itself is whole, and the leftover is only a partial copy.
-        match std::fs::remove_file(temp_path(path)) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                return Err(io(path, "cannot remove a leftover compaction file")(error));
+        // Every reader produces the current in-memory form, and each version keeps its reader for the
+        // files already out there.
+        let loaded = match version {
+            1 => v1::read(path, &bytes, options.setup)?,
+            _ => read_v2(path, &bytes, options.setup)?,
+        };
+        let torn = (loaded.good < bytes.len()).then(|| TornTail {
+            offset: loaded.good as u64,
+            bytes: (bytes.len() - loaded.good) as u64,
+            cut: !options.read_only,
+        });
+        let file = if options.read_only {
+            File::open(path).map_err(io(path, "cannot read"))?
+        } else {
+            // A compaction that a crash interrupted leaves its new file beside the save, never renamed
+            // in: the save itself is whole, and the leftover is only a partial copy.
+            match std::fs::remove_file(temp_path(path)) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io(path, "cannot remove a leftover compaction file")(error));
+                }
+                _ => {}
             }
-            _ => {}
-        }
-        let file = open_append(path)?;
+            open_append(path)?
+        };
         let mut game = Game {
             path: path.to_owned(),
             file,
             _lock: lock,
+            read_only: options.read_only,
+            torn,
             store: loaded.store,
             schema: loaded.schema,
             scripts: loaded.scripts,
@@ -307,7 +403,10 @@ impl Game {
             poisoned: false,
             buf: Vec::new(),
         };
-        if loaded.good < bytes.len() {
+        if options.read_only {
+            return Ok(game);
+        }
+        if game.torn.is_some() {
             // The torn tail must go before anything is appended after it.
             game.file
                 .set_len(game.len)
@@ -318,6 +417,17 @@ impl Game {
             game.compact()?;
         }
         Ok(game)
+    }
+
+    /// Opens a save only to read it (see [`OpenOptions::read_only`]).
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Game, SaveError> {
+        Game::open_with(path, OpenOptions::default().read_only())
+    }
+
+    /// What opening the save found after its last whole record and dropped, if anything: callers show
+    /// it, since it means a crash interrupted a write.
+    pub fn torn_tail(&self) -> Option<TornTail> {
+        self.torn
     }
 
     /// The store: state, history, schema. Time: O(1).
@@ -367,71 +477,98 @@ impl Game {
         )
     }
 
-    /// Applies a batch with per-batch options; see [`Game::apply`].
+    /// Applies a batch with per-batch options (a label, the step to commit on); see [`Game::apply`]. The
+    /// commit lists the steps its history bounds trimmed; the file records them too.
     pub fn apply_with(
         &mut self,
         batch: &Batch,
         options: &ApplyOptions,
     ) -> Result<Outcome, SaveError> {
         self.check()?;
+        let before = self.store.current_step();
         let outcome = self.store.apply_with(batch, options);
-        if let Outcome::Committed(commit) = &outcome
-            && !commit.changes.is_empty()
-        {
-            if commit.step.is_some() {
-                let record = RecordRef::Step {
-                    label: options.label.as_deref(),
-                    changes: ChangesRef(&commit.changes),
-                };
-                self.append(&record)?;
-            } else {
-                // History is off (`max_steps == 0`): there is no step to record, so the new state itself
-                // becomes the base.
-                self.guard(Game::compact)?;
+        if let Outcome::Committed(commit) = &outcome {
+            if let Some(step) = StepRecord::of_commit(commit, options.label.as_deref()) {
+                self.append(&TimelineRecord::Step(step))?;
+            } else if self.store.history_limits().max_steps == 0 {
+                // History is off: there is no step to record, so the new state itself becomes the base.
+                if !commit.changes.is_empty() {
+                    self.guard(Game::compact)?;
+                }
+            } else if commit.parent != before {
+                // A batch that changed nothing, committed on another step, still moved there.
+                self.append(&TimelineRecord::Checkout(CheckoutRecord {
+                    to: commit.parent,
+                }))?;
             }
         }
         Ok(outcome)
     }
 
-    /// Reverts the newest applied step, on disk before it returns. `None` if there is nothing to undo.
+    /// Moves to the parent of the current step, on disk before it returns. Returns the step undone, or
+    /// `None` at the root.
     pub fn undo(&mut self) -> Result<Option<StepId>, SaveError> {
         self.check()?;
         let undone = self
             .store
             .undo()
             .map_err(|source| self.replay_error(source))?;
-        if undone.is_some() {
-            self.append(&RecordRef::Undo { steps: 1 })?;
-        }
+        self.record_move(undone.is_some())?;
         Ok(undone)
     }
 
-    /// Re-applies the oldest undone step, on disk before it returns. `None` if there is nothing to redo.
+    /// Moves to the child of the current step that was current most recently, on disk before it
+    /// returns. Returns it, or `None` if the current step has no children.
     pub fn redo(&mut self) -> Result<Option<StepId>, SaveError> {
         self.check()?;
         let redone = self
             .store
             .redo()
             .map_err(|source| self.replay_error(source))?;
-        if redone.is_some() {
-            self.append(&RecordRef::Redo { steps: 1 })?;
-        }
+        self.record_move(redone.is_some())?;
         Ok(redone)
     }
 
-    /// Rolls back every step after the newest applied step labelled `label` (see
-    /// [`Store::undo_to`]), on disk before it returns. Returns how many steps were undone, or `None` if
-    /// no applied step has that label.
+    /// Moves back to the step labelled `label` on the current line (see [`Store::undo_to`]), on disk
+    /// before it returns. Returns how many steps were undone, or `None` if no step on the current line
+    /// has that label.
     pub fn undo_to(&mut self, label: &str) -> Result<Option<usize>, SaveError> {
         self.check()?;
         let undone = self
             .store
             .undo_to(label)
             .map_err(|source| self.replay_error(source))?;
-        if let Some(steps @ 1..) = undone {
-            self.append(&RecordRef::Undo { steps })?;
-        }
+        self.record_move(matches!(undone, Some(1..)))?;
         Ok(undone)
+    }
+
+    /// Makes any retained step (or the root) current (see [`Store::checkout`]), on disk before it
+    /// returns. Returns the length of the tree path crossed, or `None` if no retained step is named so
+    /// (nothing changes then).
+    pub fn checkout(&mut self, to: impl Into<StepRef>) -> Result<Option<usize>, SaveError> {
+        self.check()?;
+        let crossed = match self.store.checkout(to) {
+            Ok(crossed) => crossed,
+            Err(TimelineError::UnknownLabel(_) | TimelineError::UnknownStep(_)) => return Ok(None),
+            Err(TimelineError::Replay(source)) => return Err(self.replay_error(source)),
+            Err(other) => {
+                return Err(self.replay_error(statecraft_engine::ReplayError {
+                    path: String::new(),
+                    problem: other.to_string(),
+                }));
+            }
+        };
+        self.record_move(crossed > 0)?;
+        Ok(Some(crossed))
+    }
+
+    /// Records that the current step moved, if it did.
+    fn record_move(&mut self, moved: bool) -> Result<(), SaveError> {
+        if !moved {
+            return Ok(());
+        }
+        let to = self.store.current_step();
+        self.append(&TimelineRecord::Checkout(CheckoutRecord { to }))
     }
 
     /// Rewrites the file from the retained history alone (see the module docs). Done automatically when
@@ -443,58 +580,44 @@ impl Game {
     }
 
     fn rewrite(&mut self) -> Result<(), SaveError> {
-        let steps: Vec<_> = self.store.history().collect();
-        let applied: Vec<&[Change]> = steps
-            .iter()
-            .filter(|s| s.applied)
-            .map(|s| s.changes)
-            .collect();
-        let base =
-            base_state(self.store.state(), &applied).map_err(|source| SaveError::Replay {
-                path: self.path.clone(),
-                source,
-            })?;
-        let scripts = self.scripts.as_deref().map(path_text);
+        let base = BaseRecord {
+            state: self
+                .store
+                .state_at(StepId::ROOT)
+                .map_err(|error| self.timeline_error(error))?
+                .value()
+                .clone(),
+            schema: self.schema.clone(),
+            scripts: self.scripts.as_deref().map(path_text),
+            history: self.store.history_limits(),
+            metadata: self.metadata.clone(),
+        };
+        let records = TimelineRecord::all_of(&self.store);
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         buf.extend_from_slice(&file_header());
-        let record = RecordRef::Base(BaseRef {
-            state: &base,
-            schema: self.schema.as_ref(),
-            scripts: scripts.as_deref(),
-            history: self.store.history_limits(),
-            metadata: &self.metadata,
-        });
-        format::push_record(&mut buf, &record).map_err(|e| encode_error(&self.path, e))?;
-        for step in &steps {
-            let record = RecordRef::Step {
-                label: step.label,
-                changes: ChangesRef(step.changes),
-            };
-            format::push_record(&mut buf, &record).map_err(|e| encode_error(&self.path, e))?;
-        }
-        let undone = steps.iter().filter(|s| !s.applied).count();
-        if undone > 0 {
-            format::push_record(&mut buf, &RecordRef::Undo { steps: undone })
+        format::push_record(&mut buf, &RecordRef::Base(&base))
+            .map_err(|e| encode_error(&self.path, e))?;
+        for record in &records {
+            format::push_record(&mut buf, &RecordRef::Timeline(record))
                 .map_err(|e| encode_error(&self.path, e))?;
         }
-        let records = steps.len() + usize::from(undone > 0);
-        drop(steps);
         write_atomically(&self.path, &buf, self.durability)?;
         self.file = open_append(&self.path)?;
         self.len = buf.len() as u64;
-        self.records = records;
+        self.records = records.len();
         buf.clear();
         self.buf = buf;
         Ok(())
     }
 
     /// Appends one record and waits for the disk; compacts when the dead records call for it.
-    fn append(&mut self, record: &RecordRef<'_>) -> Result<(), SaveError> {
+    fn append(&mut self, record: &TimelineRecord) -> Result<(), SaveError> {
         // The change is already in memory: any failure from here on, encoding included, poisons.
         self.guard(|game| {
             game.buf.clear();
-            format::push_record(&mut game.buf, record).map_err(|e| encode_error(&game.path, e))?;
+            format::push_record(&mut game.buf, &RecordRef::Timeline(record))
+                .map_err(|e| encode_error(&game.path, e))?;
             game.file
                 .write_all(&game.buf)
                 .map_err(io(&game.path, "cannot append"))?;
@@ -532,12 +655,31 @@ impl Game {
     }
 
     fn check(&self) -> Result<(), SaveError> {
+        if self.read_only {
+            return Err(SaveError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
         if self.poisoned {
             return Err(SaveError::Poisoned {
                 path: self.path.clone(),
             });
         }
         Ok(())
+    }
+
+    /// The root's state always resolves, so only a replay can fail there; this keeps the error's words.
+    fn timeline_error(&self, error: TimelineError) -> SaveError {
+        SaveError::Replay {
+            path: self.path.clone(),
+            source: match error {
+                TimelineError::Replay(source) => source,
+                other => statecraft_engine::ReplayError {
+                    path: String::new(),
+                    problem: other.to_string(),
+                },
+            },
+        }
     }
 
     /// A replay that failed may have stopped halfway through the live state, so the game poisons.
@@ -551,46 +693,88 @@ impl Game {
 }
 
 /// What a reader produced.
-struct Loaded {
-    store: Store,
-    schema: Option<serde_json::Value>,
-    scripts: Option<PathBuf>,
-    metadata: serde_json::Map<String, serde_json::Value>,
+pub(crate) struct Loaded {
+    pub(crate) store: Store,
+    pub(crate) schema: Option<serde_json::Value>,
+    pub(crate) scripts: Option<PathBuf>,
+    pub(crate) metadata: serde_json::Map<String, serde_json::Value>,
     /// Where the whole records end.
-    good: usize,
-    records: usize,
+    pub(crate) good: usize,
+    pub(crate) records: usize,
 }
 
-/// Reads a format version 1 file.
-fn read_v1(path: &Path, bytes: &[u8], setup: Option<Setup>) -> Result<Loaded, SaveError> {
-    let mut offset = FILE_HEADER_LEN;
-    let base = match format::scan(bytes, offset) {
-        Scan::Record { payload, next } => match format::decode(payload) {
-            Ok(Record::Base(base)) => {
-                offset = next;
-                base
-            }
-            Ok(_) => {
-                return Err(corrupt(
-                    path,
-                    offset,
-                    "the first record is not the base snapshot",
-                ));
-            }
-            Err(problem) => return Err(corrupt(path, offset, problem)),
-        },
-        Scan::End | Scan::Torn => {
+/// Reads a format version 2 file: the base, then every timeline record replayed in order.
+fn read_v2(path: &Path, bytes: &[u8], setup: Option<Setup>) -> Result<Loaded, SaveError> {
+    let (base, mut offset) = read_base(path, bytes, |record: Record| record.timeline().err())?;
+    let mut loaded = load_base(path, *base, setup)?;
+    loop {
+        let (payload, next) = match format::scan(bytes, offset) {
+            Scan::Record { payload, next } => (payload, next),
+            Scan::End | Scan::Torn => break,
+            Scan::Damaged(problem) => return Err(corrupt(path, offset, problem)),
+        };
+        let record: Record =
+            format::decode(payload).map_err(|problem| corrupt(path, offset, problem))?;
+        let Ok(record) = record.timeline() else {
             return Err(corrupt(
                 path,
                 offset,
-                format!(
-                    "the file ends at byte {} inside the base snapshot",
-                    bytes.len()
-                ),
+                "a second base snapshot after the first",
             ));
+        };
+        record.replay(&mut loaded.store).map_err(|error| {
+            corrupt(
+                path,
+                offset,
+                format!("the record does not replay on the timeline before it: {error}"),
+            )
+        })?;
+        loaded.records += 1;
+        offset = next;
+    }
+    loaded.good = offset;
+    Ok(loaded)
+}
+
+/// Reads the first record, which must be the base, and returns it with the offset after it.
+pub(crate) fn read_base<R: DeserializeOwned>(
+    path: &Path,
+    bytes: &[u8],
+    base_of: impl Fn(R) -> Option<Box<BaseRecord>>,
+) -> Result<(Box<BaseRecord>, usize), SaveError> {
+    let offset = FILE_HEADER_LEN;
+    match format::scan(bytes, offset) {
+        Scan::Record { payload, next } => {
+            let record: R =
+                format::decode(payload).map_err(|problem| corrupt(path, offset, problem))?;
+            match base_of(record) {
+                Some(base) => Ok((base, next)),
+                None => Err(corrupt(
+                    path,
+                    offset,
+                    "the first record is not the base snapshot",
+                )),
+            }
         }
-        Scan::Damaged(problem) => return Err(corrupt(path, offset, problem)),
-    };
+        Scan::End | Scan::Torn => Err(corrupt(
+            path,
+            offset,
+            format!(
+                "the file ends at byte {} inside the base snapshot",
+                bytes.len()
+            ),
+        )),
+        Scan::Damaged(problem) => Err(corrupt(path, offset, problem)),
+    }
+}
+
+/// The store a base describes, with no records yet: the schema compiled, the caller's set-up run, the
+/// state checked against the schema. Problems are damage at the base's offset.
+pub(crate) fn load_base(
+    path: &Path,
+    base: BaseRecord,
+    setup: Option<Setup>,
+) -> Result<Loaded, SaveError> {
     let base_offset = FILE_HEADER_LEN;
     let compiled = base
         .schema
@@ -605,7 +789,7 @@ fn read_v1(path: &Path, bytes: &[u8], setup: Option<Setup>) -> Result<Loaded, Sa
             )
         })?;
     let scripts = base.scripts.map(PathBuf::from);
-    let mut store = build_store(
+    let store = store_builder(
         path,
         base.state,
         compiled,
@@ -613,162 +797,47 @@ fn read_v1(path: &Path, bytes: &[u8], setup: Option<Setup>) -> Result<Loaded, Sa
         setup,
         scripts.as_deref(),
     )?
+    .build()
     .map_err(|errors| {
-        let list = errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ");
         corrupt(
             path,
             base_offset,
-            format!("the saved state violates the saved schema: {list}"),
+            format!("the saved state violates the saved schema: {errors}"),
         )
     })?;
-    let mut records = 0;
-    loop {
-        let (payload, next) = match format::scan(bytes, offset) {
-            Scan::Record { payload, next } => (payload, next),
-            Scan::End | Scan::Torn => break,
-            Scan::Damaged(problem) => return Err(corrupt(path, offset, problem)),
-        };
-        let record = format::decode(payload).map_err(|problem| corrupt(path, offset, problem))?;
-        match record {
-            Record::Base(_) => {
-                return Err(corrupt(
-                    path,
-                    offset,
-                    "a second base snapshot after the first",
-                ));
-            }
-            Record::Step(step) => {
-                let changes = step
-                    .changes
-                    .into_iter()
-                    .map(format::DiskChange::into_change)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|problem| corrupt(path, offset, problem))?;
-                store.replay_step(step.label, changes).map_err(|error| {
-                    corrupt(
-                        path,
-                        offset,
-                        format!("the step does not replay on the state: {error}"),
-                    )
-                })?;
-            }
-            Record::Undo { steps } => {
-                for _ in 0..steps {
-                    match store.undo() {
-                        Ok(Some(_)) => {}
-                        Ok(None) => {
-                            return Err(corrupt(
-                                path,
-                                offset,
-                                "an undo record with no step left to undo",
-                            ));
-                        }
-                        Err(error) => {
-                            return Err(corrupt(
-                                path,
-                                offset,
-                                format!("the undo does not replay: {error}"),
-                            ));
-                        }
-                    }
-                }
-            }
-            Record::Redo { steps } => {
-                for _ in 0..steps {
-                    match store.redo() {
-                        Ok(Some(_)) => {}
-                        Ok(None) => {
-                            return Err(corrupt(
-                                path,
-                                offset,
-                                "a redo record with no step left to redo",
-                            ));
-                        }
-                        Err(error) => {
-                            return Err(corrupt(
-                                path,
-                                offset,
-                                format!("the redo does not replay: {error}"),
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        records += 1;
-        offset = next;
-    }
     Ok(Loaded {
         store,
         schema: base.schema,
         scripts,
         metadata: base.metadata,
-        good: offset,
-        records,
+        good: base_offset,
+        records: 0,
     })
 }
 
-/// The store for a game: the caller's set-up first, then the save's own bounds and schema. The outer
-/// error is the set-up's; the inner one lists the state's schema violations.
-fn build_store(
+/// The store builder for a game: the caller's set-up first, then the save's own bounds and schema.
+/// Building it checks the state against the schema, which each caller reports in its own terms (a
+/// new game's invalid state, an opened save's corruption).
+fn store_builder(
     path: &Path,
     state: Value,
     schema: Option<StateSchema>,
     history: HistoryLimits,
     setup: Option<Setup>,
     scripts: Option<&Path>,
-) -> Result<Result<Store, Vec<statecraft_engine::BatchError>>, SaveError> {
+) -> Result<StoreBuilder, SaveError> {
     let mut builder = Store::builder(state);
     if let Some(setup) = setup {
-        builder = setup(builder, scripts).map_err(|message| SaveError::Setup {
+        builder = setup(builder, scripts).map_err(|error| SaveError::Setup {
             path: path.to_owned(),
-            message,
+            error,
         })?;
     }
     builder = builder.history_limits(history);
     if let Some(schema) = schema {
         builder = builder.schema(schema);
     }
-    Ok(builder.build())
-}
-
-/// The state before the applied steps: each step's changes inverted and replayed newest first, on a
-/// scratch store, so the live store is never touched. Time: O(retained changes × depth × log n).
-fn base_state(
-    state: &Value,
-    applied: &[&[Change]],
-) -> Result<Value, statecraft_engine::ReplayError> {
-    let mut scratch = Store::builder(state.clone())
-        .history_limits(HistoryLimits {
-            max_steps: 1,
-            max_bytes: usize::MAX,
-        })
-        .build()
-        .map_err(|_| statecraft_engine::ReplayError {
-            path: String::new(),
-            problem: "a store without a schema refused its state".to_owned(),
-        })?;
-    for changes in applied.iter().rev() {
-        // Replaying a change forwards with `old` and `new` swapped, in reverse order, is exactly the
-        // engine's backward replay.
-        let inverse = changes
-            .iter()
-            .rev()
-            .map(|c| Change {
-                path: c.path.clone(),
-                old: c.new.clone(),
-                new: c.old.clone(),
-                reason: None,
-                op: c.op,
-            })
-            .collect();
-        scratch.replay_step(None, inverse)?;
-    }
-    Ok(scratch.state().clone())
+    Ok(builder)
 }
 
 fn file_header() -> [u8; FILE_HEADER_LEN] {
@@ -802,26 +871,8 @@ fn open_append(path: &Path) -> Result<File, SaveError> {
         .map_err(io(path, "cannot open for writing"))
 }
 
-/// Writes `bytes` to `path` so that a crash leaves the old file or the new one: write beside it, fsync,
-/// rename over it, fsync the folder (without which the rename itself may not survive a power loss).
+/// Writes `bytes` to `path` so that a crash leaves the old file or the new one (see
+/// [`files::replace`]), by way of the save's own temporary file, which only the lock holder writes.
 fn write_atomically(path: &Path, bytes: &[u8], durability: Durability) -> Result<(), SaveError> {
-    let temp = temp_path(path);
-    let mut file = File::create(&temp).map_err(io(&temp, "cannot create"))?;
-    file.write_all(bytes).map_err(io(&temp, "cannot write"))?;
-    if durability == Durability::Synced {
-        file.sync_all().map_err(io(&temp, "cannot fsync"))?;
-    }
-    drop(file);
-    std::fs::rename(&temp, path)
-        .map_err(io(path, "cannot rename the compacted file into place"))?;
-    if durability == Durability::Synced {
-        let folder = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        File::open(folder)
-            .and_then(|dir| dir.sync_all())
-            .map_err(io(folder, "cannot fsync the folder"))?;
-    }
-    Ok(())
+    files::replace(path, &temp_path(path), bytes, durability)
 }

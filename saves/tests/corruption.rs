@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use common::{batch, unsynced, view};
 use rstest::rstest;
 use serde_json::{Value as Json, json};
-use statecraft_engine::Value;
+use statecraft_engine::{ApplyOptions, Value};
 use statecraft_saves::{Game, NewGame, SaveError};
 
 /// A small save and, after each operation, its length and the view of the game.
@@ -45,6 +45,23 @@ fn small_save(dir: &Path) -> Small {
         points.push((game.file_len() as usize, view(game.store())));
     }
     game.undo().unwrap().expect("undo");
+    points.push((game.file_len() as usize, view(game.store())));
+    // A branch (a swipe of m1) and a checkout back: every kind of record is in the file.
+    let swipe = ApplyOptions {
+        label: Some("m1/s2".into()),
+        at: Some("m0".into()),
+        ..ApplyOptions::default()
+    };
+    assert!(
+        game.apply_with(
+            &batch(json!([{"op": "assign", "path": ["hp"], "value": 1}])),
+            &swipe
+        )
+        .unwrap()
+        .is_committed()
+    );
+    points.push((game.file_len() as usize, view(game.store())));
+    game.checkout("m2").unwrap().expect("m2 is retained");
     points.push((game.file_len() as usize, view(game.store())));
     drop(game);
     Small {
@@ -116,7 +133,7 @@ fn every_truncation_is_an_error_or_loads_exactly_the_whole_records() {
                 _ => format!("at byte 20: the file ends at byte {cut} inside the base snapshot"),
             };
             assert!(
-                error.to_string().contains(&expected),
+                error.to_string().ends_with(&expected),
                 "cut at {cut}: {error}"
             );
             assert_eq!(
@@ -147,7 +164,7 @@ fn every_truncation_is_an_error_or_loads_exactly_the_whole_records() {
 
 #[rstest]
 #[case(0)]
-#[case(2)]
+#[case(3)]
 #[case(99)]
 #[case(u32::MAX)]
 fn an_unknown_version_is_refused_by_name(#[case] version: u32) {
@@ -159,7 +176,7 @@ fn an_unknown_version_is_refused_by_name(#[case] version: u32) {
     assert_eq!(
         error.to_string(),
         format!(
-            "{} at byte 16: save format version {version} is not supported; this build reads versions 1 to 1",
+            "{} at byte 16: save format version {version} is not supported; this build reads versions 1 to 2",
             path.display()
         )
     );
@@ -185,16 +202,25 @@ fn a_file_that_is_not_a_save_says_so(#[case] bytes: &[u8]) {
 }
 
 #[test]
-fn a_missing_file_names_the_path() {
+fn a_missing_file_names_the_path_once_and_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nowhere.save");
-    let error = Game::open_with(&path, unsynced()).unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .starts_with(&format!("{}: cannot read: ", path.display())),
-        "{error}"
-    );
+    for options in [unsynced(), unsynced().read_only()] {
+        let error = Game::open_with(&path, options).unwrap_err();
+        // The operating system's reason is the error's source, not repeated in its message: printed
+        // as a chain, it appears once.
+        assert_eq!(
+            error.to_string(),
+            format!("{}: cannot read", path.display())
+        );
+        let source = std::error::Error::source(&error).expect("the io error");
+        assert!(
+            source.to_string().starts_with("No such file or directory"),
+            "{source}"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "a failed open left {left:?}");
+    }
 }
 
 /// Frames a payload the way `saves/FORMAT.md` describes, independently of the crate's own encoder.
@@ -207,9 +233,9 @@ fn frame(payload: &str) -> Vec<u8> {
     out
 }
 
-fn header() -> Vec<u8> {
+fn header(version: u32) -> Vec<u8> {
     let mut out = b"statecraft save\n".to_vec();
-    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out
 }
 
@@ -222,7 +248,7 @@ const BASE: &str = r#"{"base":{"state":{"hp":1,"bag":[]},"history":{"max_steps":
 )]
 #[case::unknown_op(
     r#"{"step":{"changes":[{"path":["hp"],"old":1,"new":2,"op":"teleport"}]}}"#,
-    "unknown op \"teleport\" in a change"
+    "the record is not a valid save record: unknown op \"teleport\" in a change"
 )]
 #[case::second_base(BASE, "a second base snapshot after the first")]
 #[case::undo_of_nothing(r#"{"undo":{"steps":2}}"#, "an undo record with no step left to undo")]
@@ -232,21 +258,71 @@ const BASE: &str = r#"{"base":{"state":{"hp":1,"bag":[]},"history":{"max_steps":
     "the record is not a valid save record: unknown variant `rewind`"
 )]
 #[case::not_json("step 3: hp = 2", "the record is not a valid save record")]
-fn a_well_framed_record_that_does_not_fit_is_an_error_at_its_offset(
+fn a_well_framed_version_1_record_that_does_not_fit_is_an_error_at_its_offset(
     #[case] payload: &str,
     #[case] problem: &str,
 ) {
+    let good =
+        r#"{"step":{"label":"ok","changes":[{"path":["hp"],"old":1,"new":2,"op":"assign"}]}}"#;
+    refused_at_its_offset(1, good, good, payload, problem);
+}
+
+#[rstest]
+#[case::step_that_does_not_fit(
+    r#"{"step":{"id":2,"parent":1,"label":"x","changes":[{"path":["nope","deep"],"old":1,"op":"delete"}]}}"#,
+    "the record does not replay on the timeline before it: the change at /nope/deep does not fit the state"
+)]
+#[case::unknown_op(
+    r#"{"step":{"id":2,"parent":1,"changes":[{"path":["hp"],"old":1,"new":2,"op":"teleport"}]}}"#,
+    "the record is not a valid save record: unknown op \"teleport\" in a change"
+)]
+#[case::unknown_parent(
+    r#"{"step":{"id":2,"parent":7,"changes":[]}}"#,
+    "the record does not replay on the timeline before it: no step 7 in the history"
+)]
+#[case::id_given_twice(
+    r#"{"step":{"id":1,"parent":0,"changes":[]}}"#,
+    "the record does not replay on the timeline before it: step 1 cannot be recorded: ids only grow, and the next free id is 2"
+)]
+#[case::trim_of_the_current_step(
+    r#"{"step":{"id":2,"parent":1,"changes":[],"trimmed":[2]}}"#,
+    "the record does not replay on the timeline before it: step 2 cannot be forgotten"
+)]
+#[case::checkout_of_nothing(
+    r#"{"checkout":{"to":9}}"#,
+    "the record does not replay on the timeline before it: no step 9 in the history"
+)]
+#[case::position_of_nothing(
+    r#"{"position":{"current":1,"recency":[5],"next_id":6}}"#,
+    "the record does not replay on the timeline before it: no step 5 in the history"
+)]
+#[case::second_base(BASE, "a second base snapshot after the first")]
+#[case::version_1_record(
+    r#"{"undo":{"steps":1}}"#,
+    "the record is not a valid save record: unknown variant `undo`"
+)]
+#[case::not_json("step 3: hp = 2", "the record is not a valid save record")]
+fn a_well_framed_version_2_record_that_does_not_fit_is_an_error_at_its_offset(
+    #[case] payload: &str,
+    #[case] problem: &str,
+) {
+    let good = r#"{"step":{"id":1,"parent":0,"label":"ok","changes":[{"path":["hp"],"old":1,"new":2,"op":"assign"}]}}"#;
+    let after = r#"{"checkout":{"to":0}}"#;
+    refused_at_its_offset(2, good, after, payload, problem);
+}
+
+/// A save of `version` with the base, `good`, then `payload` and `after`: opening it fails at
+/// `payload`'s offset with `problem`, and the file stays as it was.
+fn refused_at_its_offset(version: u32, good: &str, after: &str, payload: &str, problem: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let mut bytes = header();
+    let mut bytes = header(version);
     bytes.extend(frame(BASE));
-    let good = frame(
-        r#"{"step":{"label":"ok","changes":[{"path":["hp"],"old":1,"new":2,"op":"assign"}]}}"#,
-    );
+    let good = frame(good);
     bytes.extend(&good);
     let offset = bytes.len();
     bytes.extend(frame(payload));
     // A record after the bad one, so that the bad one cannot pass for a torn tail.
-    bytes.extend(&good);
+    bytes.extend(frame(after));
     let (path, opened) = open_bytes(dir.path(), "bad.save", &bytes);
     let error = opened.unwrap_err();
     let expected = format!("{} at byte {offset}: {problem}", path.display());
@@ -258,9 +334,9 @@ fn a_well_framed_record_that_does_not_fit_is_an_error_at_its_offset(
 }
 
 #[test]
-fn a_hand_framed_save_loads_so_the_documented_format_is_the_real_one() {
+fn a_hand_framed_version_1_save_loads_as_the_line_it_was() {
     let dir = tempfile::tempdir().unwrap();
-    let mut bytes = header();
+    let mut bytes = header(1);
     bytes.extend(frame(BASE));
     bytes.extend(frame(r#"{"step":{"label":"m1","changes":[{"path":["hp"],"old":1,"new":2,"reason":"heal","op":"assign"}]}}"#));
     bytes.extend(frame(
@@ -278,11 +354,56 @@ fn a_hand_framed_save_loads_so_the_documented_format_is_the_real_one() {
 }
 
 #[test]
+fn a_hand_framed_version_2_save_loads_so_the_documented_format_is_the_real_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = header(2);
+    bytes.extend(frame(BASE));
+    bytes.extend(frame(r#"{"step":{"id":1,"parent":0,"label":"m1","changes":[{"path":["hp"],"old":1,"new":2,"reason":"heal","op":"assign"}]}}"#));
+    bytes.extend(frame(
+        r#"{"step":{"id":2,"parent":1,"label":"m2/s1","changes":[{"path":["bag",0],"new":null,"op":"push"}]}}"#,
+    ));
+    // A swipe of m2, committed on m1 beside the first one.
+    bytes.extend(frame(
+        r#"{"step":{"id":3,"parent":1,"label":"m2/s2","changes":[{"path":["hp"],"old":2,"new":5,"op":"assign"}]}}"#,
+    ));
+    bytes.extend(frame(r#"{"checkout":{"to":2}}"#));
+    let (_, opened) = open_bytes(dir.path(), "hand.save", &bytes);
+    let mut game = opened.unwrap();
+    assert_eq!(game.state().to_json(), json!({"hp": 2, "bag": [null]}));
+    game.checkout("m2/s2").unwrap().expect("the other swipe");
+    assert_eq!(game.state().to_json(), json!({"hp": 5, "bag": []}));
+    game.undo().unwrap();
+    assert_eq!(
+        game.redo().unwrap().map(|s| s.get()),
+        Some(3),
+        "the swipe current last"
+    );
+    // A compacted timeline: the steps, then where it stands and the order the others were visited in.
+    let mut bytes = header(2);
+    bytes.extend(frame(BASE));
+    bytes.extend(frame(r#"{"step":{"id":4,"parent":0,"label":"a","changes":[{"path":["hp"],"old":1,"new":2,"op":"assign"}]}}"#));
+    bytes.extend(frame(r#"{"step":{"id":6,"parent":0,"label":"b","changes":[{"path":["hp"],"old":1,"new":3,"op":"assign"}]}}"#));
+    bytes.extend(frame(r#"{"step":{"id":7,"parent":0,"label":"c","changes":[{"path":["hp"],"old":1,"new":4,"op":"assign"}]}}"#));
+    bytes.extend(frame(
+        r#"{"position":{"current":0,"recency":[7,4,6],"next_id":9}}"#,
+    ));
+    let (_, opened) = open_bytes(dir.path(), "compacted.save", &bytes);
+    let mut game = opened.unwrap();
+    assert_eq!(game.state().to_json(), json!({"hp": 1, "bag": []}));
+    assert_eq!(
+        game.redo().unwrap().map(|s| s.get()),
+        Some(6),
+        "b was visited last"
+    );
+    assert_eq!(game.store().next_step_id().get(), 9);
+}
+
+#[test]
 fn a_damaged_base_is_an_error_at_byte_20() {
     let dir = tempfile::tempdir().unwrap();
     for (payload, problem) in [
         (
-            r#"{"step":{"changes":[]}}"#,
+            r#"{"step":{"id":1,"parent":0,"changes":[]}}"#,
             "the first record is not the base snapshot",
         ),
         (
@@ -294,7 +415,7 @@ fn a_damaged_base_is_an_error_at_byte_20() {
             "the saved schema does not compile",
         ),
     ] {
-        let mut bytes = header();
+        let mut bytes = header(2);
         bytes.extend(frame(payload));
         let (path, opened) = open_bytes(dir.path(), "base.save", &bytes);
         let error = opened.unwrap_err();

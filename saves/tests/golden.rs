@@ -1,8 +1,8 @@
 //! Golden saves: every file under `saves/golden/v*/` is a save written by some format version, kept
 //! forever, with the game it must load as (`NAME.expected.json`). Every run loads them all, so a build
 //! that cannot read an old save fails here. For the current version the test also writes the same
-//! scenario again and requires the same bytes, so a format change cannot slip in without a new version.
-//! `STATECRAFT_BLESS=1` writes the current version's files; review them in the diff.
+//! scenarios again and requires the same bytes, so a format change cannot slip in without a new
+//! version. `UPDATE_EXPECT=1` writes the current version's files; review them in the diff.
 
 mod common;
 
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use common::{batch, unsynced, view};
 use serde_json::{Value as Json, json};
-use statecraft_engine::{HistoryLimits, Value};
+use statecraft_engine::{ApplyOptions, HistoryLimits, StepId, Value};
 use statecraft_saves::{FORMAT_VERSION, Game, NewGame};
 
 fn golden_root() -> PathBuf {
@@ -61,6 +61,92 @@ fn write_basic(path: &Path) -> Game {
     game
 }
 
+/// The scenario of `timeline.save`: a chat with swipes (one of them replaced under the same label), a
+/// return to an earlier swipe, a deleted message, an edit that branches, an empty labelled step,
+/// trimming of the least recently visited branch tips, a compaction in the middle, and moves after it.
+fn write_timeline(path: &Path) -> Game {
+    let setup = NewGame::default().history(HistoryLimits {
+        max_steps: 6,
+        max_bytes: 1 << 20,
+    });
+    let state = Value::from(json!({"mood": "calm", "gold": 0, "log": []}));
+    let mut game = Game::create_with(path, state, setup, unsynced()).unwrap();
+    let commit = |game: &mut Game, at: Option<&str>, label: &str, batch_json: Json| {
+        let options = ApplyOptions {
+            label: Some(label.to_owned()),
+            at: at.map(Into::into),
+            ..ApplyOptions::default()
+        };
+        assert!(
+            game.apply_with(&batch(batch_json), &options)
+                .unwrap()
+                .is_committed(),
+            "{label}"
+        );
+    };
+    commit(&mut game, None, "m0", json!([]));
+    commit(
+        &mut game,
+        None,
+        "m1",
+        json!([{"op": "push", "path": ["log"], "value": "hello"}]),
+    );
+    commit(
+        &mut game,
+        Some("m0"),
+        "m1/edit",
+        json!([{"op": "push", "path": ["log"], "value": "hi"}]),
+    );
+    commit(
+        &mut game,
+        None,
+        "m2/s1",
+        json!([{"op": "assign", "path": ["mood"], "value": "glad", "reason": "a gift"}]),
+    );
+    commit(
+        &mut game,
+        Some("m1/edit"),
+        "m2/s2",
+        json!([{"op": "increment", "path": ["gold"], "value": 5}]),
+    );
+    commit(
+        &mut game,
+        Some("m1/edit"),
+        "m2/s2",
+        json!([{"op": "increment", "path": ["gold"], "value": 7}]),
+    );
+    game.checkout("m2/s1").unwrap().expect("m2/s1");
+    commit(
+        &mut game,
+        None,
+        "m3",
+        json!([{"op": "assign", "path": ["note"], "value": null}]),
+    );
+    game.compact().unwrap();
+    game.undo().unwrap().expect("m3 deleted");
+    commit(
+        &mut game,
+        None,
+        "m3/s2",
+        json!([{"op": "delete", "path": ["log", 0]}]),
+    );
+    commit(
+        &mut game,
+        None,
+        "m4",
+        json!([{"op": "assign", "path": ["gold"], "value": 1.5}]),
+    );
+    game.checkout(StepId::ROOT).unwrap().expect("the root");
+    game.redo().unwrap().expect("redo");
+    game
+}
+
+/// Writes a scenario's save at a path.
+type Scenario = fn(&Path) -> Game;
+
+/// Every scenario the current version writes, by file stem.
+const SCENARIOS: [(&str, Scenario); 2] = [("basic", write_basic), ("timeline", write_timeline)];
+
 fn expected_of(game: &Game) -> Json {
     json!({
         "game": view(game.store()),
@@ -73,14 +159,20 @@ fn expected_of(game: &Game) -> Json {
 #[test]
 fn every_golden_save_loads_as_recorded() {
     let current = golden_root().join(format!("v{FORMAT_VERSION}"));
-    if std::env::var_os("STATECRAFT_BLESS").is_some() {
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
         // Written elsewhere and copied in, so that the lock file stays out of the golden folder.
         let dir = tempfile::tempdir().unwrap();
-        let game = write_basic(&dir.path().join("basic.save"));
         std::fs::create_dir_all(&current).unwrap();
-        std::fs::copy(game.path(), current.join("basic.save")).unwrap();
-        let expected = serde_json::to_string_pretty(&expected_of(&game)).unwrap();
-        std::fs::write(current.join("basic.expected.json"), expected + "\n").unwrap();
+        for (name, write) in SCENARIOS {
+            let game = write(&dir.path().join(format!("{name}.save")));
+            std::fs::copy(game.path(), current.join(format!("{name}.save"))).unwrap();
+            let expected = serde_json::to_string_pretty(&expected_of(&game)).unwrap();
+            std::fs::write(
+                current.join(format!("{name}.expected.json")),
+                expected + "\n",
+            )
+            .unwrap();
+        }
     }
     let mut loaded = 0;
     let mut versions: Vec<_> = std::fs::read_dir(golden_root())
@@ -121,39 +213,81 @@ fn every_golden_save_loads_as_recorded() {
 
 #[test]
 fn the_current_version_writes_its_golden_bytes() {
-    let golden = golden_root()
-        .join(format!("v{FORMAT_VERSION}"))
-        .join("basic.save");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("basic.save");
-    drop(write_basic(&path));
-    let written = std::fs::read(&path).unwrap();
-    let kept = std::fs::read(&golden)
-        .unwrap_or_else(|e| panic!("{}: {e}; run with STATECRAFT_BLESS=1", golden.display()));
-    assert!(
-        written == kept,
-        "the format changed without a new version; see saves/FORMAT.md"
-    );
+    for (name, write) in SCENARIOS {
+        let golden = golden_root()
+            .join(format!("v{FORMAT_VERSION}"))
+            .join(format!("{name}.save"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{name}.save"));
+        drop(write(&path));
+        let written = std::fs::read(&path).unwrap();
+        let kept = std::fs::read(&golden)
+            .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_EXPECT=1", golden.display()));
+        assert!(
+            written == kept,
+            "{name}: the format changed without a new version; see saves/FORMAT.md"
+        );
+    }
 }
 
 #[test]
 fn a_golden_game_goes_on_after_loading() {
+    for version in ["v1", "v2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("copy.save");
+        std::fs::copy(golden_root().join(version).join("basic.save"), &copy).unwrap();
+        let mut game = Game::open_with(&copy, unsynced()).unwrap();
+        game.redo().unwrap().expect("msg-4 is redoable");
+        assert_eq!(game.state().to_json()["note"], Json::Null);
+        assert_eq!(game.undo_to("msg-1").unwrap(), Some(3));
+        assert_eq!(
+            game.state().to_json(),
+            json!({"hp": 7, "gold": 2.5, "bag": ["rope"], "flags": {"met_king": false}})
+        );
+        let refused = game
+            .apply(
+                &batch(json!([{"op": "assign", "path": ["hp"], "value": -1}])),
+                None,
+            )
+            .unwrap();
+        assert!(
+            !refused.is_committed(),
+            "{version}: the golden schema still applies"
+        );
+    }
+}
+
+#[test]
+fn a_golden_timeline_goes_on_after_loading() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("copy.save");
-    std::fs::copy(golden_root().join("v1").join("basic.save"), &copy).unwrap();
+    std::fs::copy(golden_root().join("v2").join("timeline.save"), &copy).unwrap();
     let mut game = Game::open_with(&copy, unsynced()).unwrap();
-    game.redo().unwrap().expect("msg-4 is redoable");
-    assert_eq!(game.state().to_json()["note"], Json::Null);
-    assert_eq!(game.undo_to("msg-1").unwrap(), Some(3));
+    let state_at =
+        |game: &Game, label: &str| game.store().state_at(label).map(|s| s.value().to_json());
+    // The edit's line is intact; the first version of m1 and both versions of m2/s2 were trimmed.
+    assert_eq!(state_at(&game, "m1/edit").unwrap()["log"], json!(["hi"]));
+    assert!(state_at(&game, "m1").is_err() && state_at(&game, "m2/s2").is_err());
     assert_eq!(
-        game.state().to_json(),
-        json!({"hp": 7, "gold": 2.5, "bag": ["rope"], "flags": {"met_king": false}})
+        state_at(&game, "m4").unwrap(),
+        json!({"mood": "glad", "gold": 1.5, "log": []})
     );
-    let refused = game
+    game.checkout("m3/s2").unwrap().expect("m3/s2");
+    let commit = game
         .apply(
-            &batch(json!([{"op": "assign", "path": ["hp"], "value": -1}])),
-            None,
+            &batch(json!([{"op": "assign", "path": ["mood"], "value": "tired"}])),
+            Some("m4/s2"),
         )
+        .unwrap()
+        .committed()
         .unwrap();
-    assert!(!refused.is_committed(), "the golden schema still applies");
+    let trimmed: Vec<_> = commit.trimmed.iter().map(|t| t.label.as_deref()).collect();
+    assert_eq!(
+        trimmed,
+        [Some("m3")],
+        "six steps at most: the least recently visited goes"
+    );
+    drop(game);
+    let game = Game::open_with(&copy, unsynced()).unwrap();
+    assert_eq!(game.state().to_json()["mood"], json!("tired"));
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use statecraft_engine::{Batch, CallbackCall, CallbackHandler, Limits, Store, Value};
+use statecraft_engine::{
+    Batch, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, Limits, Store, Value,
+};
 use statecraft_scripts::LuaHandlers;
 
 const SCRIPT: &str = r#"
@@ -42,6 +44,7 @@ fn state() -> Value {
 fn round_trip(c: &mut Criterion) {
     let mut group = c.benchmark_group("round_trip");
     let limits = Limits::default();
+    let forbidden: Vec<String> = DEFAULT_FORBIDDEN.iter().map(|s| (*s).to_owned()).collect();
     let root = state();
     let args = [Value::from_json(&json!({"damage": 3, "kind": "slash"}))];
 
@@ -54,6 +57,7 @@ fn round_trip(c: &mut Criterion) {
                 state: &root,
                 depth: 0,
                 limits: &limits,
+                forbidden: &forbidden,
             };
             black_box(direct.call(call).expect("handler runs"))
         })
@@ -69,6 +73,7 @@ fn round_trip(c: &mut Criterion) {
                     state: &root,
                     depth: 0,
                     limits: &limits,
+                    forbidden: &forbidden,
                 };
                 black_box(direct.call(call).expect("handler runs"))
             })
@@ -140,6 +145,7 @@ fn ten_thousand(c: &mut Criterion) {
 fn limiter(c: &mut Criterion) {
     let mut group = c.benchmark_group("limiter");
     let limits = Limits::default();
+    let forbidden: Vec<String> = DEFAULT_FORBIDDEN.iter().map(|s| (*s).to_owned()).collect();
     let root = state();
     let mut handlers = handlers();
     let mut run = |name: &str, args: &[Value]| {
@@ -149,6 +155,7 @@ fn limiter(c: &mut Criterion) {
             state: &root,
             depth: 0,
             limits: &limits,
+            forbidden: &forbidden,
         };
         black_box(handlers.call(call).expect("handler runs"))
     };

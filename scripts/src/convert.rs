@@ -13,7 +13,7 @@ use std::fmt;
 
 use mlua::{Lua, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value as Json};
-use statecraft_engine::{Key, Path, Segment, Value};
+use statecraft_engine::{Key, Path, Segment, Value, escape_pointer_token, parse_path};
 
 /// Integers beyond this magnitude cannot be told from their neighbours as Lua doubles.
 const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
@@ -226,15 +226,11 @@ impl Outbound {
             };
             let converted = self
                 .convert(&value, depth + 1)
-                .map_err(|error| error.inside(escape_segment(&key)))?;
+                .map_err(|error| error.inside(escape_pointer_token(&key).into_owned()))?;
             map.insert(key, converted);
         }
         Ok(Json::Object(map))
     }
-}
-
-fn escape_segment(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// The 1-based list position a key names in a table of raw length `len`.
@@ -342,8 +338,9 @@ impl Inbound<'_> {
     }
 }
 
-/// Reads a path given by a script: `nil` or `""` (the root), a dotted string (`"player.hp"`, each part
-/// a key; decimal keys still index arrays, SPEC §1), or a list of strings and 0-based integers.
+/// Reads a path given by a script: `nil` (the root), a string in any spelling of SPEC §1 read by the
+/// engine's [`parse_path`] (`"player.hp"`, `"inventory[0].name"`, `"a['x.y']"`, `"/player/hp"`; `""`
+/// is the root), or a list of strings and 0-based integers.
 pub(crate) fn path_from_lua(value: &LuaValue) -> Result<Path, String> {
     match value {
         LuaValue::Nil => Ok(Path::root()),
@@ -351,7 +348,7 @@ pub(crate) fn path_from_lua(value: &LuaValue) -> Result<Path, String> {
             let text = text
                 .to_str()
                 .map_err(|_| "a path that is not valid utf-8".to_owned())?;
-            Ok(dotted(&text))
+            spelled(&text)
         }
         LuaValue::Table(table) => {
             let len = table.raw_len();
@@ -384,12 +381,9 @@ pub(crate) fn path_from_lua(value: &LuaValue) -> Result<Path, String> {
     }
 }
 
-/// `"player.hp"` as keys; the empty string is the root.
-pub(crate) fn dotted(text: &str) -> Path {
-    if text.is_empty() {
-        return Path::root();
-    }
-    text.split('.')
-        .map(|part| Segment::Key(Key::from(part)))
-        .collect()
+/// A string path in any spelling of SPEC §1, read by the same rules as everywhere else.
+pub(crate) fn spelled(text: &str) -> Result<Path, String> {
+    parse_path(text)
+        .map(|(path, _)| path)
+        .map_err(|error| error.to_string())
 }

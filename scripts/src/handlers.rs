@@ -1,6 +1,7 @@
 //! Lua handlers: loading a scripts folder into one sandboxed VM and answering the engine's calls.
 //!
-//! Scripts register callbacks with `on(name, fn)` and watchers with `watch(path, fn)` while they load,
+//! Scripts register callbacks with `on(name, fn)` (or `on(name, fn, description)`, read by
+//! `describe`) and watchers with `watch(path, fn)` while they load,
 //! and only then. A call sets up the call state that `ctx.get`, `ctx.emit` and `ctx.event` work on,
 //! starts a fresh step/time budget, runs the Lua function and turns what it queued and returned into
 //! a [`Response`]. Every failure (an error, a limit, a value that cannot cross) becomes
@@ -17,11 +18,12 @@ use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use serde_json::Value as Json;
 use statecraft_engine::{
-    CallbackCall, CallbackHandler, Change, DEFAULT_FORBIDDEN, HandlerError, HostEvent, Instruction,
-    Limits, Path, Response, Segment, Value, WatchCall,
+    CallbackCall, CallbackHandler, CallbackSignature, Change, HandlerError, HostEvent, Instruction,
+    Limits, Path, Response, Segment, Value, WatchCall, find_forbidden_key,
 };
 
-use crate::convert::{ConvertError, Inbound, Outbound, dotted, path_from_lua, type_name};
+use crate::convert::{ConvertError, Inbound, Outbound, path_from_lua, spelled, type_name};
+use crate::describe;
 use crate::error::LoadError;
 use crate::limiter::{Limiter, where_running};
 use crate::sandbox;
@@ -47,6 +49,8 @@ struct Watcher {
 struct Registrations {
     open: bool,
     handlers: Vec<(String, Registered)>,
+    /// What each handler says about itself, in registration order.
+    signatures: Vec<CallbackSignature>,
     watchers: Vec<Watcher>,
 }
 
@@ -60,13 +64,16 @@ struct CallState {
     max_emitted: usize,
     /// The VM's memory limit while the script runs.
     memory_limit: usize,
+    /// The store's forbidden segments, which returned values and event payloads are checked against.
+    /// Kept from call to call: a store's list does not change, so it is copied once.
+    forbidden: Rc<[String]>,
     /// The first failure of a `ctx` function. Sticky: a script that catches it with `pcall` still
     /// fails the call, since an invalid emitted value must reject the batch.
     failure: Option<String>,
 }
 
 impl CallState {
-    fn idle() -> CallState {
+    fn idle(forbidden: Rc<[String]>) -> CallState {
         CallState {
             active: false,
             state: Value::Null,
@@ -75,6 +82,7 @@ impl CallState {
             out: None,
             max_emitted: 0,
             memory_limit: 0,
+            forbidden,
             failure: None,
         }
     }
@@ -105,6 +113,7 @@ impl CallState {
 pub struct LuaHandlers {
     lua: Lua,
     handlers: HashMap<String, Registered>,
+    signatures: Vec<CallbackSignature>,
     watchers: Vec<Watcher>,
     call: Rc<RefCell<CallState>>,
     limiter: Rc<Limiter>,
@@ -182,7 +191,7 @@ impl LuaHandlers {
         lua.set_memory_limit(limits.max_callback_memory)
             .map_err(vm_error)?;
         let limiter = Limiter::install(&lua);
-        let call = Rc::new(RefCell::new(CallState::idle()));
+        let call = Rc::new(RefCell::new(CallState::idle(Rc::from(Vec::new()))));
         let registrations = Rc::new(RefCell::new(Registrations {
             open: true,
             ..Registrations::default()
@@ -219,6 +228,7 @@ impl LuaHandlers {
         Ok(LuaHandlers {
             lua,
             handlers: registered.handlers.into_iter().collect(),
+            signatures: registered.signatures,
             watchers: registered.watchers,
             call,
             limiter,
@@ -232,6 +242,13 @@ impl LuaHandlers {
         self.handlers.keys().map(String::as_str)
     }
 
+    /// What each handler registered with `on` says about itself (its name, and the doc and arguments
+    /// of its description when it gave one), in registration order: file-name order, then the order
+    /// of the `on` calls. The prompt kit lists callbacks from these.
+    pub fn signatures(&self) -> &[CallbackSignature] {
+        &self.signatures
+    }
+
     /// How many watchers were registered with `watch`.
     pub fn watcher_count(&self) -> usize {
         self.watchers.len()
@@ -242,10 +259,16 @@ impl LuaHandlers {
         self.lua.used_memory()
     }
 
-    fn begin(&self, state: &Value, limits: &Limits) {
+    fn begin(&self, state: &Value, limits: &Limits, forbidden: &[String]) {
         self.limiter
             .start(limits.max_callback_steps, limits.max_callback_time);
-        *self.call.borrow_mut() = CallState {
+        let mut call = self.call.borrow_mut();
+        let forbidden = if *call.forbidden == *forbidden {
+            Rc::clone(&call.forbidden)
+        } else {
+            Rc::from(forbidden)
+        };
+        *call = CallState {
             active: true,
             state: state.clone(),
             emitted: Vec::new(),
@@ -257,12 +280,15 @@ impl LuaHandlers {
             )),
             max_emitted: limits.max_emitted,
             memory_limit: limits.max_callback_memory,
+            forbidden,
             failure: None,
         };
     }
 
     fn end(&self) -> CallState {
-        std::mem::replace(&mut *self.call.borrow_mut(), CallState::idle())
+        let mut call = self.call.borrow_mut();
+        let idle = CallState::idle(Rc::clone(&call.forbidden));
+        std::mem::replace(&mut *call, idle)
     }
 
     /// Runs one Lua function with `ctx` and the arguments `args` builds, and reads what it returned.
@@ -331,7 +357,7 @@ impl CallbackHandler for LuaHandlers {
             return Err(HandlerError::Unknown);
         };
         let label = format!("handler \"{}\" ({})", call.name, handler.origin);
-        self.begin(call.state, call.limits);
+        self.begin(call.state, call.limits, call.forbidden);
         let result = self.invoke(&handler.function, call.limits, |inbound| {
             call.args.iter().map(|arg| inbound.top(Some(arg))).collect()
         });
@@ -351,7 +377,7 @@ impl CallbackHandler for LuaHandlers {
             return Ok(Response::default());
         }
         // One budget for the whole round: a watcher that fires for many changes shares it.
-        self.begin(call.state, call.limits);
+        self.begin(call.state, call.limits, call.forbidden);
         for (index, (path, old, new)) in hits {
             let watcher = &self.watchers[index];
             let result = self.invoke(&watcher.function, call.limits, |inbound| {
@@ -384,12 +410,12 @@ fn relevant(watch: &Path, change: &Change) -> Option<(Path, Option<Value>, Optio
         let old = change
             .old
             .as_ref()
-            .and_then(|value| lookup(value, rest))
+            .and_then(|value| value.lookup(rest))
             .cloned();
         let new = change
             .new
             .as_ref()
-            .and_then(|value| lookup(value, rest))
+            .and_then(|value| value.lookup(rest))
             .cloned();
         return (old != new).then(|| (watch.clone(), old, new));
     }
@@ -402,18 +428,6 @@ fn prefix_matches(prefix: &[Segment], path: &[Segment]) -> bool {
         .iter()
         .zip(path)
         .all(|(a, b)| a == b || (a.as_index().is_some() && a.as_index() == b.as_index()))
-}
-
-/// The value at `segments` under `value`, if any. Time: O(depth × log n).
-fn lookup<'v>(mut value: &'v Value, segments: &[Segment]) -> Option<&'v Value> {
-    for segment in segments {
-        value = match (value, segment) {
-            (Value::Object(map), Segment::Key(key)) => map.get(key)?,
-            (Value::Array(items), segment) => items.get(segment.as_index()?)?,
-            _ => return None,
-        };
-    }
-    Some(value)
 }
 
 /// Reads a handler's return value: a list of instruction tables (or one instruction table) is run
@@ -453,44 +467,20 @@ fn value_out(state: &mut CallState, value: &LuaValue, what: &str) -> Result<Valu
     let json = out
         .convert(value, 0)
         .map_err(|e| format!("{what} cannot be converted: {e}"))?;
-    if let Some(at) = forbidden_key(&json) {
+    let value = Value::from_json(&json);
+    // The engine checks results and payloads against the store's list too; checking here places the
+    // error on the script's line.
+    if let Some(at) = find_forbidden_key(&value, &state.forbidden) {
         return Err(format!(
             "{what} has a forbidden key at {at} (front ends merge values into javascript objects)"
         ));
     }
-    Ok(Value::from_json(&json))
-}
-
-/// The JSON Pointer of the first key named like a JavaScript prototype member (SPEC §3). Emitted
-/// instructions are checked by the engine against the store's list; results and event payloads go to
-/// the host without that check, so they are held to the default list here.
-fn forbidden_key(json: &Json) -> Option<String> {
-    let mut stack = vec![(json, String::new())];
-    while let Some((value, at)) = stack.pop() {
-        match value {
-            Json::Object(map) => {
-                for (key, item) in map {
-                    let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
-                    if DEFAULT_FORBIDDEN.contains(&key.as_str()) {
-                        return Some(here);
-                    }
-                    stack.push((item, here));
-                }
-            }
-            Json::Array(items) => stack.extend(
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| (item, format!("{at}/{i}"))),
-            ),
-            _ => {}
-        }
-    }
-    None
+    Ok(value)
 }
 
 /// Converts an instruction table and decodes it strictly, as the engine decodes JSON instructions. A
-/// string path not starting with `/` is read as dotted keys, like `ctx.get`'s.
+/// string path not starting with `/` is read in its SPEC §1 spelling, like `ctx.get`'s; a JSON
+/// Pointer is left to the engine, which reads it by the same rules (and keeps RFC 6902 ops' pointers).
 fn instruction_out(state: &mut CallState, value: &LuaValue) -> Result<Instruction, String> {
     if !matches!(value, LuaValue::Table(_)) {
         return Err(format!("is a {}, not a table", type_name(value)));
@@ -500,14 +490,16 @@ fn instruction_out(state: &mut CallState, value: &LuaValue) -> Result<Instructio
         .convert(value, 0)
         .map_err(|e: ConvertError| format!("cannot be converted: {e}"))?;
     // Written without let-chains: the workspace's rust-version predates them.
-    let dotted_path = match &json {
+    let spelled_path = match &json {
         Json::Object(map) => match map.get("path") {
-            Some(Json::String(spelled)) if !spelled.starts_with('/') => Some(dotted(spelled)),
+            Some(Json::String(text)) if !text.starts_with('/') => {
+                Some(spelled(text).map_err(|e| format!("is invalid: field /path: {e}"))?)
+            }
             _ => None,
         },
         _ => None,
     };
-    if let (Some(path), Json::Object(map)) = (dotted_path, &mut json) {
+    if let (Some(path), Json::Object(map)) = (spelled_path, &mut json) {
         let keys = path
             .segments()
             .iter()
@@ -554,7 +546,7 @@ fn make_ctx(
                 ));
             }
             let path = path_from_lua(&path).map_err(|e| raised(lua, &format!("ctx.get: {e}")))?;
-            let found = lookup(&state.state, path.segments());
+            let found = state.state.lookup(path.segments());
             Inbound {
                 lua,
                 array_marker: &marker,
@@ -703,52 +695,59 @@ fn install_globals(
     let shared = Rc::clone(registrations);
     globals.raw_set(
         "on",
-        lua.create_function(move |lua, (name, function): (LuaValue, LuaValue)| {
-            let mut registered = shared.borrow_mut();
-            if !registered.open {
-                return Err(raised(
-                    lua,
-                    "on: handlers can only be registered while the scripts load",
-                ));
-            }
-            let LuaValue::String(name) = name else {
-                return Err(raised(
-                    lua,
-                    &format!(
-                        "on: the handler name must be a string, not a {}",
-                        type_name(&name)
-                    ),
-                ));
-            };
-            let name = name
-                .to_str()
-                .map_err(|_| raised(lua, "on: the handler name is not valid utf-8"))?
-                .to_owned();
-            if name.is_empty() {
-                return Err(raised(lua, "on: the handler name is empty"));
-            }
-            let LuaValue::Function(function) = function else {
-                return Err(raised(
-                    lua,
-                    &format!(
-                        "on: the handler must be a function, not a {}",
-                        type_name(&function)
-                    ),
-                ));
-            };
-            if let Some((_, earlier)) = registered.handlers.iter().find(|(known, _)| *known == name)
-            {
-                return Err(raised(
-                    lua,
-                    &format!("on: \"{name}\" is already registered at {}", earlier.origin),
-                ));
-            }
-            let origin = origin(&function);
-            registered
-                .handlers
-                .push((name, Registered { function, origin }));
-            Ok(())
-        })?,
+        lua.create_function(
+            move |lua, (name, function, description): (LuaValue, LuaValue, LuaValue)| {
+                let mut registered = shared.borrow_mut();
+                if !registered.open {
+                    return Err(raised(
+                        lua,
+                        "on: handlers can only be registered while the scripts load",
+                    ));
+                }
+                let LuaValue::String(name) = name else {
+                    return Err(raised(
+                        lua,
+                        &format!(
+                            "on: the handler name must be a string, not a {}",
+                            type_name(&name)
+                        ),
+                    ));
+                };
+                let name = name
+                    .to_str()
+                    .map_err(|_| raised(lua, "on: the handler name is not valid utf-8"))?
+                    .to_owned();
+                if name.is_empty() {
+                    return Err(raised(lua, "on: the handler name is empty"));
+                }
+                let LuaValue::Function(function) = function else {
+                    return Err(raised(
+                        lua,
+                        &format!(
+                            "on: the handler must be a function, not a {}",
+                            type_name(&function)
+                        ),
+                    ));
+                };
+                if let Some((_, earlier)) =
+                    registered.handlers.iter().find(|(known, _)| *known == name)
+                {
+                    return Err(raised(
+                        lua,
+                        &format!("on: \"{name}\" is already registered at {}", earlier.origin),
+                    ));
+                }
+                let signature = describe::signature(&name, description).map_err(|reason| {
+                    raised(lua, &format!("on: the description of \"{name}\": {reason}"))
+                })?;
+                let origin = origin(&function);
+                registered.signatures.push(signature);
+                registered
+                    .handlers
+                    .push((name, Registered { function, origin }));
+                Ok(())
+            },
+        )?,
     )?;
 
     let shared = Rc::clone(registrations);

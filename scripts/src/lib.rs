@@ -20,7 +20,10 @@
 //!
 //! The script contract (SPEC §5):
 //! - `on(name, function(ctx, ...args) ... end)` registers the handler of `callback` instructions whose
-//!   `path[0]` is `name`; the instruction's `value` list is the arguments.
+//!   `path[0]` is `name`; the instruction's `value` list is the arguments. An optional third argument
+//!   describes the handler for the model, `{doc = "...", args = {{name = "amount", type = "integer",
+//!   minimum = 0, doc = "..."}, ...}}`; it is checked as it is registered and read back with
+//!   [`LuaHandlers::signatures`] (see the `describe` module for every key).
 //! - `watch(path, function(ctx, old, new, changed_path) ... end)` runs once for every change under
 //!   `path` made by the batch's own instructions, then for the changes made by what watchers emitted,
 //!   up to `Limits::max_cascade_depth`. A change that replaced a parent is seen at `path` itself, and
@@ -30,8 +33,10 @@
 //!   payload)` queues a host event, delivered only if the batch commits. A handler may also return a
 //!   list of instruction tables (or one), which run after the emitted ones; any other returned value
 //!   is the callback's result.
-//! - Paths are lists of keys and 0-based indexes (`{"inventory", 0}`), as in instructions, or dotted
-//!   strings (`"player.hp"`).
+//! - Paths are lists of keys and 0-based indexes (`{"inventory", 0}`), as in instructions, or strings
+//!   in any spelling of SPEC §1, read by the engine's `parse_path` exactly as model output is read:
+//!   `"player.hp"`, `"inventory[0].name"`, `"a['x.y']"`, `"/player/hp"`. A malformed spelling (an
+//!   unclosed `[`) is an error, never a guess.
 //!
 //! Values crossing the boundary: tables with keys `1..n` are lists and tables with string keys are
 //! objects; `array(t)` marks a table, even an empty one, as a list (lists read with `ctx.get` carry
@@ -49,6 +54,7 @@
 //! rejected batch.
 
 mod convert;
+mod describe;
 mod error;
 mod handlers;
 mod limiter;

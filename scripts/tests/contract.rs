@@ -36,8 +36,14 @@ fn a_handler_reads_the_state_and_emits_an_instruction() {
 #[case::array_index_dotted(r#""bag.0""#, json!("sword"))]
 #[case::absent(r#""player.mana""#, json!(null))]
 #[case::through_a_scalar(r#""player.hp.x""#, json!(null))]
-#[case::whole_state("nil", json!({"player": {"hp": 50}, "bag": ["sword", "rope"]}))]
-fn get_reads_paths_as_lists_or_dotted_strings(
+#[case::whole_state(
+    "nil",
+    json!({"player": {"hp": 50, "x.y": "dotted key"}, "bag": ["sword", "rope"]})
+)]
+#[case::bracketed_index(r#""bag[1]""#, json!("rope"))]
+#[case::quoted_key_with_a_dot(r#""player['x.y']""#, json!("dotted key"))]
+#[case::pointer(r#""/player/hp""#, json!(50))]
+fn get_reads_paths_as_lists_or_spelled_strings(
     #[case] path: &str,
     #[case] expected: serde_json::Value,
 ) {
@@ -45,7 +51,7 @@ fn get_reads_paths_as_lists_or_dotted_strings(
         format!(r#"on("read", function(ctx) return {{found = ctx.get({path}), done = true}} end)"#);
     let mut store = store(
         &[("read.lua", &script)],
-        json!({"player": {"hp": 50}, "bag": ["sword", "rope"]}),
+        json!({"player": {"hp": 50, "x.y": "dotted key"}, "bag": ["sword", "rope"]}),
     );
     let done = commit(&mut store, &callback("read", json!([])));
     let result = done.results[0].as_ref().expect("a result").to_json();
@@ -54,6 +60,58 @@ fn get_reads_paths_as_lists_or_dotted_strings(
         want["found"] = expected;
     }
     assert_eq!(result, want);
+}
+
+#[test]
+fn string_paths_are_read_by_the_same_rules_as_model_output() {
+    // `a['x.y']` names the key `x.y` (lodash), `[0]` an index, and a malformed spelling is an error
+    // with the script's line, never a guess.
+    let mut store = store(
+        &[(
+            "paths.lua",
+            r#"on("set", function(ctx) ctx.emit({op = "assign", path = "player['x.y']", value = 1}) end)
+on("push", function(ctx) ctx.emit({op = "assign", path = "bag[0]", value = "axe"}) end)
+on("bad", function(ctx) return ctx.get("bag[0") end)"#,
+        )],
+        json!({"player": {}, "bag": ["sword"]}),
+    );
+    commit(&mut store, &callback("set", json!([])));
+    commit(&mut store, &callback("push", json!([])));
+    assert_eq!(state(&store), json!({"player": {"x.y": 1}, "bag": ["axe"]}));
+    let message = reject(&mut store, &callback("bad", json!([])));
+    assert!(
+        message.contains("paths.lua:3") && message.contains("unclosed '['"),
+        "{message}"
+    );
+}
+
+#[test]
+fn results_and_events_are_checked_against_the_stores_forbidden_list() {
+    let script = r#"on("give", function(ctx, key)
+  ctx.event("shown", {[key] = 1})
+  return {[key] = true}
+end)"#;
+    let limits = test_limits();
+    let game = |forbidden: &[&str]| {
+        let handlers = LuaHandlers::from_sources([("give.lua", script)], &limits).expect("loads");
+        Store::builder(Value::from_json(&json!({})))
+            .handler(handlers)
+            .limits(limits.clone())
+            .forbidden_segments(forbidden.iter().copied())
+            .build()
+            .expect("no schema")
+    };
+    // A game that allows `constructor` (its state has such a key) gets it back from scripts.
+    let mut open = game(&["__proto__"]);
+    let done = commit(&mut open, &callback("give", json!(["constructor"])));
+    assert_eq!(done.events.len(), 1);
+    // A game that forbids its own key has it refused, with the script's line.
+    let mut strict = game(&["secret"]);
+    let message = reject(&mut strict, &callback("give", json!(["secret"])));
+    assert!(
+        message.contains("give.lua:2") && message.contains("forbidden key at /secret"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -608,5 +666,66 @@ fn the_stores_limits_apply_at_call_time() {
     assert!(
         message.contains("the step limit of 100 was exceeded at count.lua:1"),
         "{message}"
+    );
+}
+
+#[test]
+fn handlers_describe_themselves_in_registration_order() {
+    let handlers = LuaHandlers::from_sources(
+        [
+            (
+                "10-xp.lua",
+                r#"on("gain_xp", function(ctx, amount) end, {
+                    doc = "grant experience points",
+                    args = { { name = "amount", type = "integer", minimum = 0, doc = "points" } },
+                })"#,
+            ),
+            (
+                "20-shop.lua",
+                r#"on("buy", function(ctx, item, count) end, { args = {
+                    { name = "item", type = "string" },
+                    { name = "count", type = "integer", minimum = 1, optional = true },
+                } })
+                on("rest", function(ctx) end)"#,
+            ),
+        ],
+        &Limits::default(),
+    )
+    .expect("scripts load");
+    let described: Vec<serde_json::Value> = handlers
+        .signatures()
+        .iter()
+        .map(|s| serde_json::to_value(s).unwrap())
+        .collect();
+    assert_eq!(
+        described,
+        [
+            json!({"name": "gain_xp", "doc": "grant experience points", "args": [
+                {"name": "amount", "doc": "points", "schema": {"type": "integer", "minimum": 0}, "optional": false}
+            ]}),
+            json!({"name": "buy", "doc": null, "args": [
+                {"name": "item", "doc": null, "schema": {"type": "string"}, "optional": false},
+                {"name": "count", "doc": null, "schema": {"type": "integer", "minimum": 1}, "optional": true}
+            ]}),
+            json!({"name": "rest", "doc": null, "args": null}),
+        ]
+    );
+}
+
+#[test]
+fn a_wrong_description_is_a_load_error_at_its_line() {
+    let error = LuaHandlers::from_sources(
+        [(
+            "shop.lua",
+            "local function buy() end\non(\"buy\", buy, { args = { { name = \"item\", typ = \"string\" } } })\n",
+        )],
+        &Limits::default(),
+    )
+    .expect_err("an unknown key");
+    let text = error.to_string();
+    assert!(text.starts_with("shop.lua:2: "), "{text}");
+    assert!(
+        text.contains("the description of \"buy\": args[1]: unknown key \"typ\""),
+        "{text}"
     );
 }

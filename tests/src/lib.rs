@@ -1,3 +1,3 @@
-//! Cross-crate tests: the conformance corpora in `../shared/corpora/` and end-to-end checks.
+//! Cross-crate tests: end-to-end checks across the libraries.
 //!
-//! Nothing here ships. Tests that need a corpus which is absent say so and skip that corpus.
+//! Nothing here ships. (The conformance corpora are the translators' tests: `translators/tests/corpora/`.)

@@ -3,9 +3,7 @@
 
 use serde_json::{Value as Json, json};
 use statecraft_engine::{ApplyOptions, Batch, Outcome, Store, Value};
-use statecraft_translators::{
-    ExtractOptions, changes_to_patch, extract, patch_from_value, to_mvu, translate,
-};
+use statecraft_translators::{ExtractOptions, extract, jsonpatch, mvu};
 
 const REPLY: &str = r#"The goblin swings its club. <think>{"op": "assign", "path": ["player", "hp"], "value": 1}</think>
 Use the {name} template for the log.
@@ -35,20 +33,20 @@ fn a_messy_reply_lands_exactly_and_its_change_log_round_trips() {
 
     let mut store = Store::new(Value::from(state()));
     let before = store.snapshot();
+    let (batch, options) = extraction.applicable().expect("the reply is valid");
     let options = ApplyOptions {
-        policies: Some(extraction.policies),
         label: Some("m1".into()),
-        ..ApplyOptions::default()
+        ..options
     };
-    let Outcome::Committed(commit) = store.apply_with(&extraction.batch, &options) else {
+    let Outcome::Committed(commit) = store.apply_with(batch, &options) else {
         panic!("rejected")
     };
     let expected = json!({"player": {"hp": 80, "gold": 20, "bag": ["rope", "goblin ear"]}});
     assert_eq!(store.state().to_json(), expected);
 
     // The change log as an RFC 6902 document reproduces the commit on the original state.
-    let patch = changes_to_patch(&commit.changes);
-    let translated = patch_from_value(&patch, &Default::default());
+    let patch = jsonpatch::from_changes(&commit.changes);
+    let translated = jsonpatch::from_value(&patch, &Default::default());
     let mut replica = Store::new(Value::from(state()));
     assert!(
         replica.apply(&translated.batch).is_committed(),
@@ -64,16 +62,16 @@ fn a_messy_reply_lands_exactly_and_its_change_log_round_trips() {
 #[test]
 fn mvu_text_round_trips_through_instructions() {
     let text = "_.set('悠纪.好感度', 33, 35);//愉快的讨论\n_.set('悠纪.心情', \"开心\");//被夸奖\n";
-    let first = translate(text, &Default::default());
+    let first = mvu::from_text(text, &Default::default());
     let batch = Batch::new(first.instructions.clone());
-    let (emitted, problems) = to_mvu(&batch);
+    let (emitted, problems) = mvu::to_text(&batch);
     assert!(problems.is_empty(), "{problems:#?}");
-    let second = translate(&emitted, &Default::default());
+    let second = mvu::from_text(&emitted, &Default::default());
     assert_eq!(first.instructions, second.instructions);
 
     let mut store = Store::new(Value::from(json!({"悠纪": {"好感度": 30, "心情": "平静"}})));
     let options = ApplyOptions {
-        policies: Some(statecraft_translators::MvuTranslation::policies()),
+        policies: Some(mvu::MvuTranslation::policies()),
         ..ApplyOptions::default()
     };
     let commit = store
@@ -89,5 +87,34 @@ fn mvu_text_round_trips_through_instructions() {
         1,
         "the stale old value 33 is reported: {:#?}",
         commit.warnings
+    );
+}
+
+#[test]
+fn an_extraction_applies_with_the_policies_its_reply_calls_for() {
+    // MVU ignores old values and models often write stale ones (SPEC §3): the extraction's options
+    // make the stale `old` a warning, where the store's own policies would reject the batch.
+    let reply = "<UpdateVariable>\n_.set('player.hp', 90, 70);//hit\n</UpdateVariable>";
+    let extraction = extract(reply, &ExtractOptions::default());
+    let (batch, options) = extraction.applicable().expect("the reply is valid");
+    let mut store = Store::new(Value::from(state()));
+    assert!(
+        !store.apply(batch).is_committed(),
+        "without the reply's policies the stale old value is refused, and nothing changes"
+    );
+    let commit = store
+        .apply_with(batch, &options)
+        .committed()
+        .expect("applied with a warning");
+    assert_eq!(commit.warnings.len(), 1, "{:#?}", commit.warnings);
+    assert_eq!(store.state().to_json()["player"]["hp"], json!(70));
+
+    let invalid = extract(
+        r#"[{"op": "assign", "path": ["player", "hp"]}]"#,
+        &ExtractOptions::default(),
+    );
+    assert!(
+        invalid.applicable().is_none(),
+        "an invalid instruction makes the reply unappliable"
     );
 }

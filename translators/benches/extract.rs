@@ -11,7 +11,8 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use statecraft_translators::{ExtractOptions, extract, parse_value};
+use statecraft_translators::internals::parse_value;
+use statecraft_translators::{ExtractOptions, extract};
 
 const MEGABYTE: usize = 1 << 20;
 

@@ -1,14 +1,355 @@
 //! Diagnostics: what the translators noticed in a text, pointing at the exact bytes.
 //!
-//! Translators never fail: they return what they could read plus diagnostics. A diagnostic has a stable
-//! snake_case `kind` (`trailing_comma`, `mvu_missing_semicolon`), a byte span into the original text, the
-//! 1-based line and column of the span's start, and a message for people. Rendering with the source line
-//! and a caret is the command line's job.
+//! Translators never fail: they return what they could read plus diagnostics. A diagnostic has a
+//! [`DiagnosticKind`] whose stable snake_case code (`trailing_comma`, `mvu_missing_semicolon`) is what
+//! JSON output and scenario files carry, a byte span into the original text, the 1-based line and
+//! column of the span's start, and a message for people. This module owns the list of kinds and what
+//! each one advises a model to write instead; it must not decide when a kind is reported (the
+//! translators do) or render diagnostics (the command line does).
 
 use std::borrow::Cow;
+use std::fmt;
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+
+use crate::repair::RepairKind;
+
+/// What a diagnostic is about. [`DiagnosticKind::code`] is the stable name in JSON output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DiagnosticKind {
+    /// A repair the tolerant JSON parser made, with the repair's own code (`trailing_comma`, …).
+    Repair(RepairKind),
+    /// A `<think>` section was skipped.
+    ThinkIgnored,
+    /// Text after a complete value (closers, quotes, words) was ignored.
+    TrailingGarbage,
+    /// A tag was never closed; it was read to the end of the text.
+    UnclosedTag,
+    /// A fence was never closed; it was read to the end of the text.
+    UnclosedFence,
+    /// A JSON value without `op` was skipped.
+    NotAnInstruction,
+    /// Instructions were read from inside a wrapper object (`{"updates": [...]}`, a tool call).
+    WrapperUnwrapped,
+    /// A block had more repairs than are listed one by one.
+    RepairsElided,
+    /// One block mixed JSON Patch ops with instruction ops.
+    MixedBatch,
+    /// Tool-call arguments sent as a JSON string needed repairs.
+    ArgumentsRepaired,
+    /// The text ended inside an instruction, which was dropped.
+    TruncatedInstruction,
+    /// A string path was read into its list form.
+    PathNormalised,
+    /// A string path could not be read.
+    InvalidPath,
+    /// A member that no instruction has was ignored.
+    UnknownMember,
+    /// A JSON Patch pointer without its leading `/` was read with it.
+    PointerRepaired,
+    /// A value with `op` could not be decoded as an instruction.
+    InvalidInstruction,
+    /// The text held no instructions.
+    NoInstructions,
+    /// A JSON Patch document's text is not JSON.
+    JsonPatchNotJson,
+    /// A JSON Patch document is not a valid document.
+    JsonPatchInvalid,
+    /// A JSON Patch document needed a repair (a pointer without its `/`).
+    JsonPatchRepaired,
+    /// An instruction's MVU text leaves something out (a multi-line reason).
+    MvuEmitLossy,
+    /// An instruction has no MVU form and was left out.
+    MvuEmitUnsupported,
+    /// MVU's `undefined` was read as null.
+    MvuUndefined,
+    /// MVU would evaluate the text as arithmetic (a date, a percentage); it was kept as text.
+    MvuArithmeticDifference,
+    /// Arithmetic was evaluated, as MVU does.
+    MvuArithmetic,
+    /// An argument is not one quoted string; it was read as MVU reads it.
+    MvuUnbalancedQuotes,
+    /// An expression MVU would evaluate with math.js was kept as text.
+    MvuExpressionKeptAsText,
+    /// An unquoted word was read as a string.
+    MvuBareText,
+    /// A command's path is not quoted.
+    MvuUnquotedPath,
+    /// A comment on a later line was taken as the command's reason.
+    MvuReasonOnNextLine,
+    /// A path starting with `/` was read as a JSON Pointer.
+    MvuPointerPath,
+    /// A command's path could not be read; the command was skipped.
+    MvuInvalidPath,
+    /// A command had more arguments than it uses.
+    MvuExtraArguments,
+    /// An `_.add` delta is not a number; the command was skipped.
+    MvuAddNotANumber,
+    /// Without a state, a type-dependent command was resolved by a guess.
+    MvuGuessed,
+    /// A command's target is absent; MVU skips it, and so was it.
+    MvuMissingTarget,
+    /// `_.insert`/`_.assign` met a target of the wrong type; the command was skipped.
+    MvuInsertType,
+    /// `_.name (` with a space before the parenthesis, which MVU does not read.
+    MvuSpaceBeforeParen,
+    /// Too many unclosed commands; the rest of the text was not searched.
+    MvuScanStopped,
+    /// A command has no closing parenthesis; it was skipped.
+    MvuUnclosedCommand,
+    /// A command is not followed by `;`; it was skipped.
+    MvuMissingSemicolon,
+    /// A command has the wrong number of arguments; it was skipped.
+    MvuWrongArgumentCount,
+    /// A value was read as MVU's YAML fallback reads it (`True`, `[x, y]`).
+    MvuYamlValue,
+    /// MVU's YAML fallback would read a value as structure (a mapping, a comment); it was kept as text.
+    MvuYamlDifference,
+    /// MVU text gave no instruction and nothing else says why.
+    MvuNoCommands,
+}
+
+impl DiagnosticKind {
+    /// The stable snake_case code that JSON output and scenario files use.
+    pub fn code(self) -> &'static str {
+        match self {
+            DiagnosticKind::Repair(repair) => repair.code(),
+            DiagnosticKind::ThinkIgnored => "think_ignored",
+            DiagnosticKind::TrailingGarbage => "trailing_garbage",
+            DiagnosticKind::UnclosedTag => "unclosed_tag",
+            DiagnosticKind::UnclosedFence => "unclosed_fence",
+            DiagnosticKind::NotAnInstruction => "not_an_instruction",
+            DiagnosticKind::WrapperUnwrapped => "wrapper_unwrapped",
+            DiagnosticKind::RepairsElided => "repairs_elided",
+            DiagnosticKind::MixedBatch => "mixed_batch",
+            DiagnosticKind::ArgumentsRepaired => "arguments_repaired",
+            DiagnosticKind::TruncatedInstruction => "truncated_instruction",
+            DiagnosticKind::PathNormalised => "path_normalised",
+            DiagnosticKind::InvalidPath => "invalid_path",
+            DiagnosticKind::UnknownMember => "unknown_member",
+            DiagnosticKind::PointerRepaired => "pointer_repaired",
+            DiagnosticKind::InvalidInstruction => "invalid_instruction",
+            DiagnosticKind::NoInstructions => "no_instructions",
+            DiagnosticKind::JsonPatchNotJson => "json_patch_not_json",
+            DiagnosticKind::JsonPatchInvalid => "json_patch_invalid",
+            DiagnosticKind::JsonPatchRepaired => "json_patch_repaired",
+            DiagnosticKind::MvuEmitLossy => "mvu_emit_lossy",
+            DiagnosticKind::MvuEmitUnsupported => "mvu_emit_unsupported",
+            DiagnosticKind::MvuUndefined => "mvu_undefined",
+            DiagnosticKind::MvuArithmeticDifference => "mvu_arithmetic_difference",
+            DiagnosticKind::MvuArithmetic => "mvu_arithmetic",
+            DiagnosticKind::MvuUnbalancedQuotes => "mvu_unbalanced_quotes",
+            DiagnosticKind::MvuExpressionKeptAsText => "mvu_expression_kept_as_text",
+            DiagnosticKind::MvuBareText => "mvu_bare_text",
+            DiagnosticKind::MvuUnquotedPath => "mvu_unquoted_path",
+            DiagnosticKind::MvuReasonOnNextLine => "mvu_reason_on_next_line",
+            DiagnosticKind::MvuPointerPath => "mvu_pointer_path",
+            DiagnosticKind::MvuInvalidPath => "mvu_invalid_path",
+            DiagnosticKind::MvuExtraArguments => "mvu_extra_arguments",
+            DiagnosticKind::MvuAddNotANumber => "mvu_add_not_a_number",
+            DiagnosticKind::MvuGuessed => "mvu_guessed",
+            DiagnosticKind::MvuMissingTarget => "mvu_missing_target",
+            DiagnosticKind::MvuInsertType => "mvu_insert_type",
+            DiagnosticKind::MvuSpaceBeforeParen => "mvu_space_before_paren",
+            DiagnosticKind::MvuScanStopped => "mvu_scan_stopped",
+            DiagnosticKind::MvuUnclosedCommand => "mvu_unclosed_command",
+            DiagnosticKind::MvuMissingSemicolon => "mvu_missing_semicolon",
+            DiagnosticKind::MvuWrongArgumentCount => "mvu_wrong_argument_count",
+            DiagnosticKind::MvuYamlValue => "mvu_yaml_value",
+            DiagnosticKind::MvuYamlDifference => "mvu_yaml_difference",
+            DiagnosticKind::MvuNoCommands => "mvu_no_commands",
+        }
+    }
+
+    /// How to write it right, for a model correcting its output, when this kind calls for a
+    /// correction. `None` means the feedback names the problem without advice (when it is an error) or
+    /// leaves it to [`DiagnosticKind::preferred_form`] (when it is cleaning).
+    pub fn advice(self) -> Option<&'static str> {
+        match self.guidance() {
+            Guidance::Advice(advice) => Some(advice),
+            Guidance::PreferredForm(_) | Guidance::Nothing => None,
+        }
+    }
+
+    /// For cleaning notes, the strict form to prefer next time, summed up in one line of feedback
+    /// (`no trailing or doubled commas`). `None` for kinds that are not about the form of the JSON.
+    pub fn preferred_form(self) -> Option<&'static str> {
+        match self.guidance() {
+            Guidance::PreferredForm(form) => Some(form),
+            Guidance::Advice(_) | Guidance::Nothing => None,
+        }
+    }
+
+    /// What feedback tells a model about this kind: one decision per kind, in one exhaustive match, so
+    /// that a new kind cannot be added without deciding it.
+    fn guidance(self) -> Guidance {
+        use Guidance::{Advice, Nothing, PreferredForm};
+        match self {
+            DiagnosticKind::TruncatedInstruction => Advice(
+                "your reply ended inside this instruction, so it was not applied; write every instruction completely and close every string, array and object",
+            ),
+            DiagnosticKind::InvalidInstruction => Advice(
+                "this instruction is invalid; every instruction is an object with \"op\", \"path\" as a list of keys and indexes, and \"value\" where the op needs one",
+            ),
+            DiagnosticKind::InvalidPath => Advice(
+                "this path could not be read; write paths as a list, like [\"player\", \"hp\"] or [\"inventory\", 0, \"name\"]",
+            ),
+            DiagnosticKind::MixedBatch => Advice(
+                "JSON Patch ops (add, remove, replace, move, copy, test) and instruction ops (assign, merge, push, …) cannot share one array; send them as separate blocks",
+            ),
+            DiagnosticKind::NotAnInstruction => Advice(
+                "this JSON value has no \"op\" and was skipped; if it was meant as an update, give it an \"op\"",
+            ),
+            DiagnosticKind::UnknownMember => Advice(
+                "this member is not part of an instruction and was ignored; use only op, path, value, old, reason and metadata",
+            ),
+            DiagnosticKind::NoInstructions => Advice(
+                "no instructions were found; write them as a JSON array of instructions in a ```json fence",
+            ),
+            DiagnosticKind::MvuNoCommands => Advice(
+                "no update was found; write each one as a command on its own line, like _.set('player.hp', 80, 75);//why",
+            ),
+            DiagnosticKind::MvuYamlDifference => {
+                Advice("put text values in quotes, like '状态: 良好', so that they stay text")
+            }
+            // Text MVU would not run is skipped with a warning and the rest applies, so the model is
+            // told how to write the command it lost.
+            DiagnosticKind::MvuMissingSemicolon => Advice(
+                "end every command with ); and nothing between, like _.set('player.hp', 80, 75);",
+            ),
+            DiagnosticKind::MvuUnclosedCommand => Advice(
+                "close every quote and parenthesis of a command; a command cut off by the end of the reply is not applied",
+            ),
+            DiagnosticKind::MvuWrongArgumentCount => Advice(
+                "_.set takes a path and a value, or a path, the old value and the new value; _.add takes a path and one number",
+            ),
+            DiagnosticKind::MvuSpaceBeforeParen => {
+                Advice("write the command name and ( with no space between, like _.set(")
+            }
+            DiagnosticKind::MvuInvalidPath => Advice(
+                "write the path as quoted keys joined by dots, like 'player.hp' or 'inventory[0].name'",
+            ),
+            DiagnosticKind::MvuAddNotANumber => {
+                Advice("_.add takes the number to add, like _.add('player.gold', -5);")
+            }
+            DiagnosticKind::MvuYamlValue => {
+                PreferredForm("JSON values in mvu commands (true, quoted strings, [\"a\", \"b\"])")
+            }
+            DiagnosticKind::PathNormalised => {
+                PreferredForm("paths as lists, like [\"player\", \"hp\"]")
+            }
+            DiagnosticKind::TrailingGarbage => PreferredForm("nothing after the closing bracket"),
+            DiagnosticKind::WrapperUnwrapped => {
+                PreferredForm("the instruction array on its own, not wrapped in another object")
+            }
+            DiagnosticKind::ArgumentsRepaired => {
+                PreferredForm("valid JSON inside tool-call arguments")
+            }
+            DiagnosticKind::Repair(repair) => match repair {
+                RepairKind::TooDeep => {
+                    Advice("this value nests too deeply to be read; keep values shallow")
+                }
+                RepairKind::UnclosedString => {
+                    Advice("a string was not closed; close every string with a double quote")
+                }
+                RepairKind::UnclosedContainer => Advice(
+                    "an array or object was not closed; close every [ with ] and every { with }",
+                ),
+                RepairKind::MissingCloser | RepairKind::StrayCloser => Advice(
+                    "brackets did not match; close every [ with ] and every { with } in order",
+                ),
+                RepairKind::UnescapedQuote => {
+                    Advice("a double quote inside a string was not escaped; write it as \\\"")
+                }
+                RepairKind::Garbage => Advice(
+                    "text that is not JSON appeared inside a value; write only JSON inside the block",
+                ),
+                RepairKind::MissingValue => Advice("a key had no value; give every key a value"),
+                RepairKind::TrailingComma | RepairKind::ExtraComma => {
+                    PreferredForm("no trailing or doubled commas")
+                }
+                RepairKind::MissingComma => PreferredForm("commas between all items"),
+                RepairKind::MissingColon => PreferredForm("a colon after every key"),
+                RepairKind::SingleQuotes | RepairKind::SmartQuotes | RepairKind::EscapedQuotes => {
+                    PreferredForm("plain double quotes around strings")
+                }
+                RepairKind::UnquotedKey | RepairKind::UnquotedString => {
+                    PreferredForm("double quotes around every key and string")
+                }
+                RepairKind::PythonLiteral | RepairKind::JsLiteral => {
+                    PreferredForm("JSON literals true, false and null")
+                }
+                RepairKind::Comment => PreferredForm("no comments"),
+                RepairKind::ControlCharacter => {
+                    PreferredForm("escaped newlines and tabs (\\n, \\t) inside strings")
+                }
+                RepairKind::InvalidEscape => PreferredForm("only JSON escapes inside strings"),
+                RepairKind::LoneSurrogate => {
+                    PreferredForm("\\u escapes of whole characters (surrogates only in pairs)")
+                }
+                RepairKind::NumberFixed => PreferredForm("plain JSON numbers"),
+                RepairKind::Ellipsis => PreferredForm("every item written out, no ellipses"),
+                // Harmless, or nothing a model writes on purpose.
+                RepairKind::UnusualWhitespace | RepairKind::JsonpWrapper => Nothing,
+            },
+            // Reading choices the model cannot act on, and problems whose message already says what
+            // to change.
+            DiagnosticKind::ThinkIgnored
+            | DiagnosticKind::UnclosedTag
+            | DiagnosticKind::UnclosedFence
+            | DiagnosticKind::RepairsElided
+            | DiagnosticKind::PointerRepaired
+            | DiagnosticKind::JsonPatchNotJson
+            | DiagnosticKind::JsonPatchInvalid
+            | DiagnosticKind::JsonPatchRepaired
+            | DiagnosticKind::MvuEmitLossy
+            | DiagnosticKind::MvuEmitUnsupported
+            | DiagnosticKind::MvuUndefined
+            | DiagnosticKind::MvuArithmeticDifference
+            | DiagnosticKind::MvuArithmetic
+            | DiagnosticKind::MvuUnbalancedQuotes
+            | DiagnosticKind::MvuExpressionKeptAsText
+            | DiagnosticKind::MvuBareText
+            | DiagnosticKind::MvuUnquotedPath
+            | DiagnosticKind::MvuReasonOnNextLine
+            | DiagnosticKind::MvuPointerPath
+            | DiagnosticKind::MvuExtraArguments
+            | DiagnosticKind::MvuGuessed
+            | DiagnosticKind::MvuMissingTarget
+            | DiagnosticKind::MvuInsertType
+            | DiagnosticKind::MvuScanStopped => Nothing,
+        }
+    }
+}
+
+/// What feedback says about a kind: advice for a problem, a preferred form for cleaning, or nothing.
+enum Guidance {
+    Advice(&'static str),
+    PreferredForm(&'static str),
+    Nothing,
+}
+
+impl From<RepairKind> for DiagnosticKind {
+    fn from(repair: RepairKind) -> DiagnosticKind {
+        DiagnosticKind::Repair(repair)
+    }
+}
+
+/// The code, as in JSON output.
+impl fmt::Display for DiagnosticKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// Serialised as its code, so JSON output keeps the snake_case strings.
+impl Serialize for DiagnosticKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.code())
+    }
+}
 
 /// How much a diagnostic matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -25,8 +366,8 @@ pub enum Severity {
 /// One observation about a text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
-    /// A stable snake_case code.
-    pub kind: &'static str,
+    /// What it is about; serialised as its stable snake_case code.
+    pub kind: DiagnosticKind,
     /// How much it matters.
     pub severity: Severity,
     /// Byte range in the original text.
@@ -43,7 +384,7 @@ impl Diagnostic {
     /// A diagnostic at `span` of `text`; line and column are computed from `text`.
     pub fn new(
         text: &str,
-        kind: &'static str,
+        kind: DiagnosticKind,
         severity: Severity,
         span: Range<usize>,
         message: impl Into<Cow<'static, str>>,
@@ -69,19 +410,51 @@ impl Diagnostic {
 
 /// The 1-based line and character column of byte `offset` in `text` (clamped to the text).
 pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
+    let mut position = Position::START;
+    position.advance(text, offset)
+}
+
+/// A place in a text reached by reading forward: the byte offset, with its line and column. The one
+/// computation of line and column, for one offset ([`line_column`]) and for many in order ([`place`]).
+#[derive(Clone, Copy)]
+struct Position {
+    at: usize,
+    line: usize,
+    column: usize,
+}
+
+impl Position {
+    const START: Position = Position {
+        at: 0,
+        line: 1,
+        column: 1,
+    };
+
+    /// Moves forward to byte `offset` (clamped to the text and to a character boundary; an offset
+    /// behind the position stays where it is) and returns the line and column there.
+    fn advance(&mut self, text: &str, offset: usize) -> (usize, usize) {
+        let mut target = offset.min(text.len());
+        while !text.is_char_boundary(target) {
+            target -= 1;
+        }
+        let segment = &text.as_bytes()[self.at.min(target)..target];
+        let last_line = match memchr::memrchr(b'\n', segment) {
+            Some(last) => {
+                self.line += bytecount::count(segment, b'\n');
+                self.column = 1;
+                &segment[last + 1..]
+            }
+            None => segment,
+        };
+        self.column += bytecount::num_chars(last_line);
+        self.at = self.at.max(target);
+        (self.line, self.column)
     }
-    let before = &text[..offset];
-    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
 }
 
 /// A diagnostic whose line and column are filled in later by [`place`].
 pub(crate) fn unplaced(
-    kind: &'static str,
+    kind: DiagnosticKind,
     severity: Severity,
     span: Range<usize>,
     message: impl Into<Cow<'static, str>>,
@@ -101,27 +474,35 @@ pub(crate) fn unplaced(
 /// long text with many diagnostics; translators that report many build them unplaced and call this.
 /// Time: O(n + d log d).
 pub(crate) fn place(text: &str, diagnostics: &mut [Diagnostic]) {
-    diagnostics.sort_by_key(|d| d.span.start);
-    let (mut pos, mut line, mut column) = (0usize, 1usize, 1usize);
-    for diagnostic in diagnostics {
-        let mut target = diagnostic.span.start.min(text.len());
-        while !text.is_char_boundary(target) {
-            target -= 1;
-        }
-        // Sorted starts only move forward; equal starts share the position.
-        let segment = &text.as_bytes()[pos.min(target)..target];
-        let last_line = match memchr::memrchr(b'\n', segment) {
-            Some(last) => {
-                line += bytecount::count(segment, b'\n');
-                column = 1;
-                &segment[last + 1..]
-            }
-            None => segment,
-        };
-        column += bytecount::num_chars(last_line);
-        pos = pos.max(target);
-        (diagnostic.line, diagnostic.column) = (line, column);
+    // Translators push most diagnostics in text order; a stable sort would still allocate a buffer.
+    if !diagnostics.is_sorted_by_key(|d| d.span.start) {
+        diagnostics.sort_by_key(|d| d.span.start);
     }
+    // Sorted starts only move forward; equal starts share the position.
+    let mut position = Position::START;
+    for diagnostic in diagnostics {
+        (diagnostic.line, diagnostic.column) = position.advance(text, diagnostic.span.start);
+    }
+}
+
+/// Diagnostics as one JSON value, the form every JSON output uses:
+/// `[{kind, severity, span: [start, end], line, column, message}]`. Time: O(d).
+pub fn diagnostics_json(diagnostics: &[Diagnostic]) -> serde_json::Value {
+    serde_json::Value::Array(
+        diagnostics
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "kind": d.kind,
+                    "severity": d.severity,
+                    "span": [d.span.start, d.span.end],
+                    "line": d.line,
+                    "column": d.column,
+                    "message": d.message,
+                })
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -134,7 +515,7 @@ mod tests {
         let mut diagnostics: Vec<Diagnostic> = [12, 0, 3, 13, 3, 99]
             .into_iter()
             .map(|at| Diagnostic {
-                kind: "k",
+                kind: DiagnosticKind::ThinkIgnored,
                 severity: Severity::Note,
                 span: at..at,
                 line: 0,

@@ -13,7 +13,7 @@
 use std::ops::Range;
 
 use serde_json::{Map, Number, Value as Json};
-use statecraft_engine::{JsonTree, NodeKind, Path, Segment};
+use statecraft_engine::{JsonTree, NodeKind, Path, Segment, unescape_pointer_token};
 
 /// Where a node sits in its [`Document`].
 pub type NodeId = u32;
@@ -233,7 +233,9 @@ impl<'d, 'a> NodeRef<'d, 'a> {
     pub fn pointer_target(self, pointer: &str) -> NodeRef<'d, 'a> {
         let mut node = self;
         for token in pointer.split('/').skip(1) {
-            let token = token.replace("~1", "/").replace("~0", "~");
+            let Ok(token) = unescape_pointer_token(token) else {
+                break;
+            };
             let next = match node.kind() {
                 NodeKind::Array => token.parse().ok().and_then(|i| node.items().nth(i)),
                 _ => node.get(&token),

@@ -3,26 +3,27 @@
 //! This module owns the walk over a reply: `<think>` sections are skipped, fences (```` ``` ```` and
 //! `~~~`, labelled or not, closed or not) and tags (`<UpdateVariable>`, `<tool_call>`, `<JSONPatch>`, any
 //! case, with attributes) are opened, bare JSON in prose is recognised without letting a `{name}` in
-//! a sentence swallow the real block, and MVU command lines are handed to [`crate::mvu::translate`].
+//! a sentence swallow the real block, and MVU command lines are handed to [`crate::mvu::from_text`].
 //! Every block is translated on its own and the instructions join into one batch in text order. An
 //! instruction the end of the text cut is dropped with a diagnostic, never completed with a guess.
 //!
 //! Each byte is looked at a bounded number of times: a block that is parsed is never parsed again, tag
 //! and fence nesting is bounded, and the JSON parser is linear. This module must not repair JSON itself
-//! ([`crate::repair`] does), read path spellings ([`crate::pathtext`]) or parse MVU commands.
+//! ([`crate::repair`] does), read path spellings ([`statecraft_engine::parse_path`]) or parse MVU commands.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
 use serde_json::Value as Json;
 use statecraft_engine::{
-    Batch, BatchError, ErrorKind, Instruction, JsonTree, Limits, NodeKind, Policies,
+    ApplyOptions, Batch, BatchError, ErrorKind, Instruction, JsonTree, Limits, NodeKind, Policies,
+    parse_path,
 };
 
-use crate::diagnostic::{Diagnostic, Severity, unplaced};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity, unplaced};
 use crate::document::{Document, NodeId, NodeRef};
-use crate::mvu::{MvuOptions, translate};
-use crate::pathtext::parse_path;
+use crate::jsonpatch::PATCH_OPS;
+use crate::mvu::{self, MvuOptions};
 use crate::repair::{Parsed, Repair, RepairKind, Spare, find, parse_value_in};
 use crate::report::RepairReport;
 
@@ -35,7 +36,8 @@ pub struct ExtractOptions {
     pub mvu: MvuOptions,
 }
 
-/// What [`extract`] found in a reply.
+/// What [`extract`] found in a reply. To apply it, take the batch and options from
+/// [`Extraction::applicable`], which refuses an invalid reply and carries the policies it calls for.
 #[derive(Clone, Debug)]
 pub struct Extraction {
     /// The instructions, in text order. When [`Extraction::valid`] is `false` it holds only the
@@ -48,17 +50,32 @@ pub struct Extraction {
     /// `false` when a value with an `op` was invalid (SPEC §4: it makes the batch invalid).
     pub valid: bool,
     /// The policies the batch should run under: MVU's (`old_mismatch = warn`) when any instruction
-    /// came from MVU command text, the defaults otherwise.
-    pub policies: Policies,
+    /// came from MVU command text, the defaults otherwise. Private so that no caller applies the
+    /// batch without them.
+    policies: Policies,
 }
 
-/// The op names that make a value a JSON Patch operation rather than an instruction.
-const PATCH_OPS: [&str; 8] = [
-    "add", "remove", "replace", "move", "copy", "test", "delta", "insert",
-];
+impl Extraction {
+    /// The batch and the options to apply it with, or `None` when the reply is invalid and must not be
+    /// applied. The options carry the policies the reply calls for: MVU's (`old_mismatch = warn`,
+    /// SPEC §3) when any instruction came from MVU command text, the defaults otherwise. Set a label
+    /// on the options before applying when the step should have one.
+    pub fn applicable(&self) -> Option<(&Batch, ApplyOptions)> {
+        self.valid.then(|| {
+            let options = ApplyOptions {
+                policies: Some(self.policies),
+                ..ApplyOptions::default()
+            };
+            (&self.batch, options)
+        })
+    }
+}
 
 /// Tags whose content holds instructions.
-const TAGS: [&str; 3] = ["updatevariable", "tool_call", "jsonpatch"];
+const TAGS: [&str; 4] = ["updatevariable", "tool_call", "jsonpatch", "json_patch"];
+
+/// The tags whose content is a JSON Patch document (MVU writes both spellings).
+const PATCH_TAGS: [&str; 2] = ["jsonpatch", "json_patch"];
 
 /// How deeply tags and fences may nest before their markers are read as plain text.
 const MAX_NESTING: usize = 4;
@@ -81,6 +98,48 @@ pub fn extract(text: &str, options: &ExtractOptions) -> Extraction {
     let mut walker = Walker::new(text, options);
     walker.walk();
     walker.finish()
+}
+
+/// One `<JSONPatch>` block of MVU text, read by [`patch_blocks`].
+#[derive(Debug)]
+pub(crate) struct PatchBlock {
+    /// Where its opening tag starts in the text.
+    pub(crate) start: usize,
+    /// The operations it holds, decoded.
+    pub(crate) instructions: Vec<Instruction>,
+}
+
+/// Reads every `<JSONPatch>` (or `<json_patch>`) block of `text` exactly as [`extract`] reads one: the
+/// MVU translator hands its blocks here (SPEC §6). Diagnostics go to `diagnostics`, unplaced, with
+/// spans into `text`. Commands inside the blocks are the MVU translator's own to find.
+/// Time: O(n) in the length of `text`.
+pub(crate) fn patch_blocks(
+    text: &str,
+    mvu: &MvuOptions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<PatchBlock> {
+    // Most MVU text has no block: the walker and its options are built only when there is one.
+    let Some((first, _)) = find_tag(text.as_bytes(), 0, &PATCH_TAGS, false) else {
+        return Vec::new();
+    };
+    let options = ExtractOptions {
+        limits: Limits::default(),
+        mvu: mvu.clone(),
+    };
+    let mut walker = Walker::new(text, &options);
+    walker.read_mvu = false;
+    let mut blocks = Vec::new();
+    let mut pos = first;
+    while let Some((at, _)) = find_tag(walker.b, pos, &PATCH_TAGS, false) {
+        let end = walker.tag(at, text.len(), 0).unwrap_or(at + 1);
+        blocks.push(PatchBlock {
+            start: at,
+            instructions: std::mem::take(&mut walker.instructions),
+        });
+        pos = end.max(at + 1);
+    }
+    diagnostics.append(&mut walker.diagnostics);
+    blocks
 }
 
 /// Every JSON value found in `text` the way [`extract`] finds blocks (fences, tags, JSON-looking
@@ -127,6 +186,9 @@ struct Walker<'a> {
     repair_counts: [usize; RepairKind::ALL.len()],
     /// A block's candidate instructions, kept from block to block.
     candidates: Vec<Candidate>,
+    /// Whether MVU command lines are read; off when the MVU translator reads `<JSONPatch>` blocks
+    /// through this walker, so that the two never call each other in a loop.
+    read_mvu: bool,
 }
 
 /// One value that claims to be an instruction, with where it sits in the text.
@@ -155,12 +217,13 @@ impl<'a> Walker<'a> {
             spare: Spare::default(),
             repair_counts: [0; RepairKind::ALL.len()],
             candidates: Vec::new(),
+            read_mvu: true,
         }
     }
 
     fn diag(
         &mut self,
-        kind: &'static str,
+        kind: DiagnosticKind,
         severity: Severity,
         span: Range<usize>,
         message: impl Into<Cow<'static, str>>,
@@ -207,7 +270,7 @@ impl<'a> Walker<'a> {
             self.scan(from..section.start, Mode::Prose, 0);
             self.report.think_sections += 1;
             self.diag(
-                "think_ignored",
+                DiagnosticKind::ThinkIgnored,
                 Severity::Note,
                 section.clone(),
                 "ignored a <think> section: drafts written while thinking are not instructions",
@@ -236,7 +299,7 @@ impl<'a> Walker<'a> {
                 b'<' if depth < MAX_NESTING => self.tag(at, end, depth),
                 b'`' | b'~' if depth < MAX_NESTING => self.fence(at, end, depth),
                 b'{' | b'[' => self.json(at, end, mode),
-                b'_' => self.mvu(at, end),
+                b'_' if self.read_mvu => self.mvu(at, end),
                 _ => None,
             };
             match next {
@@ -270,7 +333,7 @@ impl<'a> Walker<'a> {
                 let start = span.start + (slice.len() - slice.trim_start().len());
                 self.report.trailing_garbage += 1;
                 self.diag(
-                    "trailing_garbage",
+                    DiagnosticKind::TrailingGarbage,
                     Severity::Note,
                     start..start + trimmed.len(),
                     "ignored text after a complete value",
@@ -314,7 +377,7 @@ impl<'a> Walker<'a> {
             Some((close_at, close_end)) => (close_at, close_end),
             None => {
                 self.diag(
-                    "unclosed_tag",
+                    DiagnosticKind::UnclosedTag,
                     Severity::Note,
                     at..content_start,
                     format!(
@@ -326,7 +389,7 @@ impl<'a> Walker<'a> {
             }
         };
         let mode = match *tag {
-            "jsonpatch" => Mode::Patch,
+            "jsonpatch" | "json_patch" => Mode::Patch,
             "tool_call" => Mode::Code,
             // MVU's <UpdateVariable> holds an <Analysis> written in prose next to the commands.
             _ => Mode::Prose,
@@ -370,7 +433,7 @@ impl<'a> Walker<'a> {
             }
             None => {
                 self.diag(
-                    "unclosed_fence",
+                    DiagnosticKind::UnclosedFence,
                     Severity::Note,
                     at..content_start,
                     "a fence is never closed; read it to the end of the text",
@@ -395,7 +458,7 @@ impl<'a> Walker<'a> {
         }
         let region_end = self.mvu_region_end(at, end);
         let region = &self.text[at..region_end];
-        let translation = translate(region, &self.options.mvu);
+        let translation = mvu::from_text(region, &self.options.mvu);
         self.report.mvu_blocks += 1;
         self.report.blocks += 1;
         if !translation.instructions.is_empty() {
@@ -560,7 +623,7 @@ impl<'a> Walker<'a> {
             Some(b'}') => {
                 self.report.skipped_values += 1;
                 self.diag(
-                    "not_an_instruction",
+                    DiagnosticKind::NotAnInstruction,
                     Severity::Note,
                     at..q + 1,
                     format!(
@@ -593,7 +656,7 @@ impl<'a> Walker<'a> {
             let trimmed = garbage.trim_end();
             self.report.trailing_garbage += 1;
             self.diag(
-                "trailing_garbage",
+                DiagnosticKind::TrailingGarbage,
                 Severity::Note,
                 from..from + trimmed.len(),
                 "ignored closers and quotes after a complete value",
@@ -621,12 +684,12 @@ impl<'a> Walker<'a> {
                 .find(|r| r.kind == RepairKind::TooDeep)
             {
                 self.diag(
-                    "too_deep",
+                    DiagnosticKind::Repair(RepairKind::TooDeep),
                     Severity::Error,
                     too_deep.span.clone(),
                     format!(
                         "skipped a value nested deeper than {} levels",
-                        crate::repair::MAX_DEPTH
+                        crate::repair::MAX_PARSE_NESTING
                     ),
                 );
             }
@@ -643,7 +706,7 @@ impl<'a> Walker<'a> {
         if candidates.is_empty() {
             self.report.skipped_values += 1;
             self.diag(
-                "not_an_instruction",
+                DiagnosticKind::NotAnInstruction,
                 Severity::Note,
                 parsed.span.clone(),
                 "skipped a JSON value with no \"op\": it is not an instruction",
@@ -654,7 +717,7 @@ impl<'a> Walker<'a> {
         self.report.blocks += 1;
         if let Some(member) = wrapper {
             self.diag(
-                "wrapper_unwrapped",
+                DiagnosticKind::WrapperUnwrapped,
                 Severity::Note,
                 parsed.span.clone(),
                 format!("read the instructions inside the wrapper member \"{member}\""),
@@ -667,7 +730,7 @@ impl<'a> Walker<'a> {
             if index == MAX_REPAIR_DIAGNOSTICS {
                 let elided = parsed.repairs.len() - MAX_REPAIR_DIAGNOSTICS;
                 self.diag(
-                    "repairs_elided",
+                    DiagnosticKind::RepairsElided,
                     Severity::Warning,
                     repair.span.clone(),
                     format!("{elided} more repairs in this block are counted in the report but not listed"),
@@ -688,7 +751,7 @@ impl<'a> Walker<'a> {
                 _ => Severity::Note,
             };
             self.diag(
-                repair.kind.code(),
+                DiagnosticKind::Repair(repair.kind),
                 severity,
                 repair.span.clone(),
                 repair.kind.describe(),
@@ -711,7 +774,7 @@ impl<'a> Walker<'a> {
             self.valid = false;
             self.report.invalid_instructions += 1;
             self.diag(
-                "mixed_batch",
+                DiagnosticKind::MixedBatch,
                 Severity::Error,
                 odd,
                 "this block mixes JSON Patch ops (add, remove, replace, move, copy, test, delta) with instruction ops; send them as separate blocks",
@@ -755,7 +818,7 @@ impl<'a> Walker<'a> {
                     } else {
                         self.report.skipped_values += 1;
                         self.diag(
-                            "not_an_instruction",
+                            DiagnosticKind::NotAnInstruction,
                             Severity::Warning,
                             item_span,
                             format!("skipped element {index}: it has no \"op\", so it is not an instruction"),
@@ -787,7 +850,7 @@ impl<'a> Walker<'a> {
                         self.repair_counts[repair.kind as usize] += 1;
                     }
                     self.diag(
-                        "arguments_repaired",
+                        DiagnosticKind::ArgumentsRepaired,
                         Severity::Note,
                         document.node(string).span(),
                         format!(
@@ -840,7 +903,7 @@ impl<'a> Walker<'a> {
         if !complete {
             self.report.dropped_truncated += 1;
             self.diag(
-                "truncated_instruction",
+                DiagnosticKind::TruncatedInstruction,
                 Severity::Warning,
                 span,
                 "the text ended inside this instruction, so it was dropped rather than completed with a guessed value",
@@ -869,17 +932,22 @@ impl<'a> Walker<'a> {
                     let message = String::from_utf8(message).unwrap_or_default();
                     debug_assert!(listed.is_ok() && !message.is_empty());
                     self.diag(
-                        "path_normalised",
+                        DiagnosticKind::PathNormalised,
                         Severity::Note,
                         path_span.clone(),
                         message,
                     );
                     path
                 }
-                Err(message) => {
+                Err(error) => {
                     self.valid = false;
                     self.report.invalid_instructions += 1;
-                    self.diag("invalid_path", Severity::Error, path_span, message);
+                    self.diag(
+                        DiagnosticKind::InvalidPath,
+                        Severity::Error,
+                        path_span,
+                        error.to_string(),
+                    );
                     return None;
                 }
             };
@@ -891,11 +959,12 @@ impl<'a> Walker<'a> {
                 for warning in warnings {
                     let field_span = field_span(document.node(node), &warning);
                     let kind = if warning.kind == ErrorKind::UnknownMember {
-                        "unknown_member"
+                        DiagnosticKind::UnknownMember
                     } else {
-                        "pointer_repaired"
+                        DiagnosticKind::PointerRepaired
                     };
-                    self.report.unknown_members += usize::from(kind == "unknown_member");
+                    self.report.unknown_members +=
+                        usize::from(kind == DiagnosticKind::UnknownMember);
                     self.diag(kind, Severity::Warning, field_span, warning.message);
                 }
                 self.report.instructions += 1;
@@ -911,7 +980,12 @@ impl<'a> Walker<'a> {
                         Some(field) if !field.is_empty() => format!("{field}: {}", error.message),
                         _ => error.message.clone(),
                     };
-                    self.diag("invalid_instruction", Severity::Error, field_span, message);
+                    self.diag(
+                        DiagnosticKind::InvalidInstruction,
+                        Severity::Error,
+                        field_span,
+                        message,
+                    );
                 }
                 None
             }
@@ -921,12 +995,12 @@ impl<'a> Walker<'a> {
     fn finish(mut self) -> Extraction {
         for (kind, count) in RepairKind::ALL.iter().zip(self.repair_counts) {
             if count > 0 {
-                self.report.repairs.insert(kind.code(), count);
+                self.report.repairs.insert(*kind, count);
             }
         }
         if self.instructions.is_empty() && self.report.blocks == 0 {
             self.diag(
-                "no_instructions",
+                DiagnosticKind::NoInstructions,
                 Severity::Warning,
                 0..0,
                 "found no instructions in the text",

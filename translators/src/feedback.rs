@@ -1,8 +1,9 @@
 //! Feedback for the model: what was wrong with its instructions and how to write them right.
 //!
-//! Front ends send this text back to the model in a self-correction loop. This module owns the wording:
-//! one numbered item per problem, each naming where it is (line and column) and how to write it
-//! correctly, followed by one reminder of the canonical form. It must not decide what is a problem: it
+//! Front ends send this text back to the model in a self-correction loop. This module owns the
+//! message's layout: one numbered item per problem, each naming where it is (line and column) and how
+//! to write it correctly (the kind's [`DiagnosticKind::advice`](crate::DiagnosticKind::advice)),
+//! followed by one reminder of the canonical form. It must not decide what is a problem: it
 //! reads the diagnostics of an [`Extraction`] and the engine's validation errors. Notes about harmless
 //! cleaning (a fence, a path spelling) are summed up in one line so the model learns the preferred form
 //! without being told it failed.
@@ -12,93 +13,43 @@ use std::fmt::Write as _;
 
 use statecraft_engine::BatchError;
 
-use crate::diagnostic::Severity;
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::extract::Extraction;
-
-/// How to write it right, for each diagnostic kind that calls for a correction.
-fn advice(kind: &str) -> &'static str {
-    match kind {
-        "truncated_instruction" => {
-            "your reply ended inside this instruction, so it was not applied; write every instruction completely and close every string, array and object"
-        }
-        "invalid_instruction" => {
-            "this instruction is invalid; every instruction is an object with \"op\", \"path\" as a list of keys and indexes, and \"value\" where the op needs one"
-        }
-        "invalid_path" => {
-            "this path could not be read; write paths as a list, like [\"player\", \"hp\"] or [\"inventory\", 0, \"name\"]"
-        }
-        "mixed_batch" => {
-            "JSON Patch ops (add, remove, replace, move, copy, test) and instruction ops (assign, merge, push, …) cannot share one array; send them as separate blocks"
-        }
-        "not_an_instruction" => {
-            "this JSON value has no \"op\" and was skipped; if it was meant as an update, give it an \"op\""
-        }
-        "unknown_member" => {
-            "this member is not part of an instruction and was ignored; use only op, path, value, old, reason and metadata"
-        }
-        "too_deep" => "this value nests too deeply to be read; keep values shallow",
-        "no_instructions" => {
-            "no instructions were found; write them as a JSON array of instructions in a ```json fence"
-        }
-        "unclosed_string" => "a string was not closed; close every string with a double quote",
-        "unclosed_container" => {
-            "an array or object was not closed; close every [ with ] and every { with }"
-        }
-        "missing_closer" | "stray_closer" => {
-            "brackets did not match; close every [ with ] and every { with } in order"
-        }
-        "unescaped_quote" => "a double quote inside a string was not escaped; write it as \\\"",
-        "garbage" => {
-            "text that is not JSON appeared inside a value; write only JSON inside the block"
-        }
-        "missing_value" => "a key had no value; give every key a value",
-        _ => "",
-    }
-}
-
-/// A short name for a cleaning note, used in the summary line.
-fn preferred_form(kind: &str) -> Option<&'static str> {
-    Some(match kind {
-        "trailing_comma" | "extra_comma" => "no trailing or doubled commas",
-        "missing_comma" => "commas between all items",
-        "missing_colon" => "a colon after every key",
-        "single_quotes" | "smart_quotes" | "escaped_quotes" => "plain double quotes around strings",
-        "unquoted_key" | "unquoted_string" => "double quotes around every key and string",
-        "python_literal" | "js_literal" => "JSON literals true, false and null",
-        "comment" => "no comments",
-        "control_character" => "escaped newlines and tabs (\\n, \\t) inside strings",
-        "invalid_escape" => "only JSON escapes inside strings",
-        "number_fixed" => "plain JSON numbers",
-        "ellipsis" => "every item written out, no ellipses",
-        "path_normalised" => "paths as lists, like [\"player\", \"hp\"]",
-        "trailing_garbage" => "nothing after the closing bracket",
-        "wrapper_unwrapped" => "the instruction array on its own, not wrapped in another object",
-        "arguments_repaired" => "valid JSON inside tool-call arguments",
-        _ => return None,
-    })
-}
 
 /// Writes a feedback message for the model from an extraction and the engine's validation errors of
 /// its batch. Returns an empty string when there is nothing to correct or suggest.
 ///
 /// Time: O(d + e) in the number of diagnostics and errors.
 pub fn feedback(extraction: &Extraction, validation_errors: &[BatchError]) -> String {
+    write(&extraction.diagnostics, extraction.valid, validation_errors)
+}
+
+/// Writes a feedback message for a batch that came as structured instructions, not as text: only the
+/// engine's validation errors. Returns an empty string when there are none.
+///
+/// Time: O(e) in the number of errors.
+pub fn feedback_for_errors(validation_errors: &[BatchError]) -> String {
+    write(&[], true, validation_errors)
+}
+
+fn write(diagnostics: &[Diagnostic], valid: bool, validation_errors: &[BatchError]) -> String {
     let mut items = Vec::new();
     let mut preferred = BTreeSet::new();
-    for diagnostic in &extraction.diagnostics {
-        let advice = advice(diagnostic.kind);
-        if diagnostic.severity >= Severity::Warning && !advice.is_empty() {
-            items.push(format!(
+    for diagnostic in diagnostics {
+        match diagnostic.kind.advice() {
+            Some(advice) if diagnostic.severity >= Severity::Warning => items.push(format!(
                 "line {}, column {} ({}): {}; {advice}",
                 diagnostic.line, diagnostic.column, diagnostic.kind, diagnostic.message
-            ));
-        } else if diagnostic.severity >= Severity::Error {
-            items.push(format!(
+            )),
+            _ if diagnostic.severity >= Severity::Error => items.push(format!(
                 "line {}, column {} ({}): {}",
                 diagnostic.line, diagnostic.column, diagnostic.kind, diagnostic.message
-            ));
-        } else if let Some(form) = preferred_form(diagnostic.kind) {
-            preferred.insert(form);
+            )),
+            _ => {
+                if let Some(form) = diagnostic.kind.preferred_form() {
+                    preferred.insert(form);
+                }
+            }
         }
     }
     for error in validation_errors {
@@ -111,7 +62,7 @@ pub fn feedback(extraction: &Extraction, validation_errors: &[BatchError]) -> St
     }
     let mut out = String::new();
     if !items.is_empty() {
-        if !extraction.valid || !validation_errors.is_empty() {
+        if !valid || !validation_errors.is_empty() {
             out.push_str("Your state update was not applied. Correct these problems and send the complete update again:\n");
         } else {
             out.push_str("Your state update was applied, but some of it could not be used:\n");
@@ -135,6 +86,22 @@ pub fn feedback(extraction: &Extraction, validation_errors: &[BatchError]) -> St
 mod tests {
     use super::*;
     use crate::extract::{ExtractOptions, extract};
+
+    #[test]
+    fn structured_batches_get_feedback_from_their_errors_alone() {
+        assert_eq!(feedback_for_errors(&[]), "");
+        let error = BatchError::whole_batch(
+            statecraft_engine::ErrorKind::SchemaViolation,
+            None,
+            "hp must be at most 100",
+        );
+        let message = feedback_for_errors(&[error]);
+        assert!(
+            message.starts_with("Your state update was not applied."),
+            "{message}"
+        );
+        assert!(message.contains("hp must be at most 100"), "{message}");
+    }
 
     #[test]
     fn clean_replies_need_no_feedback() {

@@ -4,15 +4,16 @@
 //! tags is the extractor's job). This module owns checking that it is a patch document (every member
 //! an RFC 6902 op, or MVU's `delta`/`insert`), decoding it leniently through the engine (pointers
 //! without a leading `/` and unknown members are accepted and reported), and exporting a committed
-//! change log as a patch document so front ends that sync by RFC 6902 can consume it. It must not run
-//! the patch: the engine executes RFC semantics atomically.
+//! change log as a patch document so front ends that sync by RFC 6902 can consume it, and writing a
+//! batch that is itself a patch document back out. It must not run the patch: the engine executes RFC
+//! semantics atomically.
 
 use serde_json::{Value as Json, json};
-use statecraft_engine::{Batch, BatchError, Change, Limits};
+use statecraft_engine::{Batch, BatchError, BatchErrors, Change, ErrorKind, Limits, Path, Trail};
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 
-/// What [`patch_from_text`] or [`patch_from_value`] read.
+/// What [`from_text`] or [`from_value`] read.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonPatchTranslation {
     /// The document as a batch of RFC 6902 ops; empty when the document has errors, because a patch
@@ -22,17 +23,18 @@ pub struct JsonPatchTranslation {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// The op names a JSON Patch document may hold: RFC 6902's and MVU's extensions.
-const PATCH_OPS: [&str; 8] = [
+/// The op names a JSON Patch document may hold: RFC 6902's and MVU's extensions. They make a value a
+/// JSON Patch operation rather than an instruction, here and in the extractor.
+pub(crate) const PATCH_OPS: [&str; 8] = [
     "add", "remove", "replace", "move", "copy", "test", "delta", "insert",
 ];
 
 /// Reads a JSON Patch document from its JSON text.
 /// Time: O(n) in the length of `text`.
-pub fn patch_from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
+pub fn from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
     match serde_json::from_str::<Json>(text) {
         Ok(json) => {
-            let mut read = patch_from_value(&json, limits);
+            let mut read = from_value(&json, limits);
             for diagnostic in &mut read.diagnostics {
                 *diagnostic = Diagnostic::new(
                     text,
@@ -50,7 +52,7 @@ pub fn patch_from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
                 batch: Batch::default(),
                 diagnostics: vec![Diagnostic::new(
                     text,
-                    "json_patch_not_json",
+                    DiagnosticKind::JsonPatchNotJson,
                     Severity::Error,
                     at..text.len(),
                     format!("the json patch document is not valid json: {error}"),
@@ -62,12 +64,12 @@ pub fn patch_from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
 
 /// Reads a JSON Patch document: an array of operation objects (a single operation object is accepted
 /// as a one-operation document).
-pub fn patch_from_value(json: &Json, limits: &Limits) -> JsonPatchTranslation {
+pub fn from_value(json: &Json, limits: &Limits) -> JsonPatchTranslation {
     let problem = |message: String| JsonPatchTranslation {
         batch: Batch::default(),
         diagnostics: vec![Diagnostic::new(
             "",
-            "json_patch_invalid",
+            DiagnosticKind::JsonPatchInvalid,
             Severity::Error,
             0..0,
             message,
@@ -119,9 +121,9 @@ pub fn patch_from_value(json: &Json, limits: &Limits) -> JsonPatchTranslation {
 
 fn diagnostic(error: &BatchError, severity: Severity) -> Diagnostic {
     let kind = if severity == Severity::Error {
-        "json_patch_invalid"
+        DiagnosticKind::JsonPatchInvalid
     } else {
-        "json_patch_repaired"
+        DiagnosticKind::JsonPatchRepaired
     };
     Diagnostic::new("", kind, severity, 0..0, error.to_string())
 }
@@ -151,10 +153,56 @@ fn byte_offset(text: &str, line: usize, column: usize) -> usize {
     at
 }
 
+/// A batch as an RFC 6902 document, with `path` and `from` as JSON Pointers.
+///
+/// Only a batch of JSON Patch ops has a state-free patch form: instruction ops such as `assign`
+/// (which creates parents) or `increment` have no RFC 6902 equivalent that keeps their meaning without
+/// knowing the state. The error names each such instruction; the way to a patch from instructions is
+/// to apply them and export the change log ([`from_changes`]). Time: O(size of the batch).
+pub fn from_batch(batch: &Batch) -> Result<Json, BatchErrors> {
+    if !batch.is_json_patch() {
+        let errors = batch
+            .instructions
+            .iter()
+            .enumerate()
+            .filter(|(_, instruction)| !instruction.op.is_json_patch())
+            .map(|(index, instruction)| {
+                BatchError::in_field(
+                    ErrorKind::UnknownOp,
+                    &Trail(vec![index]),
+                    "/op",
+                    format!(
+                        "`{}` has no json patch form without a state; apply the batch and export its change log instead",
+                        instruction.op.name()
+                    ),
+                )
+            })
+            .collect();
+        return Err(BatchErrors(errors));
+    }
+    let mut json = batch.to_json();
+    for operation in json
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter_map(Json::as_object_mut)
+    {
+        for member in ["path", "from"] {
+            if let Some(path) = operation
+                .get(member)
+                .and_then(|p| serde_json::from_value::<Path>(p.clone()).ok())
+            {
+                operation.insert(member.to_owned(), Json::String(path.to_pointer()));
+            }
+        }
+    }
+    Ok(json)
+}
+
 /// A committed change log as an RFC 6902 document: a created slot is `add`, a removed one `remove`,
 /// a changed one `replace`, in the log's order. Applying the document to the state before the commit
 /// gives the state after it. Time: O(size of the changes).
-pub fn changes_to_patch(changes: &[Change]) -> Json {
+pub fn from_changes(changes: &[Change]) -> Json {
     let operations = changes
         .iter()
         .filter_map(|change| {

@@ -1,37 +1,37 @@
 //! Text in, instructions and diagnostics out.
 //!
 //! This crate owns every text heuristic: finding and repairing instructions in raw model output (the
-//! lenient layer of SPEC §4), the lenient path spellings of SPEC §1, MVU command text (SPEC §6) and JSON
-//! Patch documents. Translators never fail: they return what they could read plus [`Diagnostic`]s. This
-//! crate must not run instructions or hold state: it hands canonical [`statecraft_engine::Batch`]es to
-//! the engine, and reads a state only to resolve MVU's type-dependent commands.
+//! lenient layer of SPEC §4), MVU command text (SPEC §6) and JSON Patch documents. Translators never
+//! fail: they return what they could read plus [`Diagnostic`]s. This crate must not run instructions
+//! or hold state: it hands canonical [`statecraft_engine::Batch`]es to the engine, and reads a state
+//! only to resolve MVU's type-dependent commands.
+//!
+//! Entry points: [`extract`] reads a raw model reply. Each notation is a module whose functions are
+//! named for what they read or write: [`mvu::from_text`] reads MVU text and [`mvu::to_text`] writes
+//! it; [`jsonpatch::from_text`] and [`jsonpatch::from_value`] read a JSON Patch document, and
+//! [`jsonpatch::from_batch`] and [`jsonpatch::from_changes`] write one.
 
 mod diagnostic;
 mod document;
 mod extract;
 mod feedback;
-mod jsonpatch;
-mod mvu;
-mod pathtext;
-mod prompt;
+pub mod jsonpatch;
+pub mod mvu;
 mod repair;
 mod report;
 
-pub use diagnostic::{Diagnostic, Severity, line_column};
-pub use document::{Document, NodeId, NodeRef};
+pub use diagnostic::{Diagnostic, DiagnosticKind, Severity, diagnostics_json, line_column};
 pub use extract::{ExtractOptions, Extraction, extract, json_values};
-pub use feedback::feedback;
-pub use jsonpatch::{JsonPatchTranslation, changes_to_patch, patch_from_text, patch_from_value};
-pub use mvu::{
-    CommandName, MvuCommand, MvuOptions, MvuTranslation, parse_commands, to_mvu, translate,
-};
-pub use pathtext::{PathSpelling, parse_path};
-pub use prompt::{
-    CheckOutcome, Expectation, Grade, InstructionSpec, Lang, MAX_PATH_DEPTH, MAX_TARGETS, Mismatch,
-    OpGroup, Problem, Prompt, Property, Review, SegmentPattern, Shape, ShapeId, Target,
-    VISIBLE_KEYWORD, batch_gbnf, batch_schema, grade, prompt, review, visible_state,
-};
-pub use repair::{
-    Child, MAX_DEPTH, Parsed, Repair, RepairKind, RepairedDocument, parse_value, repair_json,
-};
+pub use feedback::{feedback, feedback_for_errors};
+pub use repair::RepairKind;
 pub use report::RepairReport;
+
+/// The tolerant JSON parser's own types, for this crate's tests, benches and the fuzz targets. Not part
+/// of the API: they change whenever the parser does.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::document::{Document, NodeId, NodeRef};
+    pub use crate::repair::{
+        Child, MAX_PARSE_NESTING, Parsed, Repair, RepairedDocument, parse_value, repair_json,
+    };
+}

@@ -8,7 +8,7 @@
 //! completed guess (`8` cut from `80`) for what the model wrote.
 //!
 //! The parser never recurses and never panics: containers live on an explicit stack, nesting deeper than
-//! [`MAX_DEPTH`] stops value building and skips to the matching closer, and every character is looked at
+//! [`MAX_PARSE_NESTING`] stops value building and skips to the matching closer, and every character is looked at
 //! a bounded number of times, so time is linear in the text. It must not decide what is an instruction,
 //! where a block starts in prose, or how to report repairs to people: that is the extractor's job.
 
@@ -21,7 +21,7 @@ use crate::document::{Document, Node, NodeId, Text};
 /// Deepest container nesting the parser builds. Deeper input is skipped and reported, because values
 /// are converted recursively (to `serde_json::Value`, to engine values) and the engine refuses such
 /// depth anyway.
-pub const MAX_DEPTH: usize = 256;
+pub const MAX_PARSE_NESTING: usize = 256;
 
 /// What was repaired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -59,6 +59,9 @@ pub enum RepairKind {
     ControlCharacter,
     /// A backslash escape that JSON does not define was read as the character itself.
     InvalidEscape,
+    /// A `\u` escape named half of a UTF-16 surrogate pair with no other half (`"\ud800"`), which is no
+    /// character; U+FFFD was used.
+    LoneSurrogate,
     /// A number written outside JSON's grammar (`.5`, `2.`, `2e`) was read as the number meant.
     NumberFixed,
     /// An ellipsis (`...`) standing for omitted items was removed.
@@ -77,13 +80,13 @@ pub enum RepairKind {
     UnclosedString,
     /// The text ended inside an array or object; it was closed.
     UnclosedContainer,
-    /// Containers nested deeper than [`MAX_DEPTH`]; the value was skipped.
+    /// Containers nested deeper than [`MAX_PARSE_NESTING`]; the value was skipped.
     TooDeep,
 }
 
 impl RepairKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RepairKind; 26] = [
+    pub const ALL: [RepairKind; 27] = [
         RepairKind::TrailingComma,
         RepairKind::MissingComma,
         RepairKind::ExtraComma,
@@ -100,6 +103,7 @@ impl RepairKind {
         RepairKind::Comment,
         RepairKind::ControlCharacter,
         RepairKind::InvalidEscape,
+        RepairKind::LoneSurrogate,
         RepairKind::NumberFixed,
         RepairKind::Ellipsis,
         RepairKind::UnusualWhitespace,
@@ -131,6 +135,7 @@ impl RepairKind {
             RepairKind::Comment => "comment",
             RepairKind::ControlCharacter => "control_character",
             RepairKind::InvalidEscape => "invalid_escape",
+            RepairKind::LoneSurrogate => "lone_surrogate",
             RepairKind::NumberFixed => "number_fixed",
             RepairKind::Ellipsis => "ellipsis",
             RepairKind::UnusualWhitespace => "unusual_whitespace",
@@ -163,6 +168,9 @@ impl RepairKind {
             RepairKind::Comment => "removed a comment",
             RepairKind::ControlCharacter => "escaped a raw control character inside a string",
             RepairKind::InvalidEscape => "read an unknown escape as the character itself",
+            RepairKind::LoneSurrogate => {
+                "a \\u escape names half of a UTF-16 surrogate pair, which is no character; used U+FFFD"
+            }
             RepairKind::NumberFixed => "read a malformed number",
             RepairKind::Ellipsis => "removed an ellipsis",
             RepairKind::UnusualWhitespace => "skipped unusual whitespace",
@@ -201,7 +209,7 @@ pub struct Parsed<'a> {
     /// The nodes read; strings that needed no repair borrow the text.
     pub document: Document<'a>,
     /// The value's node in [`Parsed::document`], or `None` when nothing could be read (no value, or
-    /// nesting beyond [`MAX_DEPTH`]).
+    /// nesting beyond [`MAX_PARSE_NESTING`]).
     pub value: Option<NodeId>,
     /// Byte range from the value's first byte to the byte after the last one consumed.
     pub span: Range<usize>,
@@ -618,7 +626,7 @@ impl<'a> Parser<'a> {
         }
         match b {
             b'{' | b'[' => {
-                if self.stack.len() >= MAX_DEPTH {
+                if self.stack.len() >= MAX_PARSE_NESTING {
                     self.skip_too_deep();
                     return State::AfterValue;
                 }
@@ -957,7 +965,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Skips a container nested beyond [`MAX_DEPTH`] up to its matching closer, without building it.
+    /// Skips a container nested beyond [`MAX_PARSE_NESTING`] up to its matching closer, without building it.
     fn skip_too_deep(&mut self) {
         let start = self.pos;
         let mut depth = 0usize;
@@ -1321,7 +1329,7 @@ impl<'a> Parser<'a> {
                 match char::from_u32(unit) {
                     Some(ch) => out.push(ch),
                     None => {
-                        self.repair(RepairKind::InvalidEscape, p..p + 6);
+                        self.repair(RepairKind::LoneSurrogate, p..p + 6);
                         out.push('\u{fffd}');
                     }
                 }
@@ -1477,6 +1485,32 @@ mod tests {
             ]
         );
         assert!(parsed.complete);
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_named_for_what_it_is() {
+        let parsed = parse_value(r#"["\ud800", "\udc00x", "\ud83d\ude00", "\q"]"#, 0);
+        assert_eq!(
+            parsed.to_json(),
+            Some(json!(["\u{fffd}", "\u{fffd}x", "\u{1f600}", "q"]))
+        );
+        let kinds: Vec<(&str, std::ops::Range<usize>)> = parsed
+            .repairs
+            .iter()
+            .map(|r| (r.kind.code(), r.span.clone()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("lone_surrogate", 2..8),
+                ("lone_surrogate", 12..18),
+                ("invalid_escape", 39..41)
+            ]
+        );
+        assert_eq!(
+            RepairKind::LoneSurrogate.describe(),
+            "a \\u escape names half of a UTF-16 surrogate pair, which is no character; used U+FFFD"
+        );
     }
 
     #[test]

@@ -23,7 +23,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+
+use crate::repair::RepairKind;
 
 /// What was cleaned in one reply.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -46,8 +48,10 @@ pub struct RepairReport {
     pub prose_after_bytes: usize,
     /// Runs of trailing garbage ignored after complete values.
     pub trailing_garbage: usize,
-    /// Repairs made inside JSON, by repair code (`trailing_comma`, `single_quotes`, …).
-    pub repairs: BTreeMap<&'static str, usize>,
+    /// Repairs made inside JSON, by kind; serialised as an object keyed by code (`trailing_comma`,
+    /// `single_quotes`, …) in the codes' alphabetical order.
+    #[serde(serialize_with = "by_code")]
+    pub repairs: BTreeMap<RepairKind, usize>,
     /// String paths normalised to lists.
     pub normalised_paths: usize,
     /// Unknown instruction members reported and ignored.
@@ -75,14 +79,8 @@ impl RepairReport {
         let mut penalty = 2 * (self.fences + self.tags + self.think_sections) + 5 * self.mvu_blocks;
         penalty += 3 * usize::from(self.prose_before_bytes > 0)
             + 3 * usize::from(self.prose_after_bytes > 0);
-        for (code, count) in &self.repairs {
-            let weight = match *code {
-                "comment" | "unusual_whitespace" => 1,
-                "unclosed_string" | "unclosed_container" | "missing_closer" | "stray_closer"
-                | "missing_value" | "garbage" | "too_deep" => 8,
-                _ => 3,
-            };
-            penalty += weight * count;
+        for (&kind, count) in &self.repairs {
+            penalty += repair_penalty(kind) * count;
         }
         penalty += 4 * self.trailing_garbage
             + self.normalised_paths
@@ -96,6 +94,47 @@ impl RepairReport {
     /// Total repairs made inside JSON.
     pub fn repair_count(&self) -> usize {
         self.repairs.values().sum()
+    }
+}
+
+fn by_code<S: Serializer>(
+    repairs: &BTreeMap<RepairKind, usize>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let by_code: BTreeMap<&str, usize> = repairs.iter().map(|(k, &n)| (k.code(), n)).collect();
+    by_code.serialize(serializer)
+}
+
+/// The penalty for one repair: 1 for harmless cleaning, 8 for a structural repair (where the result
+/// may differ from what was meant), 3 for everything else.
+fn repair_penalty(kind: RepairKind) -> usize {
+    match kind {
+        RepairKind::Comment | RepairKind::UnusualWhitespace => 1,
+        RepairKind::UnclosedString
+        | RepairKind::UnclosedContainer
+        | RepairKind::MissingCloser
+        | RepairKind::StrayCloser
+        | RepairKind::MissingValue
+        | RepairKind::Garbage
+        | RepairKind::TooDeep => 8,
+        RepairKind::TrailingComma
+        | RepairKind::MissingComma
+        | RepairKind::ExtraComma
+        | RepairKind::MissingColon
+        | RepairKind::SingleQuotes
+        | RepairKind::SmartQuotes
+        | RepairKind::EscapedQuotes
+        | RepairKind::UnescapedQuote
+        | RepairKind::UnquotedKey
+        | RepairKind::UnquotedString
+        | RepairKind::PythonLiteral
+        | RepairKind::JsLiteral
+        | RepairKind::ControlCharacter
+        | RepairKind::InvalidEscape
+        | RepairKind::LoneSurrogate
+        | RepairKind::NumberFixed
+        | RepairKind::Ellipsis
+        | RepairKind::JsonpWrapper => 3,
     }
 }
 
@@ -124,8 +163,8 @@ mod tests {
             prose_before_bytes: 10,
             ..RepairReport::default()
         };
-        report.repairs.insert("trailing_comma", 2);
-        report.repairs.insert("comment", 1);
+        report.repairs.insert(RepairKind::TrailingComma, 2);
+        report.repairs.insert(RepairKind::Comment, 1);
         assert_eq!(report.cleanliness(false, true), 100 - 2 - 3 - 6 - 1);
         report.dropped_truncated = 10;
         assert_eq!(report.cleanliness(false, true), 1);

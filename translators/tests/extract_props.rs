@@ -10,7 +10,8 @@
 use proptest::prelude::*;
 use serde_json::{Value as Json, json};
 use statecraft_engine::Batch;
-use statecraft_translators::{ExtractOptions, extract, parse_value, repair_json};
+use statecraft_translators::internals::{parse_value, repair_json};
+use statecraft_translators::{ExtractOptions, extract};
 
 /// Strings that cannot close a fence or a tag early: no backtick, tilde or `<`.
 fn text() -> impl Strategy<Value = String> {

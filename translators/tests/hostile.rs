@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use statecraft_translators::{ExtractOptions, extract, parse_value, repair_json};
+use statecraft_translators::internals::{parse_value, repair_json};
+use statecraft_translators::{ExtractOptions, extract};
 
 const MEGABYTE: usize = 1 << 20;
 

@@ -2,8 +2,8 @@
 
 use rstest::rstest;
 use serde_json::{Value as Json, json};
-use statecraft_engine::{Limits, Outcome, Store, Value};
-use statecraft_translators::{Severity, changes_to_patch, patch_from_text, patch_from_value};
+use statecraft_engine::{Batch, Limits, Outcome, Store, Value};
+use statecraft_translators::{Severity, jsonpatch};
 
 #[rstest]
 #[case::rfc_ops(
@@ -31,12 +31,12 @@ fn reading_documents(
     #[case] batch: Json,
     #[case] diagnostics: &[(&str, Severity)],
 ) {
-    let read = patch_from_text(text, &Limits::default());
+    let read = jsonpatch::from_text(text, &Limits::default());
     assert_eq!(read.batch.to_json(), batch);
     let mut found: Vec<(&str, Severity)> = read
         .diagnostics
         .iter()
-        .map(|d| (d.kind, d.severity))
+        .map(|d| (d.kind.code(), d.severity))
         .collect();
     found.sort();
     let mut wanted = diagnostics.to_vec();
@@ -47,7 +47,7 @@ fn reading_documents(
 #[test]
 fn a_syntax_error_points_at_its_byte() {
     let text = "[\n  {\"op\": \"add\", \"path\": \"/a\" \"value\": 1}\n]";
-    let read = patch_from_text(text, &Limits::default());
+    let read = jsonpatch::from_text(text, &Limits::default());
     let diagnostic = &read.diagnostics[0];
     assert_eq!((diagnostic.line, diagnostic.column), (2, 30));
     assert_eq!(
@@ -74,17 +74,39 @@ fn a_syntax_error_points_at_its_byte() {
 )]
 fn exporting_change_logs(#[case] doc: Json, #[case] patch: Json, #[case] export: Json) {
     let mut store = Store::new(Value::from_json(&doc));
-    let read = patch_from_value(&patch, &Limits::default());
+    let read = jsonpatch::from_value(&patch, &Limits::default());
     let Outcome::Committed(commit) = store.apply(&read.batch) else {
         panic!("the patch was rejected")
     };
-    let exported = changes_to_patch(&commit.changes);
+    let exported = jsonpatch::from_changes(&commit.changes);
     assert_eq!(exported, export);
     let mut replay = Store::new(Value::from_json(&doc));
     assert!(
         replay
-            .apply(&patch_from_value(&exported, &Limits::default()).batch)
+            .apply(&jsonpatch::from_value(&exported, &Limits::default()).batch)
             .is_committed()
     );
     assert_eq!(replay.state(), store.state());
+}
+
+#[test]
+fn a_patch_batch_is_written_back_as_its_document_and_instructions_have_no_patch_form() {
+    let document = json!([
+        {"op": "add", "path": "/a~1b/-", "value": 1},
+        {"op": "move", "from": "/c", "path": "/d"},
+        {"op": "test", "path": "/d", "value": null}
+    ]);
+    let read = jsonpatch::from_value(&document, &Limits::default());
+    assert_eq!(jsonpatch::from_batch(&read.batch), Ok(document));
+
+    let instructions = Batch::from_json(&json!([
+        {"op": "assign", "path": ["b"], "value": 1},
+        {"op": "increment", "path": ["c"], "value": 1}
+    ]))
+    .unwrap();
+    let errors = jsonpatch::from_batch(&instructions).unwrap_err();
+    let fields: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(fields.len(), 2, "{fields:#?}");
+    assert!(fields[0].starts_with("instruction 0, field /op: `assign` has no json patch form"));
+    assert!(fields[1].starts_with("instruction 1, field /op: `increment` has no json patch form"));
 }

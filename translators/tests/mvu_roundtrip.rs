@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 use serde_json::{Map, Value as Json};
 use statecraft_engine::{Batch, Instruction, Op, Path, Segment, Value};
-use statecraft_translators::{MvuOptions, Severity, to_mvu, translate};
+use statecraft_translators::Severity;
+use statecraft_translators::mvu::{self, MvuOptions};
 
 /// Keys MVU paths can hold: no `.`, `[`, `]`, quotes, backslash, line breaks, not empty, and no
 /// leading `/` (which would read as a JSON Pointer).
@@ -94,25 +95,25 @@ proptest! {
     #[test]
     fn expressible_batches_survive_the_round_trip(instructions in prop::collection::vec(instruction(), 0..6)) {
         let batch = Batch::new(instructions);
-        let (text, emitted) = to_mvu(&batch);
+        let (text, emitted) = mvu::to_text(&batch);
         prop_assert!(emitted.is_empty(), "{emitted:?}");
-        let first = translate(&text, &MvuOptions::default());
+        let first = mvu::from_text(&text, &MvuOptions::default());
         prop_assert!(first.diagnostics.iter().all(|d| d.severity != Severity::Error), "{text}\n{:?}", first.diagnostics);
         prop_assert_eq!(&first.instructions, &batch.instructions, "{}", text);
-        let (again, _) = to_mvu(&Batch::new(first.instructions.clone()));
+        let (again, _) = mvu::to_text(&Batch::new(first.instructions.clone()));
         prop_assert_eq!(&again, &text);
-        let second = translate(&again, &MvuOptions::default());
+        let second = mvu::from_text(&again, &MvuOptions::default());
         prop_assert_eq!(second.instructions, first.instructions);
     }
 
     #[test]
     fn translation_never_panics_on_any_text(text in any::<String>()) {
-        let _ = translate(&text, &MvuOptions::default());
+        let _ = mvu::from_text(&text, &MvuOptions::default());
     }
 
     #[test]
     fn translation_never_panics_on_command_like_text(text in "(_\\.(set|add|insert|remove)\\(|['\"`\\\\(),;\\[\\]{}/ ]|[a-z0-9.<>\\-+*%]|\n|//){0,40}") {
-        let translation = translate(&text, &MvuOptions::default());
+        let translation = mvu::from_text(&text, &MvuOptions::default());
         for diagnostic in &translation.diagnostics {
             prop_assert!(diagnostic.span.end <= text.len() && diagnostic.span.start <= diagnostic.span.end);
         }

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use rstest::rstest;
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Batch, OldMismatch, Value};
-use statecraft_translators::{MvuOptions, MvuTranslation, Severity, to_mvu, translate};
+use statecraft_translators::mvu::{self, MvuOptions, MvuTranslation, Unrunnable};
+use statecraft_translators::{ExtractOptions, Severity, extract};
 
 fn check_with(
     text: &str,
@@ -13,10 +14,14 @@ fn check_with(
     instructions: Json,
     kinds: &[&str],
 ) -> MvuTranslation {
-    let translation = translate(text, options);
+    let translation = mvu::from_text(text, options);
     let batch = Batch::new(translation.instructions.clone());
     assert_eq!(batch.to_json(), instructions, "instructions of {text:?}");
-    let found: Vec<&str> = translation.diagnostics.iter().map(|d| d.kind).collect();
+    let found: Vec<&str> = translation
+        .diagnostics
+        .iter()
+        .map(|d| d.kind.code())
+        .collect();
     assert_eq!(
         found, kinds,
         "diagnostics of {text:?}: {:#?}",
@@ -39,7 +44,7 @@ fn check(text: &str, instructions: Json, kinds: &[&str]) {
 #[case::space_before_paren("_.set ('a', 1);", json!([]), &["mvu_space_before_paren"])]
 #[case::unclosed_quote("_.set('a', 'oops);", json!([]), &["mvu_unclosed_command"])]
 #[case::unclosed_then_valid("_.set('a', (1;\n_.set('b', 2);", json!([{"op": "assign", "path": ["b"], "value": 2}]), &["mvu_unclosed_command"])]
-#[case::prose_only("nothing to see here, _. or _.foo(1);", json!([]), &[])]
+#[case::prose_only("nothing to see here, _. or _.foo(1);", json!([]), &["mvu_no_commands"])]
 #[case::prose_around("Some text\n_.set('a', 1, 2);\nMore text", json!([{"op": "assign", "path": ["a"], "value": 2, "old": 1}]), &[])]
 #[case::parens_and_semicolons_in_strings("_.set('m', \"Hello (world); x\", [\"); inside\"]);", json!([{"op": "assign", "path": ["m"], "value": ["); inside"], "old": "Hello (world); x"}]), &[])]
 #[case::nested_command_in_string("_.set('a', [\"_.set('b',null,'c');//x\"], []);//done", json!([{"op": "assign", "path": ["a"], "value": [], "old": ["_.set('b',null,'c');//x"], "reason": "done"}]), &[])]
@@ -82,7 +87,7 @@ fn reasons(#[case] text: &str, #[case] expected: Json, #[case] kinds: &[&str]) {
 #[case::percent_accident("50%", json!("50%"), &["mvu_arithmetic_difference"])]
 #[case::bare_text("hello_world", json!("hello_world"), &["mvu_bare_text"])]
 #[case::bare_chinese("早餐时间", json!("早餐时间"), &["mvu_bare_text"])]
-#[case::math_call("sqrt(16)", json!("sqrt(16)"), &["mvu_expression_kept_as_text"])]
+#[case::math_call("sqrt(16)", json!(4), &["mvu_arithmetic"])]
 #[case::broken_quotes("'derivative('x^3', 'x')'", json!("derivative('x^3', 'x')"), &["mvu_unbalanced_quotes"])]
 #[case::quoted_arithmetic("'10 + 2'", json!("10 + 2"), &[])]
 #[case::quoted_number("\"6\"", json!("6"), &[])]
@@ -215,7 +220,7 @@ fn macros_are_substituted_in_paths_values_and_reasons() {
 #[test]
 fn diagnostics_point_at_the_command() {
     let text = "prose first\n  _.set('a', 1)\n_.add('b', 1, 2);";
-    let translation = translate(text, &MvuOptions::default());
+    let translation = mvu::from_text(text, &MvuOptions::default());
     let spans: Vec<_> = translation
         .diagnostics
         .iter()
@@ -224,8 +229,8 @@ fn diagnostics_point_at_the_command() {
     assert_eq!(
         spans,
         [
-            (14..27, 2, 3, Severity::Error),
-            (28..45, 3, 1, Severity::Error)
+            (14..27, 2, 3, Severity::Warning),
+            (28..45, 3, 1, Severity::Warning)
         ]
     );
     assert!(
@@ -260,9 +265,9 @@ fn mvu_instructions_run_with_warn_on_old_mismatch() {
 #[case::callback(json!([{"op": "callback", "path": ["levelUp"]}]), "", &["mvu_emit_unsupported"])]
 fn emitting_mvu(#[case] batch: Json, #[case] text: &str, #[case] kinds: &[&str]) {
     let batch = Batch::from_json(&batch).unwrap();
-    let (written, diagnostics) = to_mvu(&batch);
+    let (written, diagnostics) = mvu::to_text(&batch);
     assert_eq!(written, text);
-    let found: Vec<&str> = diagnostics.iter().map(|d| d.kind).collect();
+    let found: Vec<&str> = diagnostics.iter().map(|d| d.kind.code()).collect();
     assert_eq!(found, kinds);
     assert!(
         diagnostics
@@ -281,19 +286,19 @@ fn emitted_text_reads_back_to_the_same_batch() {
         {"op": "delete", "path": ["bag", 0]}
     ]))
     .unwrap();
-    let (text, _) = to_mvu(&batch);
-    let read = translate(&text, &MvuOptions::default());
+    let (text, _) = mvu::to_text(&batch);
+    let read = mvu::from_text(&text, &MvuOptions::default());
     assert_eq!(read.instructions, batch.instructions);
 }
 
 #[test]
 fn columns_count_characters_and_lines_count_every_break() {
     let text = "悠纪说：_.set('a', 1)\n\n好_.add('b', 'x');\n_.set('c', 2);";
-    let translation = translate(text, &MvuOptions::default());
+    let translation = mvu::from_text(text, &MvuOptions::default());
     let places: Vec<_> = translation
         .diagnostics
         .iter()
-        .map(|d| (d.kind, d.line, d.column))
+        .map(|d| (d.kind.code(), d.line, d.column))
         .collect();
     assert_eq!(
         places,
@@ -308,4 +313,240 @@ fn columns_count_characters_and_lines_count_every_break() {
             statecraft_translators::line_column(text, diagnostic.span.start)
         );
     }
+}
+
+/// MVU reads what JSON and JavaScript refuse as YAML (SPEC §6); YAML's block structure in prose is
+/// MVU's accident and stays text.
+#[rstest]
+#[case::capital_true("True", json!(true), &["mvu_yaml_value"])]
+#[case::upper_false("FALSE", json!(false), &["mvu_yaml_value"])]
+#[case::tilde_null("~", json!(null), &["mvu_yaml_value"])]
+#[case::bare_words_in_brackets("[x, y]", json!(["x", "y"]), &["mvu_yaml_value"])]
+#[case::mixed_flow_sequence("[x, 'y z', \"w\"]", json!(["x", "y z", "w"]), &["mvu_yaml_value"])]
+#[case::flow_mapping("{hp: full, tags: [a, b]}", json!({"hp": "full", "tags": ["a", "b"]}), &["mvu_yaml_value"])]
+#[case::python_true_in_object("{\"a\": True}", json!({"a": true}), &["mvu_yaml_value"])]
+#[case::doubled_quote_in_array("['it''s']", json!(["it's"]), &["mvu_yaml_value"])]
+#[case::octal("0o17", json!(15), &["mvu_arithmetic"])]
+#[case::mapping_line_kept("状态: 良好", json!("状态: 良好"), &["mvu_yaml_difference"])]
+#[case::comment_kept("第 #1 名", json!("第 #1 名"), &["mvu_yaml_difference"])]
+#[case::sequence_line_kept("- item", json!("- item"), &["mvu_yaml_difference"])]
+#[case::yes_is_text("yes", json!("yes"), &["mvu_bare_text"])]
+fn yaml_fallback(#[case] literal: &str, #[case] value: Json, #[case] kinds: &[&str]) {
+    check(
+        &format!("_.set('v', {literal});"),
+        json!([{"op": "assign", "path": ["v"], "value": value}]),
+        kinds,
+    );
+}
+
+/// Top-level quoted arguments as MVU reads them: single quotes are YAML's, escapes apply only inside
+/// JSON-like arrays and objects.
+#[rstest]
+#[case::doubled_single_quote("'it''s a string'", json!("it's a string"))]
+#[case::backslashes_kept(r"'C:\Users\name'", json!(r"C:\Users\name"))]
+#[case::backslash_n_kept(r"'a\nb'", json!(r"a\nb"))]
+#[case::double_quotes_are_json(r#""C:\\Users""#, json!(r"C:\Users"))]
+#[case::double_quotes_then_yaml(r#""tab\there \x41""#, json!("tab\there A"))]
+#[case::escapes_inside_arrays(r#"['a\nb', "c\td"]"#, json!(["a\nb", "c\td"]))]
+#[case::escapes_inside_objects(r"{path: 'C:\\dir'}", json!({"path": "C:\\dir"}))]
+#[case::single_quotes_fold_lines("'one\n   two'", json!("one two"))]
+fn quoting(#[case] literal: &str, #[case] value: Json) {
+    check(
+        &format!("_.set('v', {literal});"),
+        json!([{"op": "assign", "path": ["v"], "value": value}]),
+        &[],
+    );
+}
+
+#[test]
+fn doubled_quotes_on_a_double_quoted_path() {
+    check(
+        "_.set(\"a\", 'it''s');",
+        json!([{"op": "assign", "path": ["a"], "value": "it's"}]),
+        &[],
+    );
+}
+
+#[test]
+fn escaped_quotes_around_a_path_are_read_as_mvu_reads_them() {
+    check(
+        r#"_.set(\"a.b\", 1);"#,
+        json!([{"op": "assign", "path": ["a", "b"], "value": 1}]),
+        &[],
+    );
+    check(
+        r#"_.set(\"悠纪.好感度\", 33, 35);//聊天"#,
+        json!([{"op": "assign", "path": ["悠纪", "好感度"], "value": 35, "old": 33, "reason": "聊天"}]),
+        &[],
+    );
+}
+
+/// The math.js subset is evaluated as math.js computes it and rounded as MVU rounds (12 significant
+/// digits); everything beyond it stays text with a warning, never executed.
+#[rstest]
+#[case::floor_and_pow("Math.floor(3.9) + math.pow(2, 3)", json!(11))]
+#[case::log_with_base("log(10^3, 10) * sqrt(144)", json!(36))]
+#[case::cosine_of_pi("cos(pi) + 2", json!(1))]
+#[case::square_root("sqrt(16)", json!(4))]
+#[case::third("1/3", json!(0.333333333333))]
+#[case::power_binds_tighter_than_minus("-2^2", json!(-4))]
+#[case::mathjs_modulo("-7 % 3", json!(2))]
+#[case::mathjs_round_half_away("round(-2.5)", json!(-3))]
+#[case::javascript_round_half_up("Math.round(-2.5)", json!(-2))]
+#[case::decimal_rounding("round(2.675, 2)", json!(2.68))]
+#[case::mathjs_floor_tolerance("floor(2.9999999999999996)", json!(3))]
+#[case::trunc("trunc(-3.7)", json!(-3))]
+#[case::constants("Math.PI * e", json!(8.53973422267))]
+#[case::min_max("max(1, 5, 3) - min(4, 2)", json!(3))]
+fn math_subset(#[case] literal: &str, #[case] value: Json) {
+    check(
+        &format!("_.set('v', {literal});"),
+        json!([{"op": "assign", "path": ["v"], "value": value}]),
+        &["mvu_arithmetic"],
+    );
+}
+
+#[rstest]
+#[case::complex_result("sqrt(-4)")]
+#[case::complex_numbers("(2 + 3i) * (1 - 2i)")]
+#[case::matrices("[1, 2; 3, 4] * [5; 6]")]
+#[case::statistics("mean(1, 2, 3)")]
+#[case::derivative("derivative('x^2', 'x')")]
+#[case::parse_and_evaluate("evaluate('1 + 1')")]
+#[case::assignment("x = 5")]
+#[case::implicit_multiplication("2pi")]
+#[case::range("10:30")]
+#[case::method_call("math.complex(2, 3).add(1)")]
+#[case::javascript_outside("Math.random()")]
+#[case::not_finite("1 / 0")]
+#[case::too_deep(
+    "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))"
+)]
+fn math_outside_the_subset_stays_text(#[case] literal: &str) {
+    check(
+        &format!("_.set('v', {literal});"),
+        json!([{"op": "assign", "path": ["v"], "value": literal}]),
+        &["mvu_expression_kept_as_text"],
+    );
+}
+
+#[test]
+fn units_and_unknown_names_are_text_as_in_mvu() {
+    check(
+        "_.set('v', 5 cm);",
+        json!([{"op": "assign", "path": ["v"], "value": "5 cm"}]),
+        &["mvu_bare_text"],
+    );
+}
+
+/// Text MVU would not run is skipped with a warning and the rest applies (`skip`, the default), or
+/// is an error that makes the reply invalid (`reject`).
+#[rstest]
+#[case::no_semicolon("_.set('hero.hp', 10, 4)\n_.set('hero.mp', 5, 3);", &["mvu_missing_semicolon"])]
+#[case::space_before_semicolon("_.set('a', 1) ;\n_.set('hero.mp', 5, 3);", &["mvu_missing_semicolon"])]
+#[case::extra_add_argument("_.add('a', 5, 6);\n_.set('hero.mp', 5, 3);", &["mvu_wrong_argument_count"])]
+#[case::add_with_two_deltas("_.add('path', 10, 20);\n_.set('hero.mp', 5, 3);", &["mvu_wrong_argument_count"])]
+#[case::set_without_value("_.set('name');\n_.set('hero.mp', 5, 3);", &["mvu_wrong_argument_count"])]
+#[case::add_without_semicolon("_.add('path', 5)\n_.set('hero.mp', 5, 3);", &["mvu_missing_semicolon"])]
+#[case::cut_off_at_the_end("_.set('hero.mp', 5, 3);\n_.set('name'", &["mvu_unclosed_command"])]
+#[case::cut_off_inside_a_value("_.set('hero.mp', 5, 3);\n_.set('bag', ['rope', 'la", &["mvu_unclosed_command"])]
+fn unrunnable_text(#[case] text: &str, #[case] kinds: &[&str]) {
+    let valid = json!([{"op": "assign", "path": ["hero", "mp"], "value": 3, "old": 5}]);
+    let skipped = check_with(text, &MvuOptions::default(), valid.clone(), kinds);
+    assert!(
+        skipped
+            .diagnostics
+            .iter()
+            .all(|d| d.severity == Severity::Warning),
+        "{:#?}",
+        skipped.diagnostics
+    );
+    let strict = MvuOptions {
+        unrunnable: Unrunnable::Reject,
+        ..MvuOptions::default()
+    };
+    let rejected = check_with(text, &strict, valid, kinds);
+    assert!(
+        rejected
+            .diagnostics
+            .iter()
+            .all(|d| d.severity == Severity::Error),
+        "{:#?}",
+        rejected.diagnostics
+    );
+
+    // Through the extractor, `skip` keeps the reply valid and `reject` makes it invalid.
+    let lenient = extract(text, &ExtractOptions::default());
+    assert!(lenient.valid, "{:#?}", lenient.diagnostics);
+    assert_eq!(lenient.batch.len(), 1);
+    let strict = ExtractOptions {
+        mvu: strict,
+        ..ExtractOptions::default()
+    };
+    assert!(!extract(text, &strict).valid);
+}
+
+/// `<JSONPatch>` blocks inside MVU text are read by the extractor's reader, in text order with the
+/// commands around them.
+#[rstest]
+#[case::replace(r#"<JSONPatch>[{"op": "replace", "path": "/hp", "value": 5}]</JSONPatch>"#)]
+#[case::add_and_remove(r#"<JSONPatch>[{"op": "add", "path": "/bag/0", "value": "rope"}, {"op": "remove", "path": "/old"}]</JSONPatch>"#)]
+#[case::delta(r#"<JSONPatch>[{"op": "delta", "path": "/gold", "value": -5}]</JSONPatch>"#)]
+#[case::insert_at_the_end(
+    r#"<JSONPatch>[{"op": "insert", "path": "/bag/-", "value": "x"}]</JSONPatch>"#
+)]
+#[case::pointer_without_slash(
+    r#"<JSONPatch>[{"op": "replace", "path": "hp", "value": 5}]</JSONPatch>"#
+)]
+#[case::dotted_keys(r#"<JSONPatch>[{"op": "replace", "path": "/a.b/c", "value": 1}]</JSONPatch>"#)]
+#[case::control_characters(
+    "<JSONPatch>[{\"op\": \"replace\", \"path\": \"/note\", \"value\": \"two\nlines\ttab\"}]</JSONPatch>"
+)]
+#[case::nested_tags(r#"<JSONPatch><JSONPatch>[{"op": "replace", "path": "/hp", "value": 5}]</JSONPatch></JSONPatch>"#)]
+#[case::tag_case_mismatch(
+    r#"<JsonPatch>[{"op": "replace", "path": "/hp", "value": 5}]</JSONPATCH>"#
+)]
+#[case::snake_case_tag(
+    r#"<json_patch>[{"op": "replace", "path": "/hp", "value": 5}]</json_patch>"#
+)]
+#[case::unclosed(r#"<JSONPatch>[{"op": "replace", "path": "/hp", "value": 5}]"#)]
+#[case::fenced(
+    "<JSONPatch>\n```json\n[{\"op\": \"replace\", \"path\": \"/hp\", \"value\": 5}]\n```\n</JSONPatch>"
+)]
+fn json_patch_blocks_read_as_extract_reads_them(#[case] block: &str) {
+    let text = format!("_.set('before', 1);\n{block}\n_.set('after', 2);");
+    let translation = mvu::from_text(&text, &MvuOptions::default());
+    let extraction = extract(block, &ExtractOptions::default());
+    assert!(!extraction.batch.is_empty(), "{block}");
+    let mut expected = vec![json!({"op": "assign", "path": ["before"], "value": 1})];
+    expected.extend(
+        extraction
+            .batch
+            .instructions
+            .iter()
+            .map(statecraft_engine::Instruction::to_json),
+    );
+    expected.push(json!({"op": "assign", "path": ["after"], "value": 2}));
+    assert_eq!(
+        Batch::new(translation.instructions).to_json(),
+        Json::Array(expected),
+        "{text}"
+    );
+}
+
+#[rstest]
+#[case::empty_patch("<JSONPatch>[]</JSONPatch>")]
+#[case::prose("The hero rests by the fire.")]
+#[case::not_a_patch("<JSONPatch>the model wrote prose here</JSONPatch>")]
+fn an_empty_result_from_text_always_says_why(#[case] text: &str) {
+    let translation = mvu::from_text(text, &MvuOptions::default());
+    assert!(translation.instructions.is_empty());
+    assert!(
+        translation
+            .diagnostics
+            .iter()
+            .any(|d| d.severity >= Severity::Warning),
+        "{:#?}",
+        translation.diagnostics
+    );
 }

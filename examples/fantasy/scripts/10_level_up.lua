@@ -1,6 +1,7 @@
 -- Level-up: the model calls `gain_xp(amount)` instead of doing the arithmetic itself.
 -- Every 100 xp is one level; each level adds 10 max hp and heals fully. The handler reads copies of
--- the state and emits instructions, which run right after it inside the same atomic batch.
+-- the state and emits instructions, which run right after it inside the same atomic batch. The table
+-- after the function describes the handler to the model (`statecraft prompt --scripts`).
 local XP_PER_LEVEL = 100
 local HP_PER_LEVEL = 10
 
@@ -20,4 +21,7 @@ on("gain_xp", function(ctx, amount)
     ctx.event("level_up", { level = reached, max_hp = max_hp })
   end
   return reached
-end)
+end, {
+  doc = "grant experience points; every 100 is a level, which raises max hp and heals",
+  args = { { name = "amount", type = "integer", minimum = 0, doc = "experience points gained" } },
+})

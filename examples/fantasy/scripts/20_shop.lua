@@ -27,7 +27,13 @@ on("buy", function(ctx, item, count)
   end
   ctx.event("message", { text = string.format("You bought %d %s for %d gold.", count, item, total) })
   return out
-end)
+end, {
+  doc = "buy from the shop at its price",
+  args = {
+    { name = "item", type = "string", doc = "an item the shop sells" },
+    { name = "count", type = "integer", minimum = 1, optional = true, doc = "how many (1 when left out)" },
+  },
+})
 
 -- Selling gives back half the price, rounded down, and removes one copy from the inventory.
 on("sell", function(ctx, item)
@@ -43,4 +49,7 @@ on("sell", function(ctx, item)
     end
   end
   error("the player has no " .. tostring(item) .. " to sell")
-end)
+end, {
+  doc = "sell one item from the inventory for half its price",
+  args = { { name = "item", type = "string", doc = "an item the player has" } },
+})

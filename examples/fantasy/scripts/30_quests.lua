@@ -23,7 +23,10 @@ on("advance_quest", function(ctx, stage)
     error("the quest is already at " .. STAGES[current] .. "; it cannot go back to " .. stage)
   end
   ctx.emit({ op = "assign", path = "quest.stage", value = stage, old = STAGES[current], reason = "quest progress" })
-end)
+end, {
+  doc = "move the quest forward to a later stage",
+  args = { { name = "stage", type = "string", enum = STAGES } },
+})
 
 watch("player.inventory", function(ctx, old, new, path)
   if new ~= "goblin king's crown" or ctx.get("quest.stage") == "complete" then

@@ -16,11 +16,18 @@ pub fn unsynced() -> OpenOptions {
     OpenOptions::default().durability(Durability::Unsynced)
 }
 
-/// The state and the history (labels, applied flags, change logs) as JSON, to compare two stores.
+/// The state and the whole history tree (ids, parents, labels, applied flags, change logs), the current
+/// step, the visit order and the next id as JSON, to compare two stores.
 pub fn view(store: &Store) -> Json {
     let history: Vec<Json> = store
         .history()
-        .map(|step| json!({"label": step.label, "applied": step.applied, "changes": step.changes}))
+        .map(|step| json!({"id": step.id, "parent": step.parent, "label": step.label, "applied": step.applied, "changes": step.changes}))
         .collect();
-    json!({"state": store.state(), "history": history})
+    json!({
+        "state": store.state(),
+        "history": history,
+        "current": store.current_step(),
+        "recency": store.recency(),
+        "next_id": store.next_step_id(),
+    })
 }

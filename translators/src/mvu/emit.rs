@@ -11,16 +11,16 @@ use std::fmt::Write as _;
 
 use statecraft_engine::{Batch, Instruction, Op, Path, Segment, Value};
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 
 /// Writes `batch` as MVU text, one command per line. Instructions MVU cannot express are left out and
 /// reported; each diagnostic's span is the empty range where the command would have been, and its
 /// message names the instruction index.
-pub fn to_mvu(batch: &Batch) -> (String, Vec<Diagnostic>) {
+pub fn to_text(batch: &Batch) -> (String, Vec<Diagnostic>) {
     let mut out = String::new();
     // Problems are collected with their offsets and turned into diagnostics once the text is complete,
     // because a diagnostic's line and column are computed from the final text.
-    let mut problems: Vec<(usize, &'static str, Severity, String)> = Vec::new();
+    let mut problems: Vec<(usize, DiagnosticKind, Severity, String)> = Vec::new();
     for (index, instruction) in batch.instructions.iter().enumerate() {
         let at = out.len();
         match command(instruction) {
@@ -28,7 +28,7 @@ pub fn to_mvu(batch: &Batch) -> (String, Vec<Diagnostic>) {
                 if let Some(message) = warning {
                     problems.push((
                         at,
-                        "mvu_emit_lossy",
+                        DiagnosticKind::MvuEmitLossy,
                         Severity::Warning,
                         format!("instruction {index}: {message}"),
                     ));
@@ -40,7 +40,7 @@ pub fn to_mvu(batch: &Batch) -> (String, Vec<Diagnostic>) {
                         if single != *reason {
                             problems.push((
                                 at,
-                                "mvu_emit_lossy",
+                                DiagnosticKind::MvuEmitLossy,
                                 Severity::Warning,
                                 format!("instruction {index}: the reason spans lines; mvu reasons end at the line, so they were joined"),
                             ));
@@ -53,7 +53,7 @@ pub fn to_mvu(batch: &Batch) -> (String, Vec<Diagnostic>) {
             }
             Err(message) => problems.push((
                 at,
-                "mvu_emit_unsupported",
+                DiagnosticKind::MvuEmitUnsupported,
                 Severity::Error,
                 format!("instruction {index}: {message}"),
             )),

@@ -1,19 +1,23 @@
-//! Reading one MVU argument's text as a value: JSON, JavaScript-style literals, arithmetic, bare text.
+//! Reading one MVU argument's text as a value, in MVU's order: JSON, a JavaScript literal, math.js,
+//! YAML, and finally the text with its outer quotes trimmed.
 //!
-//! MVU reads an argument with `JSON.parse`, then as a JavaScript literal, then with math.js, then as
-//! YAML, and finally keeps the text with its outer quotes trimmed. This module owns the part of that
-//! chain this engine agrees with: JSON and JSON5-style literals (single quotes, backticks, unquoted
-//! keys, trailing commas, comments, signed, hexadecimal and exponent numbers), plain arithmetic on
-//! number literals, and MVU's quote trimming. Dates (`2024-01-01`), percentages (`50%`) and math.js
-//! expressions stay text, with a diagnostic naming what MVU would have done (SPEC §6). Macros are
-//! substituted in every string this module produces. It must not know about commands or paths.
+//! This module owns that chain and the JSON and JSON5-style literals of it (arrays and objects with
+//! single quotes, backticks, unquoted keys, trailing commas, comments and JavaScript escapes; signed,
+//! hexadecimal and exponent numbers). A top-level quoted string is read as MVU reads it: double
+//! quotes as JSON, then as YAML; single quotes as YAML (`''` is `'`, a backslash is a backslash);
+//! backticks with the quotes trimmed. Math goes to `math` and the YAML fallback to `yaml`. Dates
+//! (`2024-01-01`), percentages (`50%`), math.js outside the evaluated subset and YAML block structure
+//! stay text, with a diagnostic naming what MVU would have done (SPEC §6). Macros are substituted in
+//! every string this module produces. It must not know about commands or paths.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Number, Value as Json};
 
-use crate::diagnostic::Severity;
+use super::math::{self, MathOutcome};
+use super::yaml;
+use crate::diagnostic::{DiagnosticKind, Severity};
 
 /// How deeply arrays and objects may nest in one argument; deeper text is kept as a string.
 const MAX_DEPTH: usize = 128;
@@ -30,21 +34,64 @@ pub(crate) struct Read {
 /// Something to report about an argument.
 #[derive(Debug)]
 pub(crate) struct Note {
-    pub(crate) kind: &'static str,
+    pub(crate) kind: DiagnosticKind,
     pub(crate) severity: Severity,
-    pub(crate) message: String,
+    pub(crate) message: Cow<'static, str>,
 }
 
-fn note(kind: &'static str, severity: Severity, message: String) -> Option<Note> {
-    Some(Note {
-        kind,
-        severity,
-        message,
-    })
+impl Read {
+    fn literal(value: Json) -> Read {
+        Read {
+            value,
+            literal: true,
+            note: None,
+        }
+    }
+
+    fn noted(
+        value: Json,
+        kind: DiagnosticKind,
+        severity: Severity,
+        message: impl Into<Cow<'static, str>>,
+    ) -> Read {
+        Read {
+            value,
+            literal: false,
+            note: Some(Note {
+                kind,
+                severity,
+                message: message.into(),
+            }),
+        }
+    }
 }
 
 /// Reads a trimmed argument text.
 pub(crate) fn read_value(text: &str, macros: &BTreeMap<String, String>) -> Read {
+    let string = |text: &str| Json::String(expand(text, macros).into_owned());
+    match text.as_bytes().first() {
+        // JSON first; a string JSON refuses goes to YAML's double quotes.
+        Some(b'"') => {
+            if let Ok(Json::String(value)) = serde_json::from_str::<Json>(text) {
+                return Read::literal(string(&value));
+            }
+            if let yaml::Reading::Value(Json::String(value)) = yaml::read(text) {
+                return Read::literal(string(&value));
+            }
+            return trimmed(text, macros);
+        }
+        // JSON and JavaScript refuse single quotes at the top level, and math.js yields a string that
+        // MVU cannot round, so MVU's reading is YAML's.
+        Some(b'\'') => {
+            if let yaml::Reading::Value(Json::String(value)) = yaml::read(text) {
+                return Read::literal(string(&value));
+            }
+            return trimmed(text, macros);
+        }
+        // Nothing reads a backtick string; MVU trims the quotes.
+        Some(b'`') => return trimmed(text, macros),
+        _ => {}
+    }
     let mut parser = Parser {
         text,
         bytes: text.as_bytes(),
@@ -52,103 +99,142 @@ pub(crate) fn read_value(text: &str, macros: &BTreeMap<String, String>) -> Read 
         macros,
     };
     if let Some(value) = parser.complete() {
-        return Read {
-            value,
-            literal: true,
-            note: None,
-        };
+        return Read::literal(value);
     }
     if text == "undefined" {
-        return Read {
-            value: Json::Null,
-            literal: false,
-            note: note(
-                "mvu_undefined",
-                Severity::Warning,
-                "`undefined` has no json form; read as null".to_owned(),
-            ),
-        };
+        return Read::noted(
+            Json::Null,
+            DiagnosticKind::MvuUndefined,
+            Severity::Warning,
+            "`undefined` has no json form; read as null",
+        );
     }
     if let Some(date) = date_like(text) {
-        let computed = evaluate(text).map_or_else(String::new, |n| format!(" ({n})"));
-        return Read {
-            value: Json::String(expand(date, macros).into_owned()),
-            literal: false,
-            note: note(
-                "mvu_arithmetic_difference",
-                Severity::Warning,
-                format!(
-                    "mvu evaluates the unquoted date `{text}` as subtraction{computed}; kept as text"
-                ),
-            ),
+        let computed = match math::evaluate(text) {
+            MathOutcome::Number(n) => format!(" ({n})"),
+            _ => String::new(),
         };
+        return Read::noted(
+            string(date),
+            DiagnosticKind::MvuArithmeticDifference,
+            Severity::Warning,
+            format!(
+                "mvu evaluates the unquoted date `{text}` as subtraction{computed}; kept as text"
+            ),
+        );
     }
     if let Some(number) = text
         .strip_suffix('%')
         .and_then(|n| n.trim().parse::<f64>().ok())
     {
-        return Read {
-            value: Json::String(text.to_owned()),
-            literal: false,
-            note: note(
-                "mvu_arithmetic_difference",
-                Severity::Warning,
-                format!(
-                    "mvu evaluates the unquoted `{text}` as {}; kept as text",
-                    number / 100.0
-                ),
-            ),
-        };
-    }
-    if let Some(number) = evaluate(text) {
-        return Read {
-            value: Json::Number(number.clone()),
-            literal: false,
-            note: note(
-                "mvu_arithmetic",
-                Severity::Note,
-                format!("evaluated `{text}` to {number}, as mvu does"),
-            ),
-        };
-    }
-    if text.starts_with(['\'', '"', '`']) {
-        // MVU's last resort trims quotes and backslashes from both ends of text it could not read.
-        let trimmed = text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
-        return Read {
-            value: Json::String(expand(trimmed, macros).into_owned()),
-            literal: false,
-            note: note(
-                "mvu_unbalanced_quotes",
-                Severity::Warning,
-                format!(
-                    "`{}` is not one quoted string; read it as mvu does, with the outer quotes trimmed",
-                    clip(text)
-                ),
-            ),
-        };
-    }
-    let looks_like_expression =
-        text.contains(['(', ')', '+', '*', '/', '^']) || text.contains(" - ");
-    let message = if looks_like_expression {
-        (
-            "mvu_expression_kept_as_text",
+        return Read::noted(
+            Json::String(text.to_owned()),
+            DiagnosticKind::MvuArithmeticDifference,
             Severity::Warning,
             format!(
-                "mvu would evaluate `{}` with math.js; kept as text",
+                "mvu evaluates the unquoted `{text}` as {}; kept as text",
+                number / 100.0
+            ),
+        );
+    }
+    match math::evaluate(text) {
+        MathOutcome::Number(number) => {
+            // Notes are fixed texts: every evaluated argument has one, and the span shows the text.
+            return Read::noted(
+                Json::Number(number),
+                DiagnosticKind::MvuArithmetic,
+                Severity::Note,
+                "evaluated with the math.js subset, as mvu does",
+            );
+        }
+        MathOutcome::Outside(reason) => {
+            return Read::noted(
+                string(text),
+                DiagnosticKind::MvuExpressionKeptAsText,
+                Severity::Warning,
+                format!(
+                    "mvu would evaluate `{}` with math.js, but it is outside the evaluated subset ({reason}); kept as text",
+                    clip(text)
+                ),
+            );
+        }
+        MathOutcome::NotMath => {}
+    }
+    match yaml::read(text) {
+        yaml::Reading::Value(Json::String(value)) => Read::noted(
+            string(&value),
+            DiagnosticKind::MvuBareText,
+            Severity::Note,
+            "unquoted text, read as a string",
+        ),
+        yaml::Reading::Value(value) => Read::noted(
+            expand_strings(value, macros),
+            DiagnosticKind::MvuYamlValue,
+            Severity::Note,
+            "read as mvu's yaml fallback reads it (True is true, [x, y] a list of strings)",
+        ),
+        yaml::Reading::Block(what) => Read::noted(
+            string(text),
+            DiagnosticKind::MvuYamlDifference,
+            Severity::Warning,
+            format!(
+                "mvu's yaml fallback reads `{}` as {what}; kept as text",
                 clip(text)
             ),
-        )
-    } else {
-        (
-            "mvu_bare_text",
+        ),
+        yaml::Reading::Invalid => trimmed(text, macros),
+    }
+}
+
+/// MVU's last resort: the text with quotes, backslashes and spaces trimmed from both ends.
+fn trimmed(text: &str, macros: &BTreeMap<String, String>) -> Read {
+    let inner = text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
+    let value = Json::String(expand(inner, macros).into_owned());
+    let balanced_backticks = text.len() >= 2
+        && text.starts_with('`')
+        && text.ends_with('`')
+        && !text[1..text.len() - 1].contains('`');
+    if balanced_backticks {
+        return Read::literal(value);
+    }
+    if inner.len() == text.len() {
+        return Read::noted(
+            value,
+            DiagnosticKind::MvuBareText,
             Severity::Note,
-            format!("unquoted `{}` read as a string", clip(text)),
-        )
-    };
-    Read {
-        value: Json::String(expand(text, macros).into_owned()),
-        literal: false,
-        note: note(message.0, message.1, message.2),
+            "unquoted text, read as a string",
+        );
+    }
+    Read::noted(
+        value,
+        DiagnosticKind::MvuUnbalancedQuotes,
+        Severity::Warning,
+        format!(
+            "`{}` is not one quoted string; read it as mvu does, with the outer quotes trimmed",
+            clip(text)
+        ),
+    )
+}
+
+/// Substitutes macros in every string inside `value`.
+fn expand_strings(value: Json, macros: &BTreeMap<String, String>) -> Json {
+    if macros.is_empty() {
+        return value;
+    }
+    match value {
+        Json::String(text) => Json::String(expand(&text, macros).into_owned()),
+        Json::Array(items) => Json::Array(
+            items
+                .into_iter()
+                .map(|item| expand_strings(item, macros))
+                .collect(),
+        ),
+        Json::Object(map) => Json::Object(
+            map.into_iter()
+                .map(|(k, v)| (expand(&k, macros).into_owned(), expand_strings(v, macros)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 
@@ -162,9 +248,10 @@ fn clip(text: &str) -> Cow<'_, str> {
 
 /// `2024-01-01` or `2026-6-1`: digits joined by exactly two `-`, which MVU computes as a subtraction.
 fn date_like(text: &str) -> Option<&str> {
-    let parts: Vec<&str> = text.split('-').collect();
-    let digits = |p: &&str| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit());
-    (parts.len() == 3 && parts.iter().all(digits)).then_some(text)
+    let digits = |p: &str| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit());
+    let mut parts = text.split('-');
+    let three = parts.by_ref().take(3).filter(|p| digits(p)).count() == 3;
+    (three && parts.next().is_none()).then_some(text)
 }
 
 /// Substitutes `<name>` and `{{name}}` for the names in `macros`; other text is left alone.
@@ -483,125 +570,10 @@ impl<'t> Parser<'t, '_> {
     }
 }
 
-/// Evaluates `+ - * /` and parentheses over number literals, as math.js would, rounding to 12
-/// significant digits as MVU does. `None` for anything else.
-fn evaluate(text: &str) -> Option<Number> {
-    if !text
-        .bytes()
-        .all(|b| b.is_ascii_digit() || b" .+-*/()\t".contains(&b))
-        || !text.bytes().any(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let mut arithmetic = Arithmetic {
-        bytes: text.as_bytes(),
-        at: 0,
-    };
-    let result = arithmetic.sum(0)?;
-    arithmetic.blank();
-    if arithmetic.at != arithmetic.bytes.len() || !result.is_finite() {
-        return None;
-    }
-    let rounded: f64 = format!("{result:.11e}").parse().ok()?;
-    if rounded.fract() == 0.0 && rounded.abs() < 9.0e15 {
-        // The value is integral and far below 2^63, so the conversion is exact.
-        #[allow(clippy::cast_possible_truncation)]
-        return Some(Number::from(rounded as i64));
-    }
-    Number::from_f64(rounded)
-}
-
-struct Arithmetic<'t> {
-    bytes: &'t [u8],
-    at: usize,
-}
-
-impl Arithmetic<'_> {
-    fn blank(&mut self) {
-        while matches!(self.bytes.get(self.at), Some(b' ' | b'\t')) {
-            self.at += 1;
-        }
-    }
-
-    fn operator(&mut self, options: &[u8]) -> Option<u8> {
-        self.blank();
-        let b = *self.bytes.get(self.at)?;
-        options.contains(&b).then(|| {
-            self.at += 1;
-            b
-        })
-    }
-
-    fn sum(&mut self, depth: usize) -> Option<f64> {
-        let mut total = self.product(depth)?;
-        while let Some(op) = self.operator(b"+-") {
-            let next = self.product(depth)?;
-            total = if op == b'+' {
-                total + next
-            } else {
-                total - next
-            };
-        }
-        Some(total)
-    }
-
-    fn product(&mut self, depth: usize) -> Option<f64> {
-        let mut total = self.unary(depth)?;
-        while let Some(op) = self.operator(b"*/") {
-            let next = self.unary(depth)?;
-            total = if op == b'*' {
-                total * next
-            } else {
-                total / next
-            };
-        }
-        Some(total)
-    }
-
-    fn unary(&mut self, depth: usize) -> Option<f64> {
-        // The depth bound keeps hostile nesting such as a megabyte of `(` off the stack.
-        if depth > 64 {
-            return None;
-        }
-        if let Some(op) = self.operator(b"+-(") {
-            return match op {
-                b'-' => self.unary(depth + 1).map(|v| -v),
-                b'+' => self.unary(depth + 1),
-                _ => {
-                    let inner = self.sum(depth + 1)?;
-                    self.operator(b")")?;
-                    Some(inner)
-                }
-            };
-        }
-        let start = self.at;
-        while self
-            .bytes
-            .get(self.at)
-            .is_some_and(|b| b.is_ascii_digit() || *b == b'.')
-        {
-            self.at += 1;
-        }
-        std::str::from_utf8(&self.bytes[start..self.at])
-            .ok()?
-            .parse()
-            .ok()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn arithmetic_rounds_like_mvu() {
-        assert_eq!(evaluate("10 + 2"), Some(Number::from(12)));
-        assert_eq!(evaluate("100 * 2 + 50"), Some(Number::from(250)));
-        assert_eq!(evaluate("0.1 + 0.2"), Number::from_f64(0.3));
-        assert_eq!(evaluate("1 / 0"), None);
-        assert_eq!(evaluate("(".repeat(100_000).as_str()), None);
-    }
 
     #[test]
     fn macros_expand_only_known_names() {

@@ -2,17 +2,22 @@
 //!
 //! MVU (MagVarUpdate) is the variable system of SillyTavern character cards: models write commands such
 //! as `_.set('悠纪.好感度', 33, 35);//愉快的讨论`. This module owns translating that text into engine
-//! [`Instruction`]s ([`translate`]) and writing instructions back as MVU text ([`to_mvu`]). It finds
-//! commands the way MVU's own extractor does (`scan`), reads arguments (`literal`), decides what each
-//! command does (`resolve`) and writes text (`emit`). It never fails and never drops a command
-//! silently: everything MVU would skip, everything guessed and every deliberate difference from MVU is a
-//! [`Diagnostic`]. It must not run instructions: it reads a state only to resolve MVU's type-dependent
-//! commands, and leaves execution to the engine, under [`Policies::mvu`].
+//! [`Instruction`]s ([`from_text`]) and writing instructions back as MVU text ([`to_text`]). It finds
+//! commands the way MVU's own extractor does (`scan`), reads arguments (`literal`, with `math` for
+//! math.js expressions and `yaml` for MVU's YAML fallback), decides what each command does
+//! (`resolve`) and writes text (`emit`); `<JSONPatch>` blocks in the text go to the reader
+//! [`crate::extract`] uses. It never fails and never drops a command silently: everything MVU would
+//! skip, everything guessed and every deliberate difference from MVU is a [`Diagnostic`], and text MVU
+//! would not run is skipped or refused as [`Unrunnable`] says. It must not run instructions: it reads a
+//! state only to resolve MVU's type-dependent commands, and leaves execution to the engine, under
+//! [`Policies::mvu`].
 
 mod emit;
 mod literal;
+mod math;
 mod resolve;
 mod scan;
+mod yaml;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -20,9 +25,11 @@ use std::ops::Range;
 use serde_json::Value as Json;
 use statecraft_engine::{Batch, Instruction, Policies, Value};
 
-use crate::diagnostic::{Diagnostic, Severity, place, unplaced};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity, place, unplaced};
+use crate::extract::patch_blocks;
 
-pub use emit::to_mvu;
+pub use emit::to_text;
+pub use math::{MathOutcome, evaluate as evaluate_math};
 pub use scan::CommandName;
 
 /// How to translate MVU text.
@@ -37,9 +44,34 @@ pub struct MvuOptions {
     /// MVU's `[value, "description"]` convention: with a state, `set` and `add` on such a pair touch
     /// element 0, as MVU does.
     pub value_description_pairs: bool,
+    /// What to do with text MVU itself would not run.
+    pub unrunnable: Unrunnable,
 }
 
-/// What [`translate`] read from a text.
+/// What to do with text MVU itself would not run (SPEC §6): a command without `;` right after its
+/// `)`, a command cut off by the end of the text, a command with the wrong number of arguments, a
+/// space between the name and `(`, a path that cannot be read, an `_.add` whose delta is no number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unrunnable {
+    /// Skip it with a warning and translate the rest, as MVU does: a reply holding it still applies.
+    #[default]
+    Skip,
+    /// Report it as an error, which makes a reply holding it invalid: nothing of it applies.
+    Reject,
+}
+
+impl Unrunnable {
+    /// The severity of the diagnostic that reports such text.
+    pub fn severity(self) -> Severity {
+        match self {
+            Unrunnable::Skip => Severity::Warning,
+            Unrunnable::Reject => Severity::Error,
+        }
+    }
+}
+
+/// What [`from_text`] read from a text.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MvuTranslation {
     /// The instructions, in text order.
@@ -80,9 +112,16 @@ pub struct MvuCommand {
 
 /// Reads every MVU command in `text` without resolving it, with the diagnostics of reading.
 /// Time: O(n) in the length of `text`.
-pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diagnostic>) {
+pub fn commands_from_text(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diagnostic>) {
+    let (commands, mut diagnostics) = read_commands(text, options);
+    place(text, &mut diagnostics);
+    (commands, diagnostics)
+}
+
+/// [`commands_from_text`] with the diagnostics' lines and columns left for the caller to place.
+fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
-    let raw = scan::scan(text, &mut diagnostics);
+    let raw = scan::scan(text, options.unrunnable.severity(), &mut diagnostics);
     let mut commands = Vec::with_capacity(raw.len());
     for command in raw {
         let mut values = Vec::with_capacity(command.args.len());
@@ -114,7 +153,7 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
                 ..
             } => {
                 diagnostics.push(unplaced(
-                    "mvu_unquoted_path",
+                    DiagnosticKind::MvuUnquotedPath,
                     Severity::Note,
                     path_range,
                     format!("the path `{path_text}` is not quoted; read it as the key {value}"),
@@ -127,7 +166,7 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
                     path_text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
                 if trimmed == path_text {
                     diagnostics.push(unplaced(
-                        "mvu_unquoted_path",
+                        DiagnosticKind::MvuUnquotedPath,
                         Severity::Note,
                         path_range,
                         format!("the path `{path_text}` is not quoted; read as written"),
@@ -138,7 +177,7 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
         };
         if command.reason_on_later_line {
             if let Some(range) = &command.reason {
-                diagnostics.push(unplaced("mvu_reason_on_next_line",
+                diagnostics.push(unplaced(DiagnosticKind::MvuReasonOnNextLine,
                     Severity::Note,
                     range.clone(),
                     "this comment is on a later line than the command; mvu takes it as the command's reason, and so does this",
@@ -158,18 +197,34 @@ pub fn parse_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec
             reason,
         });
     }
-    place(text, &mut diagnostics);
     (commands, diagnostics)
 }
 
-/// Translates MVU command text into instructions. Never fails: what cannot be read, what MVU would
-/// drop and what had to be guessed are diagnostics with byte spans into `text`.
+/// Translates MVU command text into instructions: its commands and its `<JSONPatch>` blocks, in text
+/// order. Never fails: what cannot be read, what MVU would drop and what had to be guessed are
+/// diagnostics with byte spans into `text`, and a text that gives no instruction always says why.
 /// Time: O(n) in the length of `text` (plus state lookups when a state is given).
-pub fn translate(text: &str, options: &MvuOptions) -> MvuTranslation {
-    let (commands, mut diagnostics) = parse_commands(text, options);
+pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
+    let (commands, mut diagnostics) = read_commands(text, options);
+    let mut patches = patch_blocks(text, options, &mut diagnostics)
+        .into_iter()
+        .peekable();
     let mut instructions = Vec::with_capacity(commands.len());
     for command in &commands {
+        while let Some(block) = patches.next_if(|block| block.start < command.span.start) {
+            instructions.extend(block.instructions);
+        }
         resolve::resolve(command, options, &mut instructions, &mut diagnostics);
+    }
+    instructions.extend(patches.flat_map(|block| block.instructions));
+    let explained = diagnostics.iter().any(|d| d.severity >= Severity::Warning);
+    if instructions.is_empty() && !explained && !text.trim().is_empty() {
+        diagnostics.push(unplaced(
+            DiagnosticKind::MvuNoCommands,
+            Severity::Warning,
+            0..0,
+            "found no mvu command and no json patch operation in the text",
+        ));
     }
     place(text, &mut diagnostics);
     MvuTranslation {

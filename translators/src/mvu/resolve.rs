@@ -11,8 +11,8 @@ use statecraft_engine::{Instruction, Key, Op, Path, Segment, Value};
 
 use super::{CommandName, MvuCommand, MvuOptions};
 use crate::diagnostic::unplaced;
-use crate::diagnostic::{Diagnostic, Severity};
-use crate::pathtext::{PathSpelling, parse_path};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+use statecraft_engine::{PathSpelling, parse_path};
 
 /// Appends the instructions `command` stands for.
 pub(crate) fn resolve(
@@ -21,7 +21,7 @@ pub(crate) fn resolve(
     out: &mut Vec<Instruction>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let mut report = |kind: &'static str, severity: Severity, message: String| {
+    let mut report = |kind: DiagnosticKind, severity: Severity, message: String| {
         diagnostics.push(unplaced(kind, severity, command.span.clone(), message));
     };
     let name = command.name.name();
@@ -29,7 +29,7 @@ pub(crate) fn resolve(
         Ok((path, spelling)) => {
             if spelling == PathSpelling::Pointer {
                 report(
-                    "mvu_pointer_path",
+                    DiagnosticKind::MvuPointerPath,
                     Severity::Note,
                     format!(
                         "the path \"{}\" starts with '/' and was read as a json pointer",
@@ -41,8 +41,8 @@ pub(crate) fn resolve(
         }
         Err(message) => {
             report(
-                "mvu_invalid_path",
-                Severity::Error,
+                DiagnosticKind::MvuInvalidPath,
+                options.unrunnable.severity(),
                 format!("`_.{name}` skipped: {message}"),
             );
             return;
@@ -50,15 +50,15 @@ pub(crate) fn resolve(
     };
     let args = &command.args;
     let state = options.state.as_ref();
-    let target = state.and_then(|state| lookup(state, &path));
+    let target = state.and_then(|state| state.lookup(path.segments()));
     let reasoned = |instruction: Instruction| match &command.reason {
         Some(reason) => instruction.with_reason(reason.clone()),
         None => instruction,
     };
-    let extra = |used: usize, report: &mut dyn FnMut(&'static str, Severity, String)| {
+    let extra = |used: usize, report: &mut dyn FnMut(DiagnosticKind, Severity, String)| {
         if args.len() > used {
             report(
-                "mvu_extra_arguments",
+                DiagnosticKind::MvuExtraArguments,
                 Severity::Warning,
                 format!(
                     "`_.{name}` uses {used} argument(s) after the path; mvu ignores the other {}",
@@ -92,8 +92,8 @@ pub(crate) fn resolve(
             let delta = &args[0];
             if !delta.is_number() {
                 report(
-                    "mvu_add_not_a_number",
-                    Severity::Error,
+                    DiagnosticKind::MvuAddNotANumber,
+                    options.unrunnable.severity(),
                     format!("`_.add` skipped: the delta {delta} is not a number"),
                 );
                 return;
@@ -113,7 +113,7 @@ pub(crate) fn resolve(
                 (1, Some(_)) => insert_value_exact(&path, target, &args[0], name, &mut report),
                 (1, None) => {
                     report(
-                        "mvu_guessed",
+                        DiagnosticKind::MvuGuessed,
                         Severity::Warning,
                         format!(
                             "no state given: guessed that `_.{name}` with one value appends to an array (push)"
@@ -139,7 +139,7 @@ pub(crate) fn resolve(
                 None => {
                     if state.is_some() && target.is_none() {
                         report(
-                            "mvu_missing_target",
+                            DiagnosticKind::MvuMissingTarget,
                             Severity::Warning,
                             format!("`_.{name}` skipped: nothing at {path}, mvu skips it too"),
                         );
@@ -155,20 +155,6 @@ pub(crate) fn resolve(
             out.extend(instruction.map(reasoned));
         }
     }
-}
-
-/// The value at `path` in `state`, reading decimal keys as indexes on arrays.
-fn lookup<'v>(state: &'v Value, path: &Path) -> Option<&'v Value> {
-    let mut cursor = state;
-    for segment in path.segments() {
-        cursor = match (cursor, segment) {
-            (Value::Object(map), Segment::Key(key)) => map.get(key)?,
-            (Value::Object(map), Segment::Index(index)) => map.get(index.to_string().as_str())?,
-            (Value::Array(items), segment) => items.get(segment.as_index()?)?,
-            _ => return None,
-        };
-    }
-    Some(cursor)
 }
 
 /// Whether MVU would write element 0 of a `[value, "description"]` pair at the target: the convention
@@ -198,7 +184,7 @@ fn insert_value_exact(
     target: Option<&Value>,
     value: &Json,
     name: &str,
-    report: &mut dyn FnMut(&'static str, Severity, String),
+    report: &mut dyn FnMut(DiagnosticKind, Severity, String),
 ) -> Option<Instruction> {
     let operand = Value::from_json(value);
     match target {
@@ -212,7 +198,7 @@ fn insert_value_exact(
         }
         Some(Value::Object(_)) => {
             report(
-                "mvu_insert_type",
+                DiagnosticKind::MvuInsertType,
                 Severity::Warning,
                 format!(
                     "`_.{name}` skipped: only an object can be merged into the object at {path}, as in mvu"
@@ -222,7 +208,7 @@ fn insert_value_exact(
         }
         Some(other) => {
             report(
-                "mvu_insert_type",
+                DiagnosticKind::MvuInsertType,
                 Severity::Warning,
                 not_a_collection(name, path, other),
             );
@@ -247,7 +233,7 @@ fn insert_at(
     key: &Json,
     value: &Json,
     name: &str,
-    report: &mut dyn FnMut(&'static str, Severity, String),
+    report: &mut dyn FnMut(DiagnosticKind, Severity, String),
 ) -> Option<Instruction> {
     let operand = Value::from_json(value);
     let index = key.as_i64();
@@ -256,7 +242,7 @@ fn insert_at(
         (true, Some(Value::Object(_)) | Some(Value::Null) | None) => false,
         (true, Some(other)) => {
             report(
-                "mvu_insert_type",
+                DiagnosticKind::MvuInsertType,
                 Severity::Warning,
                 not_a_collection(name, path, other),
             );
@@ -269,7 +255,7 @@ fn insert_at(
                 "an object (assign a key)"
             };
             report(
-                "mvu_guessed",
+                DiagnosticKind::MvuGuessed,
                 Severity::Warning,
                 format!("no state given: guessed that the target of `_.{name}` is {guess}"),
             );
@@ -307,7 +293,7 @@ fn remove_from(
     known: bool,
     which: &Json,
     name: &str,
-    report: &mut dyn FnMut(&'static str, Severity, String),
+    report: &mut dyn FnMut(DiagnosticKind, Severity, String),
 ) -> Option<Instruction> {
     let index = which.as_u64().and_then(|i| usize::try_from(i).ok());
     if !known {
@@ -317,7 +303,7 @@ fn remove_from(
             "an object (delete that key)"
         };
         report(
-            "mvu_guessed",
+            DiagnosticKind::MvuGuessed,
             Severity::Warning,
             format!("no state given: guessed that the target of `_.{name}` is {guess}"),
         );
@@ -336,7 +322,7 @@ fn remove_from(
                 Some(position) => Some(Instruction::new(Op::Delete, path.child(position))),
                 None => {
                     report(
-                        "mvu_missing_target",
+                        DiagnosticKind::MvuMissingTarget,
                         Severity::Warning,
                         format!("`_.{name}` skipped: the array at {path} holds no {which}"),
                     );
@@ -350,7 +336,7 @@ fn remove_from(
                 Some(Instruction::new(Op::Delete, path.child(Segment::Key(key))))
             } else {
                 report(
-                    "mvu_missing_target",
+                    DiagnosticKind::MvuMissingTarget,
                     Severity::Warning,
                     format!("`_.{name}` skipped: the object at {path} has no key {which}"),
                 );
@@ -359,7 +345,7 @@ fn remove_from(
         }
         _ => {
             report(
-                "mvu_missing_target",
+                DiagnosticKind::MvuMissingTarget,
                 Severity::Warning,
                 format!("`_.{name}` skipped: no array or object at {path}, mvu skips it too"),
             );

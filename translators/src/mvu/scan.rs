@@ -2,15 +2,17 @@
 //!
 //! This module owns the command grammar at the character level: the command names, the rule that `(`
 //! follows the name directly and `;` follows the closing `)` directly, quote tracking (`'`, `"`,
-//! backticks, backslash escapes) while looking for the closing parenthesis, splitting the arguments at
-//! top-level commas, and the `//reason` comment (on the same line, or on a later line as MVU's
-//! `^\s*//` match allows). It reports every command it must drop with its span. It must not interpret
-//! argument text (that is `literal`) or decide what a command does (that is `resolve`).
+//! backticks, backslash escapes; as in MVU, a quote right after a backslash opens nothing, so
+//! `_.set(\"a.b\", 1);` has the path argument `\"a.b\"`) while looking for the closing parenthesis,
+//! splitting the arguments at top-level commas, and the `//reason` comment (on the same line, or on a
+//! later line as MVU's `^\s*//` match allows). It reports every command it must drop with its span,
+//! at the severity the caller's [`super::Unrunnable`] policy gives. It must not interpret argument
+//! text (that is `literal`) or decide what a command does (that is `resolve`).
 
 use std::ops::Range;
 
 use crate::diagnostic::unplaced;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 
 /// The commands MVU's extractor recognises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -86,8 +88,12 @@ pub(crate) struct RawCommand {
 /// text with a handful of unclosed commands.
 const SCAN_BUDGET_FACTOR: usize = 4;
 
-/// Finds every command in `text`, reporting the ones MVU would drop.
-pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawCommand> {
+/// Finds every command in `text`, reporting the ones MVU would drop at `skipped` severity.
+pub(crate) fn scan(
+    text: &str,
+    skipped: Severity,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<RawCommand> {
     let bytes = text.as_bytes();
     let mut commands = Vec::new();
     let mut budget = text
@@ -106,8 +112,8 @@ pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawComm
             // `_.set (` with a space: MVU's pattern needs the parenthesis right after the name.
             let gap_end = skip_spaces(bytes, name_end);
             if bytes.get(gap_end) == Some(&b'(') {
-                diagnostics.push(unplaced("mvu_space_before_paren",
-                    Severity::Warning,
+                diagnostics.push(unplaced(DiagnosticKind::MvuSpaceBeforeParen,
+                    skipped,
                     start..gap_end + 1,
                     format!("`_.{}` is followed by a space before `(`; mvu does not read it, so neither does this", name.name()),
                 ));
@@ -118,15 +124,15 @@ pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawComm
         let open = name_end + 1;
         let Some(scanned) = close_paren(bytes, open, &mut budget) else {
             if budget == 0 {
-                diagnostics.push(unplaced("mvu_scan_stopped",
+                diagnostics.push(unplaced(DiagnosticKind::MvuScanStopped,
                     Severity::Error,
                     start..text.len(),
                     "too many commands without a closing `)`; the rest of the text was not searched for commands",
                 ));
                 break;
             }
-            diagnostics.push(unplaced("mvu_unclosed_command",
-                Severity::Error,
+            diagnostics.push(unplaced(DiagnosticKind::MvuUnclosedCommand,
+                skipped,
                 start..line_end(bytes, start),
                 format!(
                     "`_.{}(` has no closing `)` (an unclosed quote or parenthesis); mvu drops it, so it was skipped",
@@ -145,8 +151,8 @@ pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawComm
                 "has no `;` right after `)`"
             };
             diagnostics.push(unplaced(
-                "mvu_missing_semicolon",
-                Severity::Error,
+                DiagnosticKind::MvuMissingSemicolon,
+                skipped,
                 start..close + 1,
                 format!(
                     "`_.{}(...)` {what}; mvu drops such a command, so it was skipped",
@@ -172,8 +178,8 @@ pub(crate) fn scan(text: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<RawComm
                 _ => format!("at least {min}"),
             };
             diagnostics.push(unplaced(
-                "mvu_wrong_argument_count",
-                Severity::Error,
+                DiagnosticKind::MvuWrongArgumentCount,
+                skipped,
                 start..end,
                 format!(
                     "`_.{}` takes {wanted} arguments, not {count}; mvu drops it, so it was skipped",
@@ -252,6 +258,9 @@ fn close_paren(bytes: &[u8], open: usize, budget: &mut usize) -> Option<Scanned>
                 }
             }
             None => match b {
+                // As in MVU, a quote after a backslash does not open a string: `\"a.b\"` is a path
+                // written by a model that thinks in JSON strings.
+                b'\'' | b'"' | b'`' if i > 0 && bytes[i - 1] == b'\\' => {}
                 b'\'' | b'"' | b'`' => quote = Some(b),
                 b'(' => parens += 1,
                 b')' => {
@@ -328,7 +337,7 @@ mod tests {
 
     fn names(text: &str) -> (Vec<&'static str>, Vec<String>) {
         let mut diagnostics = Vec::new();
-        let found = scan(text, &mut diagnostics);
+        let found = scan(text, Severity::Warning, &mut diagnostics);
         (
             found.iter().map(|c| c.name.name()).collect(),
             diagnostics.iter().map(|d| d.kind.to_string()).collect(),
@@ -345,6 +354,11 @@ mod tests {
             names("_.set('a', (1;\n_.set('b', 1);"),
             (vec!["set"], vec!["mvu_unclosed_command".to_owned()])
         );
+    }
+
+    #[test]
+    fn escaped_quotes_outside_strings_open_nothing() {
+        assert_eq!(names("_.set(\\\"a.b\\\", 1);"), (vec!["set"], vec![]));
     }
 
     #[test]

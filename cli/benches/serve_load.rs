@@ -1,0 +1,243 @@
+//! Load benchmark for `statecraft serve` on loopback: 100 games, 32 concurrent clients on keep-alive
+//! connections, each request a raw model reply of about 2 KB (prose, a fenced JSON batch with a
+//! trailing comma to repair, an MVU line) applied durably. Reports throughput and p50/p99 latency.
+//!
+//! Run: `cargo bench -p statecraft --bench serve_load -- sqlite` (or `postgres`, which uses
+//! `STATECRAFT_TEST_POSTGRES` or the local server on 127.0.0.1:5432, database `test`, in a schema of
+//! its own that it drops). Bounded: 2 s of warm-up and 10 s of measurement per database, only to
+//! 127.0.0.1. Not part of CI.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const GAMES: usize = 100;
+const CLIENTS: usize = 32;
+const WARM_UP: Duration = Duration::from_secs(2);
+const MEASURE: Duration = Duration::from_secs(10);
+
+/// One keep-alive HTTP/1.1 connection.
+struct Connection {
+    reader: BufReader<TcpStream>,
+    address: String,
+}
+
+impl Connection {
+    fn open(address: &str) -> Connection {
+        let stream = TcpStream::connect(address).expect("the server accepts");
+        stream.set_nodelay(true).expect("nodelay");
+        Connection {
+            reader: BufReader::new(stream),
+            address: address.to_owned(),
+        }
+    }
+
+    /// Sends a request and returns the status and body.
+    fn call(&mut self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.address,
+            body.len()
+        );
+        let stream = self.reader.get_mut();
+        stream
+            .write_all(head.as_bytes())
+            .and_then(|()| stream.write_all(body.as_bytes()))
+            .expect("the request is sent");
+        let mut status_line = String::new();
+        self.reader.read_line(&mut status_line).expect("a status");
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .expect("a status code");
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            self.reader.read_line(&mut line).expect("a header");
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().expect("a length");
+            }
+        }
+        let mut body = vec![0; length];
+        self.reader.read_exact(&mut body).expect("the body");
+        (status, String::from_utf8(body).expect("utf-8"))
+    }
+}
+
+/// A model reply of about 2 KB: prose around a fenced batch (with a trailing comma) and an MVU line.
+fn reply(turn: usize) -> String {
+    let prose = "The lantern gutters as you step into the hall. Dust hangs in the light, and somewhere \
+        beyond the broken arch a door creaks on its hinges. The merchant you met at the gate follows a \
+        few paces behind, muttering about the price of rope and the ingratitude of adventurers. ";
+    let mut text = String::new();
+    while text.len() < 1500 {
+        text.push_str(prose);
+    }
+    text.push_str(&format!(
+        "\n```json\n[\n  {{\"op\": \"increment\", \"path\": [\"turn\"], \"value\": 1, \"reason\": \"a new turn\"}},\n  \
+         {{\"op\": \"assign\", \"path\": \"player.mood\", \"value\": \"wary {turn}\", \"reason\": \"the hall is dark\"}},\n  \
+         {{\"op\": \"increment\", \"path\": [\"player\", \"gold\"], \"value\": 3, \"reason\": \"a coin purse\"}},\n  \
+         {{\"op\": \"assign\", \"path\": [\"scene\"], \"value\": {{\"room\": \"hall\", \"light\": \"lantern\", \"turn\": {turn}}}}},\n]\n```\n"
+    ));
+    text.push_str("_.set('player.stance', 'guarded');//the door creaks\n");
+    text.push_str("Then you wait, listening.");
+    text
+}
+
+struct Server {
+    child: Child,
+    address: String,
+}
+
+impl Server {
+    fn start(db: &str) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--log-level",
+                "error",
+                "--db",
+                db,
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the address");
+        let address = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("the server did not start: {line:?}"))
+            .to_owned();
+        Server { child, address }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    sorted[index]
+}
+
+fn run(db: &str, name: &str) {
+    let server = Server::start(db);
+    let mut setup = Connection::open(&server.address);
+    for game in 0..GAMES {
+        let body = format!(
+            r#"{{"state": {{"turn": 0, "player": {{"hp": 100, "gold": 0}}}}, "id": "load-{game}"}}"#
+        );
+        let (status, answer) = setup.call("POST", "/v1/games", &body);
+        assert_eq!(status, 201, "{answer}");
+    }
+    let started = Instant::now();
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let failures = Arc::new(Mutex::new(0usize));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let (address, latencies, failures) = (
+                server.address.clone(),
+                Arc::clone(&latencies),
+                Arc::clone(&failures),
+            );
+            std::thread::spawn(move || {
+                let mut connection = Connection::open(&address);
+                let mut mine = Vec::new();
+                for request in 0.. {
+                    let elapsed = started.elapsed();
+                    if elapsed > WARM_UP + MEASURE {
+                        break;
+                    }
+                    let game = (client * 31 + request * 7) % GAMES;
+                    let body = serde_json::json!({"input": reply(request)}).to_string();
+                    let sent = Instant::now();
+                    let (status, answer) =
+                        connection.call("POST", &format!("/v1/games/load-{game}/apply"), &body);
+                    let took = sent.elapsed();
+                    if status != 200 {
+                        eprintln!("{status}: {answer}");
+                        *failures.lock().unwrap() += 1;
+                    } else if elapsed > WARM_UP {
+                        mine.push(took);
+                    }
+                }
+                latencies.lock().unwrap().extend(mine);
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().expect("a client");
+    }
+    let mut latencies = latencies.lock().unwrap().clone();
+    latencies.sort();
+    let count = latencies.len();
+    println!(
+        "{name}: {GAMES} games, {CLIENTS} clients, ~{} B replies: {count} applies in {:.0} s = {:.0} applies/s, \
+         p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms, {} failures",
+        reply(0).len(),
+        MEASURE.as_secs_f64(),
+        count as f64 / MEASURE.as_secs_f64(),
+        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1e3),
+        failures.lock().unwrap()
+    );
+}
+
+fn main() {
+    let which: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with("--"))
+        .collect();
+    let all = which.is_empty();
+    if all || which.iter().any(|w| w == "sqlite") {
+        let dir = std::env::temp_dir().join(format!("statecraft-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a folder");
+        run(
+            &format!("sqlite:{}", dir.join("games.db").display()),
+            "sqlite",
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if all || which.iter().any(|w| w == "postgres") {
+        let base = std::env::var("STATECRAFT_TEST_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let schema = format!("load_{}", std::process::id());
+        let psql = |sql: &str| {
+            Command::new("psql")
+                .args([&base, "-q", "-c", sql])
+                .status()
+                .is_ok_and(|status| status.success())
+        };
+        if !psql(&format!("CREATE SCHEMA {schema}")) {
+            eprintln!("postgres: no PostgreSQL answers at {base}; skipped");
+            return;
+        }
+        let separator = if base.contains('?') { '&' } else { '?' };
+        run(
+            &format!("{base}{separator}options=-csearch_path%3D{schema}"),
+            "postgres",
+        );
+        psql(&format!("DROP SCHEMA {schema} CASCADE"));
+    }
+}

@@ -1,0 +1,139 @@
+//! `statecraft serve`: the HTTP API of SPEC §8, from the `statecraft-server` crate.
+//!
+//! This module owns the command's options and its logs: it turns the arguments into a
+//! `statecraft_server::Config`, installs the `tracing` subscriber (text or JSON lines on stderr), prints
+//! `listening on http://ADDR` on stdout once requests are accepted (scripts and tests read the port
+//! from it), and runs the server until SIGINT or SIGTERM. It must not serve anything itself.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use statecraft_server::{CacheBounds, Config, Database};
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// One readable line per event.
+    Text,
+    /// One JSON object per event.
+    Json,
+}
+
+/// The least severe log events written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogLevel {
+    /// Failures only.
+    Error,
+    /// Failures and warnings.
+    Warn,
+    /// One line per request, with its id, status and time.
+    Info,
+    /// Also group commits and game loads.
+    Debug,
+}
+
+/// `statecraft serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Where games are stored: sqlite:PATH (embedded) or postgres://USER@HOST/DB (shared).
+    #[arg(long, value_name = "URL", default_value = "sqlite:statecraft.db")]
+    pub(crate) db: String,
+
+    /// The address and port to listen on; port 0 picks a free one.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8765")]
+    pub(crate) listen: SocketAddr,
+
+    /// The bearer token every request must carry; required on any address but loopback.
+    #[arg(
+        long,
+        value_name = "T",
+        env = "STATECRAFT_TOKEN",
+        hide_env_values = true
+    )]
+    pub(crate) token: Option<String>,
+
+    /// A browser origin allowed to call the API (CORS), like http://localhost:8000; `*` allows any.
+    /// Repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) allow_origin: Vec<String>,
+
+    /// The largest request body, in bytes (larger ones answer 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    pub(crate) max_body: usize,
+
+    /// The most games the database may hold (creating more answers 507).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub(crate) max_games: u64,
+
+    /// The longest a request may take, in seconds, waiting included (then 503).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub(crate) request_timeout: u64,
+
+    /// The most games kept in memory; the least recently used idle ones are dropped first.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub(crate) max_active_games: usize,
+
+    /// About how much memory, in MiB, the games in memory may hold together.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub(crate) max_active_memory: usize,
+
+    /// How to write logs (on stderr).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
+
+    /// The least severe log events written.
+    #[arg(long, value_enum, default_value_t = LogLevel::Info)]
+    pub(crate) log_level: LogLevel,
+}
+
+/// Runs the server until it is told to stop.
+pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
+    let database = Database::parse(&args.db).map_err(anyhow::Error::msg)?;
+    let config = Config {
+        listen: args.listen,
+        database,
+        token: args.token.clone(),
+        allow_origins: args.allow_origin.clone(),
+        max_body: args.max_body,
+        max_games: args.max_games,
+        request_timeout: Duration::from_secs(args.request_timeout.max(1)),
+        cache: CacheBounds {
+            max_active: args.max_active_games.max(1),
+            max_memory: args.max_active_memory.saturating_mul(1 << 20),
+        },
+        ..Config::new()
+    };
+    statecraft_server::check(&config)?;
+    install_logs(args);
+    statecraft_server::serve(config, |address| {
+        // The one line on stdout; a closed stdout must not stop a server that is already listening.
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "listening on http://{address}");
+        let _ = stdout.flush();
+    })
+    .context("the server stopped")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn install_logs(args: &ServeArgs) {
+    let level = match args.log_level {
+        LogLevel::Error => tracing_subscriber::filter::LevelFilter::ERROR,
+        LogLevel::Warn => tracing_subscriber::filter::LevelFilter::WARN,
+        LogLevel::Info => tracing_subscriber::filter::LevelFilter::INFO,
+        LogLevel::Debug => tracing_subscriber::filter::LevelFilter::DEBUG,
+    };
+    let logs = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let _ = match args.log_format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormat::Json => logs.json().try_init(),
+    };
+}

@@ -1,0 +1,357 @@
+//! What the `statecraft serve` tests share: a server process on a free loopback port, a minimal
+//! HTTP/1.1 client over a TCP socket (no client library), and the PostgreSQL test database.
+//!
+//! Every server a test starts listens on 127.0.0.1 only and is stopped (SIGTERM, then SIGKILL) when the
+//! test's handle drops, so no process outlives its test.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value as Json, json};
+
+/// A running `statecraft serve`.
+pub(crate) struct Server {
+    child: Option<Child>,
+    /// `127.0.0.1:PORT`.
+    pub(crate) address: String,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Server {
+    /// Starts `statecraft serve --listen 127.0.0.1:0 ARGS` and waits until it listens.
+    pub(crate) fn start(args: &[&str]) -> Server {
+        Server::try_start(args).unwrap_or_else(|error| panic!("the server starts: {error}"))
+    }
+
+    /// Starts a server, or says why it did not.
+    pub(crate) fn try_start(args: &[&str]) -> Result<Server, String> {
+        let quiet: &[&str] = if args.contains(&"--log-level") {
+            &[]
+        } else {
+            &["--log-level", "warn"]
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(quiet)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|error| error.to_string())?;
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = BufReader::new(stderr).read_to_string(&mut text);
+            text
+        });
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let Some(address) = line.trim().strip_prefix("listening on http://") else {
+            let _ = child.wait();
+            let stderr = stderr.join().unwrap_or_default();
+            return Err(format!(
+                "no address printed; stdout {line:?}, stderr {stderr}"
+            ));
+        };
+        Ok(Server {
+            address: address.to_owned(),
+            child: Some(child),
+            stderr: Some(stderr),
+        })
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// A request to this server.
+    pub(crate) fn call(&self, method: &str, path: &str, body: Option<&Json>) -> Response {
+        request(&self.address, method, path, body, &[])
+    }
+
+    /// A request with extra headers.
+    pub(crate) fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Json>,
+        headers: &[(&str, &str)],
+    ) -> Response {
+        request(&self.address, method, path, body, headers)
+    }
+
+    /// Asks the server to stop (SIGTERM) and waits for it; returns its exit code and its stderr.
+    pub(crate) fn stop(mut self) -> (Option<i32>, String) {
+        let mut child = self.child.take().expect("running");
+        signal(child.id(), "TERM");
+        let status = wait_for(&mut child, Duration::from_secs(20));
+        let stderr = self.stderr.take().map(|t| t.join().unwrap_or_default());
+        (status, stderr.unwrap_or_default())
+    }
+
+    /// Kills the server at once (SIGKILL), as a crash would.
+    pub(crate) fn kill(mut self) {
+        let mut child = self.child.take().expect("running");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(child.id(), "TERM");
+            if wait_for(&mut child, Duration::from_secs(10)).is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status();
+}
+
+/// Waits up to `limit` for the process to end; its exit code, or `None` if it did not end.
+fn wait_for(child: &mut Child, limit: Duration) -> Option<i32> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status.code().unwrap_or(-1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// An answer.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Json,
+}
+
+impl Response {
+    /// A header's value, by case-insensitive name.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The error kind of an error answer.
+    pub(crate) fn kind(&self) -> &str {
+        self.body["error"]["kind"].as_str().unwrap_or("")
+    }
+}
+
+/// Sends one request on a fresh connection and reads the whole answer.
+pub(crate) fn request(
+    address: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Json>,
+    headers: &[(&str, &str)],
+) -> Response {
+    let text = body.map(Json::to_string).unwrap_or_default();
+    raw(address, method, path, text.as_bytes(), headers)
+        .unwrap_or_else(|error| panic!("{method} {path}: {error}"))
+}
+
+/// Sends a request with a body of raw bytes.
+pub(crate) fn raw(
+    address: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> Result<Response, String> {
+    let mut stream = TcpStream::connect(address).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        head.push_str(&format!("Host: {address}\r\n"));
+    }
+    if !body.is_empty() {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body))
+        .map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).map_err(|e| e.to_string())?;
+    parse(&answer)
+}
+
+fn parse(answer: &[u8]) -> Result<Response, String> {
+    let text = String::from_utf8_lossy(answer);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no header end in {text:?}"))?;
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("no status in {head:?}"))?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    let body = if body.is_empty() {
+        Json::Null
+    } else {
+        serde_json::from_str(&body).map_err(|e| format!("not JSON ({e}): {body:?}"))?
+    };
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Creates a game and returns its id.
+pub(crate) fn create(server: &Server, body: &Json) -> String {
+    let answer = server.call("POST", "/v1/games", Some(body));
+    assert_eq!(answer.status, 201, "{:?}", answer.body);
+    answer.body["id"].as_str().expect("an id").to_owned()
+}
+
+/// Applies a batch of instructions and checks it committed.
+pub(crate) fn apply_ok(server: &Server, id: &str, body: &Json) -> Json {
+    let answer = server.call("POST", &format!("/v1/games/{id}/apply"), Some(body));
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    answer.body
+}
+
+/// The state of a game now.
+pub(crate) fn state(server: &Server, id: &str) -> Json {
+    let answer = server.call("GET", &format!("/v1/games/{id}"), None);
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    answer.body["state"].clone()
+}
+
+/// An increment of `counter` by one, the unit of the concurrency and crash tests.
+pub(crate) fn increment() -> Json {
+    json!({"batch": [{"op": "increment", "path": ["n"], "value": 1}]})
+}
+
+/// A SQLite database URL in `dir`.
+pub(crate) fn sqlite(dir: &Path) -> String {
+    format!("sqlite:{}", dir.join("games.db").display())
+}
+
+/// The PostgreSQL server the tests use: `STATECRAFT_TEST_POSTGRES` (a URL), or the machine's local
+/// server on 127.0.0.1:5432, database `test`.
+pub(crate) fn postgres_url() -> String {
+    std::env::var("STATECRAFT_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A schema of its own in the test database, dropped when the handle drops.
+pub(crate) struct PgSchema {
+    pub(crate) url: String,
+    name: String,
+}
+
+impl PgSchema {
+    /// Makes a schema for one test, or says why PostgreSQL cannot be used (then the test skips,
+    /// visibly, and fails under CI).
+    pub(crate) fn new(test: &str) -> Option<PgSchema> {
+        let base = postgres_url();
+        let name = format!("t_{test}_{}", std::process::id());
+        let made = psql(
+            &base,
+            &format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name};"),
+        );
+        if let Err(error) = made {
+            let message = format!("PostgreSQL at {base} is not usable ({error}); skipping {test}");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{message} (a failure under CI)"
+            );
+            eprintln!("SKIPPED: {message}");
+            return None;
+        }
+        let separator = if base.contains('?') { '&' } else { '?' };
+        Some(PgSchema {
+            url: format!("{base}{separator}options=-csearch_path%3D{name}"),
+            name,
+        })
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        let _ = psql(
+            &postgres_url(),
+            &format!("DROP SCHEMA IF EXISTS {} CASCADE;", self.name),
+        );
+    }
+}
+
+/// Runs SQL with `psql`.
+fn psql(url: &str, sql: &str) -> Result<(), String> {
+    let output = Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
+        .output()
+        .map_err(|error| format!("psql cannot run: {error}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+    }
+}
+
+/// Adds one gold, for games made with a `player` object.
+pub(crate) fn increment_gold() -> Json {
+    json!({"batch": [{"op": "increment", "path": ["player", "gold"], "value": 1}]})
+}

@@ -1,0 +1,179 @@
+//! Kill test: `statecraft serve` is killed (SIGKILL) at random moments while clients apply changes.
+//! After a restart every acknowledged change is there, and nothing that was not asked for: each step
+//! is a request that was sent, once. Bounded: a few rounds of under a second each, on 127.0.0.1.
+
+mod http;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use http::{PgSchema, Server, create, sqlite};
+use serde_json::json;
+
+const ROUNDS: usize = 4;
+const CLIENTS: usize = 6;
+const GAMES: usize = 2;
+
+/// A small pseudo-random sequence (xorshift), seeded from the clock and printed, so a failure can be
+/// reproduced with `STATECRAFT_KILL_SEED`.
+struct Random(u64);
+
+impl Random {
+    fn new() -> Random {
+        let seed = std::env::var("STATECRAFT_KILL_SEED")
+            .ok()
+            .and_then(|seed| seed.parse().ok())
+            .unwrap_or_else(|| {
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(1, |elapsed| elapsed.as_nanos() as u64)
+                    | 1
+            });
+        eprintln!("kill test seed {seed}");
+        Random(seed)
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}
+
+#[derive(Default)]
+struct Ledger {
+    /// Labels of every request sent, by game.
+    sent: BTreeMap<String, BTreeSet<String>>,
+    /// Labels of the requests answered 200, by game.
+    acknowledged: BTreeMap<String, BTreeSet<String>>,
+}
+
+fn kill_under_load(db: &str) {
+    let mut random = Random::new();
+    let games: Vec<String> = {
+        let server = Server::start(&["--db", db]);
+        (0..GAMES)
+            .map(|n| {
+                create(
+                    &server,
+                    &json!({"state": {"n": 0}, "id": format!("crash-{n}")}),
+                )
+            })
+            .collect()
+    };
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    for round in 0..ROUNDS {
+        let server = Server::start(&["--db", db]);
+        let address = server.address.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|client| {
+                let (address, games, ledger, stop) = (
+                    address.clone(),
+                    games.clone(),
+                    Arc::clone(&ledger),
+                    Arc::clone(&stop),
+                );
+                std::thread::spawn(move || {
+                    for i in 0.. {
+                        if stop.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        let id = &games[(client + i) % games.len()];
+                        let label = format!("r{round}c{client}i{i}");
+                        ledger
+                            .lock()
+                            .unwrap()
+                            .sent
+                            .entry(id.clone())
+                            .or_default()
+                            .insert(label.clone());
+                        let body = json!({"batch": [{"op": "increment", "path": ["n"], "value": 1}], "label": label});
+                        let text = body.to_string();
+                        let path = format!("/v1/games/{id}/apply");
+                        match http::raw(&address, "POST", &path, text.as_bytes(), &[]) {
+                            Ok(answer) if answer.status == 200 => {
+                                ledger
+                                    .lock()
+                                    .unwrap()
+                                    .acknowledged
+                                    .entry(id.clone())
+                                    .or_default()
+                                    .insert(label);
+                            }
+                            // Killed mid-request: the answer never came, so the change may or may not be in.
+                            Err(_) => return,
+                            Ok(answer) => panic!("unexpected answer: {:?}", answer.body),
+                        }
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(100 + random.below(500)));
+        server.kill();
+        stop.store(true, Ordering::Relaxed);
+        for client in clients {
+            client.join().expect("a client thread");
+        }
+    }
+    let server = Server::start(&["--db", db]);
+    let ledger = ledger.lock().unwrap();
+    let mut total = 0;
+    for id in &games {
+        let log = server
+            .call("GET", &format!("/v1/games/{id}/log"), None)
+            .body;
+        let steps = log["steps"].as_array().expect("a log");
+        let labels: Vec<String> = steps
+            .iter()
+            .map(|step| {
+                step["label"]
+                    .as_str()
+                    .expect("every step is labelled")
+                    .to_owned()
+            })
+            .collect();
+        let unique: BTreeSet<String> = labels.iter().cloned().collect();
+        assert_eq!(unique.len(), labels.len(), "no request committed twice");
+        let acknowledged = ledger.acknowledged.get(id).cloned().unwrap_or_default();
+        let missing: Vec<_> = acknowledged.difference(&unique).collect();
+        assert!(missing.is_empty(), "acknowledged but lost: {missing:?}");
+        let sent = ledger.sent.get(id).cloned().unwrap_or_default();
+        let invented: Vec<_> = unique.difference(&sent).collect();
+        assert!(invented.is_empty(), "never sent: {invented:?}");
+        let state = server.call("GET", &format!("/v1/games/{id}"), None).body;
+        assert_eq!(
+            state["state"],
+            json!({"n": steps.len()}),
+            "each step added one"
+        );
+        total += acknowledged.len();
+        eprintln!(
+            "{id}: {} sent, {} acknowledged, {} committed",
+            sent.len(),
+            acknowledged.len(),
+            steps.len()
+        );
+    }
+    assert!(
+        total > 0,
+        "the clients got changes through before the kills"
+    );
+}
+
+#[test]
+fn sqlite_keeps_every_acknowledged_change_through_kills() {
+    let dir = tempfile::tempdir().unwrap();
+    kill_under_load(&sqlite(dir.path()));
+}
+
+#[test]
+fn postgresql_keeps_every_acknowledged_change_through_kills() {
+    let Some(schema) = PgSchema::new("kill") else {
+        return;
+    };
+    kill_under_load(&schema.url);
+}

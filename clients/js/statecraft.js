@@ -1,0 +1,189 @@
+// A client for `statecraft serve` (SPEC §8): every endpoint, on `fetch`, with no dependencies.
+//
+// Works in browsers, Node 18+, Deno and Bun. Every error the server answers becomes a
+// `StatecraftError` with the server's `kind` and `message`, and for a rejected batch (422) its
+// `errors`, `diagnostics` and the `feedback` text to hand back to the model. Options are camelCase
+// here and snake_case on the wire (`dryRun` → `dry_run`). This module holds no state of its own
+// besides the server's address and token.
+
+/** An error answer from the server, or a failure to reach it (`status` 0, `kind` "network"). */
+export class StatecraftError extends Error {
+  constructor(status, body, message) {
+    const error = (body && body.error) || {};
+    super(message || error.message || `the server answered ${status}`);
+    this.name = "StatecraftError";
+    this.status = status;
+    this.kind = error.kind || (status === 0 ? "network" : "unknown");
+    this.body = body || null;
+    this.errors = (body && body.errors) || [];
+    this.diagnostics = (body && body.diagnostics) || [];
+    this.feedback = (body && body.feedback) || "";
+  }
+}
+
+const APPLY_FIELDS = {
+  input: "input",
+  batch: "batch",
+  label: "label",
+  at: "at",
+  dryRun: "dry_run",
+  expectStep: "expect_step",
+  macros: "macros",
+  policies: "policies",
+  bestEffort: "best_effort",
+};
+
+export class Statecraft {
+  /**
+   * @param {string} [baseUrl] where the server listens, `http://127.0.0.1:8765` by default
+   * @param {{token?: string, fetch?: typeof fetch, timeoutMs?: number}} [options]
+   */
+  constructor(baseUrl = "http://127.0.0.1:8765", options = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.token = options.token;
+    this.fetch = options.fetch || globalThis.fetch.bind(globalThis);
+    this.timeoutMs = options.timeoutMs;
+  }
+
+  /** Sends one request and returns the parsed JSON answer, or throws a StatecraftError. */
+  async request(method, path, body, { idempotencyKey, signal } = {}) {
+    const headers = { accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
+    if (!signal && this.timeoutMs && typeof AbortSignal !== "undefined" && AbortSignal.timeout) {
+      signal = AbortSignal.timeout(this.timeoutMs);
+    }
+    let response;
+    try {
+      response = await this.fetch(this.baseUrl + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+      });
+    } catch (cause) {
+      const error = new StatecraftError(0, null, `cannot reach ${this.baseUrl}: ${cause.message}`);
+      error.cause = cause;
+      throw error;
+    }
+    const text = await response.text();
+    let parsed = null;
+    if (text) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        throw new StatecraftError(response.status, null, `the server answered ${response.status} with text that is not JSON`);
+      }
+    }
+    if (!response.ok) throw new StatecraftError(response.status, parsed);
+    return parsed;
+  }
+
+  /** `GET /v1/health` → `{ok: true}`. */
+  health() {
+    return this.request("GET", "/v1/health");
+  }
+
+  /** `POST /v1/games` → `{id, step}`. */
+  createGame({ state, schema, scripts, id }, options) {
+    return this.request("POST", "/v1/games", dropUndefined({ state, schema, scripts, id }), options);
+  }
+
+  /** One page of games: `{games: [{id, step, label}], next}`. */
+  listGames({ after, limit } = {}) {
+    const query = new URLSearchParams();
+    if (after !== undefined && after !== null) query.set("after", after);
+    if (limit !== undefined) query.set("limit", String(limit));
+    const suffix = query.toString() ? `?${query}` : "";
+    return this.request("GET", `/v1/games${suffix}`);
+  }
+
+  /** Every game, a page at a time. */
+  async *allGames({ limit = 100 } = {}) {
+    let after;
+    do {
+      const page = await this.listGames({ after, limit });
+      yield* page.games;
+      after = page.next;
+    } while (after);
+  }
+
+  /** `GET /v1/games/{id}` → `{state, step, label}`. */
+  getGame(id) {
+    return this.request("GET", `/v1/games/${encodeURIComponent(id)}`);
+  }
+
+  /** The state at a step without moving: by label (`at`) or by id (`step`). */
+  stateAt(id, { at, step } = {}) {
+    const query = new URLSearchParams();
+    if (at !== undefined) query.set("at", at);
+    if (step !== undefined) query.set("step", String(step));
+    return this.request("GET", `/v1/games/${encodeURIComponent(id)}/state?${query}`);
+  }
+
+  /** The history tree: `{current, roots, steps: [{id, parent, label, changes, children, applied, current}]}`. */
+  log(id) {
+    return this.request("GET", `/v1/games/${encodeURIComponent(id)}/log`);
+  }
+
+  /** `DELETE /v1/games/{id}`. */
+  deleteGame(id, options) {
+    return this.request("DELETE", `/v1/games/${encodeURIComponent(id)}`, undefined, options);
+  }
+
+  /**
+   * Applies a raw model reply (`input`) or a batch (`batch`): `{committed, step, label, changes,
+   * events, warnings, diagnostics, report, trimmed}`. A rejected batch throws a StatecraftError with
+   * status 422 and its `feedback`.
+   */
+  apply(id, request, options) {
+    const body = {};
+    for (const [name, value] of Object.entries(request)) {
+      if (value === undefined) continue;
+      const wire = APPLY_FIELDS[name];
+      if (!wire) throw new TypeError(`apply takes no option "${name}"`);
+      body[wire] = value;
+    }
+    return this.request("POST", `/v1/games/${encodeURIComponent(id)}/apply`, body, options);
+  }
+
+  /** Makes a step current (a label or an id) → `{state, step, label, moved}`. */
+  checkout(id, to, options) {
+    return this.request("POST", `/v1/games/${encodeURIComponent(id)}/checkout`, { to }, options);
+  }
+
+  /** Moves to the parent step → `{state, step, label, moved}`. */
+  undo(id, options) {
+    return this.request("POST", `/v1/games/${encodeURIComponent(id)}/undo`, {}, options);
+  }
+
+  /** Moves to the child visited last → `{state, step, label, moved}`. */
+  redo(id, options) {
+    return this.request("POST", `/v1/games/${encodeURIComponent(id)}/redo`, {}, options);
+  }
+
+  /** The instructions found in a reply: `{batch, valid, diagnostics, report, feedback}`. */
+  extract(input, { state, macros } = {}) {
+    return this.request("POST", "/v1/extract", dropUndefined({ input, state, macros }));
+  }
+
+  /** Translates between `mvu`, `json` and `jsonpatch`: `{output, diagnostics, errors}`. */
+  convert(input, from, to) {
+    return this.request("POST", "/v1/convert", { input, from, to });
+  }
+
+  /** The rules text and state for a system prompt: `{rules, state, text}`. */
+  prompt(state, { schema, lang } = {}) {
+    return this.request("POST", "/v1/prompt", dropUndefined({ state, schema, lang }));
+  }
+
+  /** A JSON Schema (`{schema}`) or GBNF grammar (`{gbnf}`) for one batch. */
+  schema({ schema, gbnf } = {}) {
+    return this.request("POST", "/v1/schema", dropUndefined({ schema, gbnf }));
+  }
+}
+
+function dropUndefined(object) {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
+}

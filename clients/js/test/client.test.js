@@ -1,0 +1,139 @@
+// The client against a real `statecraft serve`: every endpoint, and every error as a StatecraftError.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { Statecraft, StatecraftError } from "../statecraft.js";
+import { startServer } from "./server.js";
+
+let server;
+let client;
+
+before(async () => {
+  server = await startServer();
+  client = new Statecraft(server.url);
+});
+
+after(async () => {
+  await server.stop();
+});
+
+const schema = {
+  type: "object",
+  properties: { hp: { type: "integer", minimum: 0, maximum: 100 } },
+};
+
+test("health", async () => {
+  assert.deepEqual(await client.health(), { ok: true });
+});
+
+test("games are created, listed, read and deleted", async () => {
+  const made = await client.createGame({ state: { hp: 10 }, schema, id: "js-a" });
+  assert.deepEqual(made, { id: "js-a", step: 0 });
+  await client.createGame({ state: {}, id: "js-b" });
+  await client.createGame({ state: {}, id: "js-c" });
+  const page = await client.listGames({ limit: 2 });
+  assert.equal(page.games.length, 2);
+  assert.equal(page.next, page.games[1].id);
+  const all = [];
+  for await (const game of client.allGames({ limit: 1 })) all.push(game.id);
+  assert.ok(["js-a", "js-b", "js-c"].every((id) => all.includes(id)), all.join());
+  assert.deepEqual(await client.getGame("js-a"), { state: { hp: 10 }, step: 0, label: null });
+  await assert.rejects(client.createGame({ state: {}, id: "js-b" }), { kind: "game_exists", status: 409 });
+  assert.deepEqual(await client.deleteGame("js-c"), { id: "js-c", deleted: true });
+  await assert.rejects(client.getGame("js-c"), (error) => {
+    assert.ok(error instanceof StatecraftError);
+    assert.equal(error.status, 404);
+    assert.equal(error.kind, "unknown_game");
+    return true;
+  });
+});
+
+test("replies apply, swipe, check out, undo and redo", async () => {
+  const { id } = await client.createGame({ state: { hp: 100, gold: 0 }, schema });
+  const first = await client.apply(id, { input: "```json\n[{'op': 'assign', 'path': 'hp', 'value': 90},]\n```", label: "m1" });
+  assert.equal(first.committed, true);
+  assert.equal(first.step, 1);
+  assert.deepEqual(first.changes, [{ path: ["hp"], old: 100, new: 90, op: "assign" }]);
+  assert.ok(first.diagnostics.some((d) => d.kind === "trailing_comma"));
+  await client.apply(id, { input: "_.add('gold', 5);//loot", label: "m2" });
+  const swipe = await client.apply(id, { batch: [{ op: "increment", path: ["gold"], value: 50 }], label: "m2/b", at: "m1" });
+  assert.equal(swipe.label, "m2/b");
+  assert.deepEqual((await client.getGame(id)).state, { hp: 90, gold: 50 });
+  assert.deepEqual((await client.stateAt(id, { at: "m2" })).state, { hp: 90, gold: 5 });
+  assert.deepEqual((await client.stateAt(id, { step: 0 })).state, { hp: 100, gold: 0 });
+  const back = await client.checkout(id, "m2");
+  assert.equal(back.moved, true);
+  assert.deepEqual(back.state, { hp: 90, gold: 5 });
+  const log = await client.log(id);
+  assert.equal(log.current, 2);
+  assert.deepEqual(log.steps.map((s) => s.parent), [0, 1, 1]);
+  assert.equal((await client.undo(id)).label, "m1");
+  assert.equal((await client.redo(id)).label, "m2");
+});
+
+test("a rejected batch carries errors, diagnostics and feedback", async () => {
+  const { id } = await client.createGame({ state: { hp: 100 }, schema });
+  await assert.rejects(client.apply(id, { input: '[{"op": "assign", "path": ["hp"], "value": 500}]' }), (error) => {
+    assert.equal(error.status, 422);
+    assert.equal(error.kind, "rejected");
+    assert.equal(error.errors[0].kind, "schema_violation");
+    assert.ok(Array.isArray(error.diagnostics));
+    assert.match(error.feedback, /not applied/);
+    return true;
+  });
+  assert.deepEqual((await client.getGame(id)).state, { hp: 100 });
+});
+
+test("dry runs, expected steps and idempotency keys", async () => {
+  const { id } = await client.createGame({ state: { n: 0 } });
+  const dry = await client.apply(id, { batch: [{ op: "increment", path: ["n"], value: 1 }], dryRun: true });
+  assert.equal(dry.committed, false);
+  assert.deepEqual(dry.state, { n: 1 });
+  assert.deepEqual((await client.getGame(id)).state, { n: 0 });
+  const add = { batch: [{ op: "increment", path: ["n"], value: 1 }], expectStep: 0 };
+  await client.apply(id, add);
+  await assert.rejects(client.apply(id, add), { status: 409, kind: "step_conflict" });
+  const once = { batch: [{ op: "increment", path: ["n"], value: 10 }] };
+  const first = await client.apply(id, once, { idempotencyKey: "js-k" });
+  const retry = await client.apply(id, once, { idempotencyKey: "js-k" });
+  assert.deepEqual(retry, first);
+  assert.deepEqual((await client.getGame(id)).state, { n: 11 });
+  await assert.rejects(client.apply(id, add, { idempotencyKey: "js-k" }), { status: 409, kind: "idempotency_key_reused" });
+  assert.throws(() => client.apply(id, { dry_run: true }), TypeError);
+});
+
+test("policies and macros reach the engine", async () => {
+  const { id } = await client.createGame({ state: { name: "", hp: 5 } });
+  const applied = await client.apply(id, {
+    batch: [{ op: "assign", path: ["hp"], value: 6, old: 4 }],
+    policies: { old_mismatch: "warn" },
+  });
+  assert.equal(applied.warnings[0].kind, "old_mismatch");
+  await client.apply(id, { input: "_.set('name', '<user>');", macros: { user: "Alex" } });
+  assert.equal((await client.getGame(id)).state.name, "Alex");
+});
+
+test("the stateless endpoints", async () => {
+  const found = await client.extract("ok: {'op': 'assign', 'path': 'a.b', 'value': 1}");
+  assert.deepEqual(found.batch, [{ op: "assign", path: ["a", "b"], value: 1 }]);
+  assert.equal(found.valid, true);
+  const mvu = await client.convert([{ op: "assign", path: ["a"], value: 2 }], "json", "mvu");
+  assert.equal(mvu.output, "_.set('a', 2);\n");
+  const prompt = await client.prompt({ hp: 3 }, { lang: "zh" });
+  assert.ok(prompt.text.includes('"hp"'));
+  const batchSchema = await client.schema({ schema });
+  assert.equal(typeof batchSchema.schema, "object");
+  const grammar = await client.schema({ gbnf: true });
+  assert.match(grammar.gbnf, /root/);
+});
+
+test("a token and an unreachable server are errors with kinds", async () => {
+  const guarded = await startServer(["--token", "t0ken"]);
+  try {
+    await assert.rejects(new Statecraft(guarded.url).health(), { status: 401, kind: "unauthorized" });
+    assert.deepEqual(await new Statecraft(guarded.url, { token: "t0ken" }).health(), { ok: true });
+  } finally {
+    await guarded.stop();
+  }
+  await assert.rejects(new Statecraft("http://127.0.0.1:9").health(), { status: 0, kind: "network" });
+});

@@ -1,0 +1,281 @@
+//! The chat timeline benchmarks of issue 14 (see BENCHMARKS.md), with their baselines in the same run.
+//!
+//! The chat: 1,000 messages with 3 swipes each (3,000 steps), every reply about 10 assigns scattered
+//! over a state of 10,000 keys (100 characters x 100 fields); the chat goes on from a different swipe
+//! of each message, so every message has three branches. Measured: switching between two sibling
+//! swipes at 10k and 1M keys (baseline: restoring a stored full copy, as MVU does), `state_at` of steps
+//! spread over the whole tree (baseline: the same store without checkpoints, replaying from the live
+//! state or the root), and apply with this tree in place against apply with a plain line of steps and
+//! against baseline (b) of `store.rs` (serde_json + json-patch + inverse patches). Retained memory
+//! (counted by a global allocator) is printed before the timings.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use criterion::{Criterion, criterion_group};
+use serde_json::{Value as Json, json};
+use statecraft_engine::{
+    ApplyOptions, Batch, HistoryLimits, Instruction, Path, Segment, StepId, Store, Value,
+};
+
+/// Counts live heap bytes, to measure what the tree keeps alive.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: delegates to the system allocator and only adds bookkeeping.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const MESSAGES: usize = 1_000;
+const SWIPES: usize = 3;
+const CHANGES: usize = 10;
+
+/// `characters` x `fields` integer fields.
+fn state_json(characters: usize, fields: usize) -> Json {
+    let mut root = serde_json::Map::new();
+    for c in 0..characters {
+        let mut character = serde_json::Map::new();
+        for f in 0..fields {
+            character.insert(format!("f{f}"), json!(f));
+        }
+        root.insert(format!("c{c}"), Json::Object(character));
+    }
+    json!({ "characters": root })
+}
+
+/// A cheap deterministic generator, so every variant sees the same writes.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, bound: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % bound
+    }
+}
+
+/// A reply: `CHANGES` assigns at scattered places.
+fn reply(rng: &mut Lcg, characters: usize, fields: usize, value: i64) -> Batch {
+    Batch::new(
+        (0..CHANGES)
+            .map(|_| {
+                let path = Path::from(vec![
+                    Segment::key("characters"),
+                    Segment::key(&format!("c{}", rng.next(characters))),
+                    Segment::key(&format!("f{}", rng.next(fields))),
+                ]);
+                Instruction::assign(path, value)
+            })
+            .collect(),
+    )
+}
+
+/// The label of a swipe, as a front end would write it.
+fn label(message: usize, swipe: usize) -> String {
+    format!("m{message}/s{swipe}")
+}
+
+fn unbounded() -> HistoryLimits {
+    HistoryLimits {
+        max_steps: usize::MAX,
+        max_bytes: usize::MAX,
+    }
+}
+
+/// Plays the chat on a store: every swipe of a message commits on the same parent, and the chat goes on
+/// from swipe `message % SWIPES`.
+fn chat(store: &mut Store, characters: usize, fields: usize) {
+    let mut rng = Lcg(7);
+    let mut parent: Option<String> = None;
+    for message in 0..MESSAGES {
+        for swipe in 0..SWIPES {
+            let options = ApplyOptions {
+                label: Some(label(message, swipe)),
+                at: Some(match &parent {
+                    Some(parent) => parent.as_str().into(),
+                    None => StepId::ROOT.into(),
+                }),
+                ..ApplyOptions::default()
+            };
+            let batch = reply(&mut rng, characters, fields, (message * 10 + swipe) as i64);
+            assert!(store.apply_with(&batch, &options).is_committed());
+        }
+        parent = Some(label(message, message % SWIPES));
+    }
+}
+
+fn chat_store(characters: usize, fields: usize, checkpoint_every: u64) -> Store {
+    let mut store = Store::builder(Value::from(&state_json(characters, fields)))
+        .history_limits(unbounded())
+        .checkpoint_every(checkpoint_every)
+        .build()
+        .unwrap();
+    chat(&mut store, characters, fields);
+    store
+}
+
+/// What the chat's history keeps alive: live bytes with the chat played, minus a store of the same
+/// final state without history.
+fn memory() {
+    for (name, every) in [
+        ("default checkpoints", None),
+        ("no checkpoints", Some(u64::MAX)),
+    ] {
+        let start = LIVE.load(Ordering::Relaxed);
+        let store = match every {
+            None => {
+                let mut store = Store::builder(Value::from(&state_json(100, 100)))
+                    .history_limits(unbounded())
+                    .build()
+                    .unwrap();
+                chat(&mut store, 100, 100);
+                store
+            }
+            Some(every) => chat_store(100, 100, every),
+        };
+        let with_history = LIVE.load(Ordering::Relaxed) - start;
+        let bare = {
+            let start = LIVE.load(Ordering::Relaxed);
+            let copy = Value::from_json(&store.state().to_json());
+            let bytes = LIVE.load(Ordering::Relaxed) - start;
+            drop(copy);
+            bytes
+        };
+        let ops = (MESSAGES * SWIPES * CHANGES) as f64;
+        println!(
+            "chat memory ({name}): {:.1} MB with history, {:.1} MB for the state alone; history {:.0} bytes per change ({} estimated by the store)",
+            with_history as f64 / 1e6,
+            bare as f64 / 1e6,
+            (with_history - bare) as f64 / ops,
+            store.history_bytes() / (MESSAGES * SWIPES * CHANGES)
+        );
+    }
+}
+
+fn swipe_switch(c: &mut Criterion) {
+    let mut group = c.benchmark_group("switch between two sibling swipes");
+    for (name, characters, fields) in [("10k keys", 100, 100), ("1M keys", 10_000, 100)] {
+        let mut store = chat_store(characters, fields, 32);
+        let last = MESSAGES - 1;
+        let (a, b) = (
+            store.find(label(last, 0).as_str()).unwrap(),
+            store.find(label(last, 1).as_str()).unwrap(),
+        );
+        group.bench_function(format!("statecraft checkout, {name}"), |bench| {
+            let mut flip = false;
+            bench.iter(|| {
+                flip = !flip;
+                black_box(store.checkout(if flip { a } else { b }).unwrap())
+            });
+        });
+        // MVU keeps a full copy of the variables per swipe and restores it on a switch.
+        let copies = [
+            store.state_at(a).unwrap().value().to_json(),
+            store.state_at(b).unwrap().value().to_json(),
+        ];
+        group.bench_function(format!("baseline full copy restored, {name}"), |bench| {
+            let mut flip = false;
+            bench.iter(|| {
+                flip = !flip;
+                black_box(copies[usize::from(flip)].clone())
+            });
+        });
+    }
+    group.finish();
+}
+
+fn state_at(c: &mut Criterion) {
+    let mut group = c.benchmark_group("state_at of steps all over the chat (10k keys)");
+    let mut rng = Lcg(11);
+    let targets: Vec<String> = (0..64)
+        .map(|_| label(rng.next(MESSAGES), rng.next(SWIPES)))
+        .collect();
+    for (name, every) in [
+        ("statecraft, checkpoints every 32 steps", 32),
+        ("baseline no checkpoints", u64::MAX),
+    ] {
+        let store = chat_store(100, 100, every);
+        let ids: Vec<StepId> = targets
+            .iter()
+            .map(|t| store.find(t.as_str()).unwrap())
+            .collect();
+        group.bench_function(name, |bench| {
+            let mut i = 0;
+            bench.iter(|| {
+                i += 1;
+                black_box(store.state_at(ids[i % ids.len()]).unwrap())
+            });
+        });
+        // The worst read with checkpoints every 32 steps: 31 steps below a checkpoint (depth 511), on a
+        // swipe off the current line, about 490 steps from the current step.
+        let worst = store.find(label(510, 2).as_str()).unwrap();
+        group.bench_function(format!("{name}, a step 31 below a checkpoint"), |bench| {
+            bench.iter(|| black_box(store.state_at(worst).unwrap()));
+        });
+    }
+    group.finish();
+}
+
+/// Apply with the chat's tree of 3,000 steps in place, against the same apply on a store whose history
+/// is a plain line of 3,000 steps (what history was before the tree).
+fn apply_with_tree(c: &mut Criterion) {
+    let mut group = c.benchmark_group("apply a 10-assign reply (10k keys, 3,000 steps kept)");
+    let mut tree = chat_store(100, 100, 32);
+    let mut line = Store::builder(Value::from(&state_json(100, 100)))
+        .history_limits(unbounded())
+        .build()
+        .unwrap();
+    let mut rng = Lcg(3);
+    for i in 0..MESSAGES * SWIPES {
+        assert!(
+            line.apply(&reply(&mut rng, 100, 100, i as i64))
+                .is_committed()
+        );
+    }
+    let replies: Vec<Batch> = (0..4_096).map(|i| reply(&mut rng, 100, 100, i)).collect();
+    for (name, store) in [("tree of swipes", &mut tree), ("plain line", &mut line)] {
+        let mut i = 0;
+        group.bench_function(name, |bench| {
+            bench.iter(|| {
+                i += 1;
+                black_box(store.apply(&replies[i % replies.len()]).is_committed())
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(3));
+    targets = swipe_switch, state_at, apply_with_tree
+}
+
+fn main() {
+    memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

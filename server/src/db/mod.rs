@@ -1,0 +1,59 @@
+//! The database backends behind `statecraft_saves::Storage`, chosen by `--db`.
+//!
+//! `sqlite:PATH` (the default, `sqlite:statecraft.db`) keeps games in one embedded file;
+//! `postgres://...` (or `postgresql://`) keeps them in a PostgreSQL database that many server processes
+//! may share. Both store the same rows (`rows.rs`). This module must not interpret records.
+
+mod postgres;
+mod rows;
+mod sqlite;
+
+use std::sync::Arc;
+
+use statecraft_saves::{Storage, StorageError};
+
+pub(crate) use rows::{CREATE_SCOPE, now};
+
+/// Where games are stored, as given to `--db`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Database {
+    /// A SQLite file.
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL connection string.
+    Postgres(String),
+}
+
+impl Database {
+    /// Reads a `--db` value.
+    pub fn parse(url: &str) -> Result<Database, String> {
+        if let Some(path) = url.strip_prefix("sqlite:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                return Err("sqlite: needs a file path, like sqlite:statecraft.db".to_owned());
+            }
+            return Ok(Database::Sqlite(path.into()));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Database::Postgres(url.to_owned()));
+        }
+        Err(format!(
+            "`{url}` is not a database this server knows: use sqlite:PATH or postgres://..."
+        ))
+    }
+
+    /// The database for logs, without a password.
+    pub fn describe(&self) -> String {
+        match self {
+            Database::Sqlite(path) => format!("sqlite:{}", path.display()),
+            Database::Postgres(url) => postgres::without_password(url),
+        }
+    }
+
+    /// Opens it and creates its tables when they are missing.
+    pub fn open(&self) -> Result<Arc<dyn Storage>, StorageError> {
+        Ok(match self {
+            Database::Sqlite(path) => Arc::new(sqlite::Sqlite::open(path)?),
+            Database::Postgres(url) => Arc::new(postgres::Postgres::open(url)?),
+        })
+    }
+}

@@ -1,0 +1,551 @@
+//! Games in PostgreSQL (`--db postgres://...`), for many server processes sharing one database.
+//!
+//! The tables live in the connection's first schema (`search_path`; a URL may set it with
+//! `?options=-csearch_path%3Dname`). Every write batch is one transaction, committed with the
+//! server's default `synchronous_commit = on`, so a commit is durable when it returns. The batch first
+//! locks the rows of its games (`SELECT ... FOR UPDATE`, in id order, so two processes' batches never
+//! deadlock) and reads their heads; each write's compare-and-set is decided against the head read
+//! under that lock, and the winners' heads, records and receipts are written with one statement each.
+//! When two processes race on one game, the second waits for the first's lock, then reads the moved
+//! head and changes nothing of that game. This module must not know what a record means: it stores
+//! JSON text.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use postgres::{Client, NoTls, Statement, Transaction};
+use statecraft_engine::StepId;
+use statecraft_saves::{
+    Head, Listing, Receipt, Storage, StorageError, StoredGame, Tail, Write, Written,
+};
+
+use super::rows;
+
+/// A lock number of this program's own, held while the tables are created.
+const SCHEMA_LOCK: i64 = 0x5374_6174_6563;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS statecraft_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO statecraft_meta (key, value) VALUES ('schema_version', '1') ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS games (
+    id TEXT PRIMARY KEY,
+    base TEXT NOT NULL,
+    scripts TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    base_seq BIGINT NOT NULL,
+    step BIGINT NOT NULL,
+    label TEXT
+);
+CREATE TABLE IF NOT EXISTS records (
+    game TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (game, seq)
+);
+CREATE TABLE IF NOT EXISTS receipts (
+    game TEXT NOT NULL,
+    key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    created BIGINT NOT NULL,
+    PRIMARY KEY (game, key)
+);
+CREATE INDEX IF NOT EXISTS receipts_created ON receipts (created);
+";
+
+/// A connection with its statements prepared once.
+struct Connection {
+    client: Client,
+    head: Statement,
+    game: Statement,
+    records_after: Statement,
+    receipt: Statement,
+}
+
+/// A new client.
+fn connect(url: &str) -> Result<Client, StorageError> {
+    Client::connect(url, NoTls).map_err(|error| {
+        StorageError::Database(format!(
+            "cannot connect to {}: {error}",
+            without_password(url)
+        ))
+    })
+}
+
+impl Connection {
+    fn open(url: &str) -> Result<Connection, StorageError> {
+        let mut client = connect(url)?;
+        let head = client
+            .prepare("SELECT seq, base_seq, step, label FROM games WHERE id = $1")
+            .map_err(failed)?;
+        let game = client
+            .prepare("SELECT seq, base_seq, step, label, base, scripts FROM games WHERE id = $1")
+            .map_err(failed)?;
+        let records_after = client
+            .prepare("SELECT seq, record FROM records WHERE game = $1 AND seq > $2 ORDER BY seq")
+            .map_err(failed)?;
+        let receipt = client
+            .prepare("SELECT fingerprint, status, body FROM receipts WHERE game = $1 AND key = $2")
+            .map_err(failed)?;
+        Ok(Connection {
+            client,
+            head,
+            game,
+            records_after,
+            receipt,
+        })
+    }
+}
+
+/// Games in a PostgreSQL database.
+pub(crate) struct Postgres {
+    url: String,
+    writer: Mutex<Option<WriterConnection>>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field("url", &without_password(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+fn failed(error: postgres::Error) -> StorageError {
+    // The client's own text for a server error is only "db error"; the server's message says why.
+    match error.as_db_error() {
+        Some(db) => StorageError::Database(format!(
+            "postgres: {} {}: {}",
+            db.severity(),
+            db.code().code(),
+            db.message()
+        )),
+        None => StorageError::Database(format!("postgres: {error}")),
+    }
+}
+
+/// The connection string with its password replaced, for messages and logs.
+pub(crate) fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{name}:***@{host}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl Postgres {
+    /// Connects and creates the tables when they are missing.
+    pub(crate) fn open(url: &str) -> Result<Postgres, StorageError> {
+        let mut client = connect(url)?;
+        let mut tx = client.transaction().map_err(failed)?;
+        // Two processes starting at once would otherwise race to create the same tables.
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .map_err(failed)?;
+        tx.batch_execute(SCHEMA).map_err(failed)?;
+        tx.commit().map_err(failed)?;
+        Ok(Postgres {
+            url: url.to_owned(),
+            writer: Mutex::new(None),
+            readers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Runs `read` on a pooled connection; a connection that failed is not put back.
+    fn read<T>(
+        &self,
+        read: impl FnOnce(&mut Connection) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let pooled = self.readers.lock().expect("pool lock").pop();
+        let mut connection = match pooled {
+            Some(connection) => connection,
+            None => Connection::open(&self.url)?,
+        };
+        let result = read(&mut connection);
+        if result.is_ok() || !connection.client.is_closed() {
+            self.readers.lock().expect("pool lock").push(connection);
+        }
+        result
+    }
+}
+
+fn head_of(row: &postgres::Row) -> Head {
+    Head {
+        seq: row.get::<_, i64>(0) as u64,
+        base_seq: row.get::<_, i64>(1) as u64,
+        step: StepId::new(row.get::<_, i64>(2) as u64),
+        label: row.get(3),
+    }
+}
+
+fn records_after(
+    connection: &mut Connection,
+    id: &str,
+    seq: u64,
+) -> Result<Vec<(u64, String)>, StorageError> {
+    Ok(connection
+        .client
+        .query(&connection.records_after, &[&id, &(seq as i64)])
+        .map_err(failed)?
+        .iter()
+        .map(|row| (row.get::<_, i64>(0) as u64, row.get::<_, String>(1)))
+        .collect())
+}
+
+impl Storage for Postgres {
+    fn load(&self, id: &str) -> Result<Option<StoredGame>, StorageError> {
+        self.read(|connection| {
+            // One snapshot for the game row and its records.
+            connection
+                .client
+                .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .map_err(failed)?;
+            let loaded = (|| {
+                let Some(row) = connection
+                    .client
+                    .query_opt(&connection.game, &[&id])
+                    .map_err(failed)?
+                else {
+                    return Ok(None);
+                };
+                let base: String = row.get(4);
+                let scripts: String = row.get(5);
+                let records = records_after(connection, id, 0)?;
+                rows::game(id, head_of(&row), &base, &scripts, &records).map(Some)
+            })();
+            connection.client.batch_execute("COMMIT").map_err(failed)?;
+            loaded
+        })
+    }
+
+    fn tail(&self, id: &str, seq: u64) -> Result<Option<Tail>, StorageError> {
+        self.read(|connection| {
+            let Some(row) = connection
+                .client
+                .query_opt(&connection.head, &[&id])
+                .map_err(failed)?
+            else {
+                return Ok(None);
+            };
+            let head = head_of(&row);
+            if seq < head.base_seq || seq > head.seq {
+                return Ok(Some(Tail::Reload));
+            }
+            if seq == head.seq {
+                return rows::tail(id, head, Some(Vec::new())).map(Some);
+            }
+            // Records only ever grow at the end, so rows read after the head are a superset of what
+            // it announced; keep exactly the ones up to it. A compaction in between shows as a gap.
+            let rows = records_after(connection, id, seq)?;
+            let rows: Vec<_> = rows.into_iter().filter(|(n, _)| *n <= head.seq).collect();
+            if rows.len() as u64 != head.seq - seq {
+                return Ok(Some(Tail::Reload));
+            }
+            rows::tail(id, head, Some(rows)).map(Some)
+        })
+    }
+
+    fn receipt(&self, id: &str, key: &str) -> Result<Option<Receipt>, StorageError> {
+        self.read(|connection| {
+            Ok(connection
+                .client
+                .query_opt(&connection.receipt, &[&id, &key])
+                .map_err(failed)?
+                .map(|row| Receipt {
+                    key: key.to_owned(),
+                    fingerprint: row.get(0),
+                    status: row.get::<_, i32>(1) as u16,
+                    body: row.get(2),
+                }))
+        })
+    }
+
+    fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<Listing>, StorageError> {
+        self.read(|connection| {
+            Ok(connection
+                .client
+                .query(
+                    "SELECT id, step, label FROM games WHERE id > $1 ORDER BY id LIMIT $2",
+                    &[&after.unwrap_or(""), &(limit as i64)],
+                )
+                .map_err(failed)?
+                .iter()
+                .map(|row| Listing {
+                    id: row.get(0),
+                    step: StepId::new(row.get::<_, i64>(1) as u64),
+                    label: row.get(2),
+                })
+                .collect())
+        })
+    }
+
+    fn count(&self) -> Result<u64, StorageError> {
+        self.read(|connection| {
+            let row = connection
+                .client
+                .query_one("SELECT count(*) FROM games", &[])
+                .map_err(failed)?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
+    fn write(&self, writes: &[Write]) -> Result<Vec<Written>, StorageError> {
+        let encoded = writes
+            .iter()
+            .map(rows::encode)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut writer = self.writer.lock().expect("writer lock");
+        let connection = match writer.as_mut() {
+            Some(connection) if !connection.client.is_closed() => connection,
+            _ => writer.insert(WriterConnection::open(&self.url)?),
+        };
+        connection.write(writes, &encoded).map_err(failed)
+    }
+
+    fn forget_receipts(&self, before: i64) -> Result<u64, StorageError> {
+        self.read(|connection| {
+            connection
+                .client
+                .execute("DELETE FROM receipts WHERE created < $1", &[&before])
+                .map_err(failed)
+        })
+    }
+}
+
+/// The writer's connection, with the statements of a batch prepared once.
+struct WriterConnection {
+    client: Client,
+    lock_heads: Statement,
+    set_heads: Statement,
+    insert_records: Statement,
+    insert_receipts: Statement,
+}
+
+/// What a batch writes in bulk once every write is decided: one statement each, whatever the number of
+/// games, so that a batch costs a few round trips rather than a few per game. Each field is a column.
+#[derive(Default)]
+struct Bulk {
+    head_ids: Vec<String>,
+    head_seqs: Vec<i64>,
+    head_steps: Vec<i64>,
+    head_labels: Vec<Option<String>>,
+    record_games: Vec<String>,
+    record_seqs: Vec<i64>,
+    record_texts: Vec<String>,
+    receipt_games: Vec<String>,
+    receipt_keys: Vec<String>,
+    receipt_fingerprints: Vec<String>,
+    receipt_statuses: Vec<i32>,
+    receipt_bodies: Vec<String>,
+}
+
+impl Bulk {
+    fn head(&mut self, id: &str, head: &Head) {
+        self.head_ids.push(id.to_owned());
+        self.head_seqs.push(head.seq as i64);
+        self.head_steps.push(head.step.get() as i64);
+        self.head_labels.push(head.label.clone());
+    }
+
+    fn records(&mut self, id: &str, on: u64, records: &[String]) {
+        for (offset, record) in records.iter().enumerate() {
+            self.record_games.push(id.to_owned());
+            self.record_seqs.push((on + 1 + offset as u64) as i64);
+            self.record_texts.push(record.clone());
+        }
+    }
+
+    fn receipt(&mut self, game: &str, receipt: Option<&Receipt>) {
+        if let Some(receipt) = receipt {
+            self.receipt_games.push(game.to_owned());
+            self.receipt_keys.push(receipt.key.clone());
+            self.receipt_fingerprints.push(receipt.fingerprint.clone());
+            self.receipt_statuses.push(i32::from(receipt.status));
+            self.receipt_bodies.push(receipt.body.clone());
+        }
+    }
+}
+
+impl WriterConnection {
+    fn open(url: &str) -> Result<WriterConnection, StorageError> {
+        let mut client = connect(url)?;
+        let mut prepare = |sql: &str| client.prepare(sql).map_err(failed);
+        // Games are locked in id order, so two processes' batches never deadlock.
+        let lock_heads =
+            prepare("SELECT id, seq FROM games WHERE id = ANY($1) ORDER BY id FOR UPDATE")?;
+        let set_heads = prepare(
+            "UPDATE games AS g SET seq = v.seq, step = v.step, label = v.label
+             FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::text[]) AS v(id, seq, step, label)
+             WHERE g.id = v.id",
+        )?;
+        let insert_records = prepare(
+            "INSERT INTO records (game, seq, record)
+             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])",
+        )?;
+        let insert_receipts = prepare(
+            "INSERT INTO receipts (game, key, fingerprint, status, body, created)
+             SELECT v.*, $6::bigint FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int[], $5::text[])
+             AS v(game, key, fingerprint, status, body)
+             ON CONFLICT DO NOTHING",
+        )?;
+        Ok(WriterConnection {
+            client,
+            lock_heads,
+            set_heads,
+            insert_records,
+            insert_receipts,
+        })
+    }
+
+    /// One transaction: lock the games' rows, decide every write against the heads read under the
+    /// lock (in order, so a later write sees an earlier one's head), then write in bulk.
+    fn write(
+        &mut self,
+        writes: &[Write],
+        encoded: &[rows::Encoded],
+    ) -> Result<Vec<Written>, postgres::Error> {
+        let mut tx = self.client.transaction()?;
+        let mut ids: Vec<&str> = writes.iter().map(Write::game).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut heads: HashMap<String, u64> = tx
+            .query(&self.lock_heads, &[&ids])?
+            .iter()
+            .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1) as u64))
+            .collect();
+        let mut bulk = Bulk::default();
+        let mut results = Vec::with_capacity(writes.len());
+        for (write, encoded) in writes.iter().zip(encoded) {
+            results.push(decide(&mut tx, write, encoded, &mut heads, &mut bulk)?);
+        }
+        if !bulk.head_ids.is_empty() {
+            tx.execute(
+                &self.set_heads,
+                &[
+                    &bulk.head_ids,
+                    &bulk.head_seqs,
+                    &bulk.head_steps,
+                    &bulk.head_labels,
+                ],
+            )?;
+        }
+        if !bulk.record_games.is_empty() {
+            tx.execute(
+                &self.insert_records,
+                &[&bulk.record_games, &bulk.record_seqs, &bulk.record_texts],
+            )?;
+        }
+        if !bulk.receipt_games.is_empty() {
+            tx.execute(
+                &self.insert_receipts,
+                &[
+                    &bulk.receipt_games,
+                    &bulk.receipt_keys,
+                    &bulk.receipt_fingerprints,
+                    &bulk.receipt_statuses,
+                    &bulk.receipt_bodies,
+                    &rows::now(),
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(results)
+    }
+}
+
+/// Decides one write against the heads read under the lock; appends go to the bulk statements, the
+/// rare writes (creating, compacting, deleting a game) run at once.
+fn decide(
+    tx: &mut Transaction<'_>,
+    write: &Write,
+    encoded: &rows::Encoded,
+    heads: &mut HashMap<String, u64>,
+    bulk: &mut Bulk,
+) -> Result<Written, postgres::Error> {
+    let moved = |heads: &HashMap<String, u64>, id: &str, on: u64| match heads.get(id) {
+        None => Some(Written::Missing),
+        Some(&seq) if seq != on => Some(Written::Conflict),
+        Some(_) => None,
+    };
+    match write {
+        Write::Create {
+            id, head, receipt, ..
+        } => {
+            let inserted = tx.execute(
+                "INSERT INTO games (id, base, scripts, seq, base_seq, step, label)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+                &[
+                    id,
+                    &encoded.base,
+                    &encoded.scripts,
+                    &(head.seq as i64),
+                    &(head.base_seq as i64),
+                    &(head.step.get() as i64),
+                    &head.label,
+                ],
+            )?;
+            if inserted == 0 {
+                return Ok(Written::Exists);
+            }
+            heads.insert(id.clone(), head.seq);
+            bulk.receipt(rows::CREATE_SCOPE, receipt.as_ref());
+            Ok(Written::Done)
+        }
+        Write::Append {
+            id,
+            on,
+            head,
+            receipt,
+            ..
+        } => {
+            if let Some(lost) = moved(heads, id, *on) {
+                return Ok(lost);
+            }
+            heads.insert(id.clone(), head.seq);
+            bulk.head(id, head);
+            bulk.records(id, *on, &encoded.records);
+            bulk.receipt(id, receipt.as_ref());
+            Ok(Written::Done)
+        }
+        Write::Compact { id, on, head, .. } => {
+            if let Some(lost) = moved(heads, id, *on) {
+                return Ok(lost);
+            }
+            tx.execute(
+                "UPDATE games SET base = $1, seq = $2, base_seq = $3, step = $4, label = $5
+                 WHERE id = $6",
+                &[
+                    &encoded.base,
+                    &(head.seq as i64),
+                    &(head.base_seq as i64),
+                    &(head.step.get() as i64),
+                    &head.label,
+                    id,
+                ],
+            )?;
+            tx.execute("DELETE FROM records WHERE game = $1", &[id])?;
+            heads.insert(id.clone(), head.seq);
+            bulk.records(id, *on, &encoded.records);
+            Ok(Written::Done)
+        }
+        Write::Receipt { id, receipt } => {
+            bulk.receipt(id, Some(receipt));
+            Ok(Written::Done)
+        }
+        Write::Delete { id } => {
+            if heads.remove(id).is_none() {
+                return Ok(Written::Missing);
+            }
+            tx.execute("DELETE FROM games WHERE id = $1", &[id])?;
+            tx.execute("DELETE FROM records WHERE game = $1", &[id])?;
+            tx.execute("DELETE FROM receipts WHERE game = $1", &[id])?;
+            Ok(Written::Done)
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The one error shape of the HTTP API, and the one place that maps errors to status codes.
+//!
+//! Every failure a client can see is an [`ApiError`]: a [`Kind`] (a stable code and its status), a
+//! message for people, and for a rejected batch the details a host needs (`errors`, `diagnostics`,
+//! `feedback`), side by side with `error`. Its `IntoResponse` writes
+//! `{"error": {"kind", "message"}, ...details}`; no handler builds an error response by hand. This
+//! module must not decide what is an error: handlers and games do.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value as Json, json};
+
+/// What went wrong, as a stable code with its HTTP status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// The body is not JSON, or not the JSON this endpoint takes.
+    BadRequest,
+    /// A game's initial state, schema or scripts cannot make a game.
+    InvalidGame,
+    /// The bearer token is missing or wrong.
+    Unauthorized,
+    /// A browser origin that was not allowed with `--allow-origin`.
+    OriginNotAllowed,
+    /// A `Host` that is not a loopback name, on a server without a token (DNS rebinding).
+    HostNotAllowed,
+    /// No game has this id.
+    UnknownGame,
+    /// No retained step has this label.
+    UnknownLabel,
+    /// No retained step has this id.
+    UnknownStep,
+    /// No such endpoint.
+    NotFound,
+    /// The endpoint exists, but not for this method.
+    MethodNotAllowed,
+    /// `expect_step` named another step than the current one.
+    StepConflict,
+    /// A game with this id exists already.
+    GameExists,
+    /// An `Idempotency-Key` sent again with a different request.
+    IdempotencyKeyReused,
+    /// Other writers kept changing the game; nothing was done.
+    Contention,
+    /// The body is larger than `--max-body`.
+    BodyTooLarge,
+    /// The batch was rejected (or the reply held invalid instructions): nothing changed.
+    Rejected,
+    /// The server holds `--max-games` games already.
+    GameLimit,
+    /// The request took longer than `--request-timeout`.
+    Timeout,
+    /// The database failed; nothing of the request was made durable.
+    Storage,
+    /// A stored game could not be rebuilt.
+    Damaged,
+    /// The server is shutting down.
+    ShuttingDown,
+}
+
+impl Kind {
+    /// The stable code clients match on.
+    pub fn code(self) -> &'static str {
+        match self {
+            Kind::BadRequest => "bad_request",
+            Kind::InvalidGame => "invalid_game",
+            Kind::Unauthorized => "unauthorized",
+            Kind::OriginNotAllowed => "origin_not_allowed",
+            Kind::HostNotAllowed => "host_not_allowed",
+            Kind::UnknownGame => "unknown_game",
+            Kind::UnknownLabel => "unknown_label",
+            Kind::UnknownStep => "unknown_step",
+            Kind::NotFound => "not_found",
+            Kind::MethodNotAllowed => "method_not_allowed",
+            Kind::StepConflict => "step_conflict",
+            Kind::GameExists => "game_exists",
+            Kind::IdempotencyKeyReused => "idempotency_key_reused",
+            Kind::Contention => "contention",
+            Kind::BodyTooLarge => "body_too_large",
+            Kind::Rejected => "rejected",
+            Kind::GameLimit => "game_limit",
+            Kind::Timeout => "timeout",
+            Kind::Storage => "storage_failed",
+            Kind::Damaged => "game_damaged",
+            Kind::ShuttingDown => "shutting_down",
+        }
+    }
+
+    /// The HTTP status that goes with it.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Kind::BadRequest | Kind::InvalidGame => StatusCode::BAD_REQUEST,
+            Kind::Unauthorized => StatusCode::UNAUTHORIZED,
+            Kind::OriginNotAllowed | Kind::HostNotAllowed => StatusCode::FORBIDDEN,
+            Kind::UnknownGame | Kind::UnknownLabel | Kind::UnknownStep | Kind::NotFound => {
+                StatusCode::NOT_FOUND
+            }
+            Kind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Kind::StepConflict
+            | Kind::GameExists
+            | Kind::IdempotencyKeyReused
+            | Kind::Contention => StatusCode::CONFLICT,
+            Kind::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Kind::Rejected => StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::GameLimit => StatusCode::INSUFFICIENT_STORAGE,
+            Kind::Timeout | Kind::Storage | Kind::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            Kind::Damaged => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// An error answer: a kind, a message, and details beside `error` (a rejection's `errors`,
+/// `diagnostics` and `feedback`).
+#[derive(Clone, Debug)]
+pub struct ApiError {
+    /// What went wrong.
+    pub kind: Kind,
+    /// For people: what, where and why.
+    pub message: String,
+    /// Members added beside `error` in the body.
+    pub details: Map<String, Json>,
+}
+
+impl ApiError {
+    /// An error with a message and no details.
+    pub fn new(kind: Kind, message: impl Into<String>) -> ApiError {
+        ApiError {
+            kind,
+            message: message.into(),
+            details: Map::new(),
+        }
+    }
+
+    /// The same error with one more member beside `error`.
+    pub fn with(mut self, name: &str, value: Json) -> ApiError {
+        self.details.insert(name.to_owned(), value);
+        self
+    }
+
+    /// The status code.
+    pub fn status(&self) -> StatusCode {
+        self.kind.status()
+    }
+
+    /// The body, as JSON.
+    pub fn body(&self) -> Json {
+        let mut body = self.details.clone();
+        body.insert(
+            "error".to_owned(),
+            json!({"kind": self.kind.code(), "message": self.message}),
+        );
+        Json::Object(body)
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind.code(), self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        crate::answer::Answer::json(self.status(), &self.body()).into_response()
+    }
+}
+
+impl From<statecraft_saves::StorageError> for ApiError {
+    fn from(error: statecraft_saves::StorageError) -> ApiError {
+        match error {
+            statecraft_saves::StorageError::Damaged { .. } => {
+                ApiError::new(Kind::Damaged, error.to_string())
+            }
+            _ => ApiError::new(
+                Kind::Storage,
+                format!("{error}; nothing of this request was saved"),
+            ),
+        }
+    }
+}

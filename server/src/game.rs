@@ -1,0 +1,577 @@
+//! One game in memory: its store (with its Lua VM) rebuilt from the database, and what each request
+//! does to it.
+//!
+//! A game is rebuilt from its stored base and records with `TimelineRecord::replay`, the function the
+//! save files use, and kept in step with the database by replaying the records other processes
+//! added. Each operation runs on the store and returns its answer with the records it made, which the
+//! caller must make durable before it sends the answer. A rejected batch makes no record. A dry run
+//! runs on a throwaway store built from the state and a fresh VM from the game's scripts, so it
+//! changes neither the game nor its scripts' globals. This module must not talk to the database or to
+//! HTTP: `games.rs` does.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value as Json, json};
+use statecraft_engine::{
+    ApplyOptions, Batch, BatchError, Commit, Limits, Outcome, Policies, StateSchema, StepId,
+    StepRef, Store, TimelineError, Value,
+};
+use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
+use statecraft_scripts::LuaHandlers;
+use statecraft_translators::mvu::MvuOptions;
+use statecraft_translators::{Diagnostic, ExtractOptions, Severity, diagnostics_json, extract};
+
+use crate::answer::Answer;
+use crate::error::{ApiError, Kind};
+use crate::requests::{ApplyRequest, CheckoutRequest};
+
+/// What a request does to a game.
+#[derive(Clone, Debug)]
+pub(crate) enum Operation {
+    /// `GET /v1/games/{id}`.
+    Show,
+    /// `GET /v1/games/{id}/state?at=`.
+    StateAt(StepRef),
+    /// `GET /v1/games/{id}/log`.
+    Log,
+    /// `POST /v1/games/{id}/apply`.
+    Apply(Box<ApplyRequest>),
+    /// `POST /v1/games/{id}/checkout`.
+    Checkout(CheckoutRequest),
+    /// `POST /v1/games/{id}/undo`.
+    Undo,
+    /// `POST /v1/games/{id}/redo`.
+    Redo,
+    /// `DELETE /v1/games/{id}`.
+    Delete,
+}
+
+impl Operation {
+    /// Whether it may change the game (and so takes an `Idempotency-Key`).
+    pub(crate) fn changes(&self) -> bool {
+        match self {
+            Operation::Apply(request) => !request.dry_run,
+            Operation::Checkout(_) | Operation::Undo | Operation::Redo | Operation::Delete => true,
+            Operation::Show | Operation::StateAt(_) | Operation::Log => false,
+        }
+    }
+}
+
+/// What an operation did: the answer, and the records that must be durable before it is sent.
+#[derive(Debug)]
+pub(crate) struct Done {
+    pub(crate) answer: Answer,
+    pub(crate) records: Vec<TimelineRecord>,
+}
+
+impl Done {
+    fn read(body: &Json) -> Done {
+        Done {
+            answer: Answer::ok(body),
+            records: Vec::new(),
+        }
+    }
+}
+
+/// A game rebuilt in memory.
+pub(crate) struct Game {
+    pub(crate) store: Store,
+    /// What the store was built from, for compaction and dry runs.
+    base: BaseRecord,
+    schema: Option<StateSchema>,
+    scripts: Arc<BTreeMap<String, String>>,
+    limits: Limits,
+    /// Where the database stood at the last record this game holds.
+    pub(crate) head: Head,
+    /// Records since the base, to decide when to compact.
+    pub(crate) records: usize,
+    /// Bytes the state and the VM held when the game was loaded.
+    loaded_bytes: usize,
+}
+
+impl std::fmt::Debug for Game {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Game")
+            .field("head", &self.head)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A store for `state` with the schema, the history bounds and the scripts' handlers, under `limits`.
+/// Returns the store and the bytes its VM holds.
+pub(crate) fn build_store(
+    state: Value,
+    schema: Option<&StateSchema>,
+    base: &BaseRecord,
+    scripts: &BTreeMap<String, String>,
+    limits: &Limits,
+) -> Result<(Store, usize), ApiError> {
+    let mut builder = Store::builder(state)
+        .limits(limits.clone())
+        .history_limits(base.history);
+    if let Some(schema) = schema {
+        builder = builder.schema(schema.clone());
+    }
+    let mut vm_bytes = 0;
+    if !scripts.is_empty() {
+        let handlers = load_scripts(scripts, limits)?;
+        vm_bytes = handlers.used_memory();
+        builder = builder.handler(handlers);
+    }
+    let store = builder.build().map_err(|errors| {
+        ApiError::new(
+            Kind::InvalidGame,
+            format!("the state does not satisfy the schema: {errors}"),
+        )
+        .with("errors", errors_json(&errors.0))
+    })?;
+    Ok((store, vm_bytes))
+}
+
+/// Loads scripts given as text, in file-name order, into a new sandboxed VM under `limits`.
+pub(crate) fn load_scripts(
+    scripts: &BTreeMap<String, String>,
+    limits: &Limits,
+) -> Result<LuaHandlers, ApiError> {
+    LuaHandlers::from_sources(scripts, limits).map_err(|error| {
+        ApiError::new(
+            Kind::InvalidGame,
+            format!("a script does not load: {error}"),
+        )
+    })
+}
+
+/// Compiles a game's schema.
+pub(crate) fn compile_schema(schema: Option<&Json>) -> Result<Option<StateSchema>, ApiError> {
+    schema
+        .cloned()
+        .map(StateSchema::new)
+        .transpose()
+        .map_err(|error| ApiError::new(Kind::InvalidGame, error.to_string()))
+}
+
+impl Game {
+    /// Rebuilds a stored game.
+    pub(crate) fn load(stored: StoredGame, limits: &Limits) -> Result<Game, ApiError> {
+        let damaged = |problem: String| {
+            ApiError::new(Kind::Damaged, format!("game {}: {problem}", stored.id))
+        };
+        let schema = compile_schema(stored.base.schema.as_ref())
+            .map_err(|error| damaged(format!("its schema: {}", error.message)))?;
+        let state_bytes = stored.base.state.estimated_bytes(usize::MAX);
+        let (mut store, vm_bytes) = build_store(
+            stored.base.state.clone(),
+            schema.as_ref(),
+            &stored.base,
+            &stored.scripts,
+            limits,
+        )
+        .map_err(|error| damaged(error.message))?;
+        for (index, record) in stored.records.iter().enumerate() {
+            record.replay(&mut store).map_err(|error| {
+                damaged(format!("record {} does not replay: {error}", index + 1))
+            })?;
+        }
+        Ok(Game {
+            store,
+            base: stored.base,
+            schema,
+            scripts: Arc::new(stored.scripts),
+            limits: limits.clone(),
+            head: stored.head,
+            records: stored.records.len(),
+            loaded_bytes: state_bytes + vm_bytes,
+        })
+    }
+
+    /// Replays records another process wrote, bringing the game to `head`.
+    pub(crate) fn catch_up(
+        &mut self,
+        records: &[TimelineRecord],
+        head: Head,
+    ) -> Result<(), TimelineError> {
+        for record in records {
+            record.replay(&mut self.store)?;
+        }
+        self.records += records.len();
+        self.head = head;
+        Ok(())
+    }
+
+    /// The memory this game holds, roughly: the state and VM as loaded plus the history since.
+    pub(crate) fn memory(&self) -> usize {
+        self.loaded_bytes + self.store.history_bytes()
+    }
+
+    /// The head after `records` more, at the store's current step.
+    pub(crate) fn head_after(&self, records: usize) -> Head {
+        Head {
+            seq: self.head.seq + records as u64,
+            base_seq: self.head.base_seq,
+            step: self.store.current_step(),
+            label: self.label_of(self.store.current_step()),
+        }
+    }
+
+    fn label_of(&self, step: StepId) -> Option<String> {
+        self.store
+            .step(step)
+            .and_then(|info| info.label.map(str::to_owned))
+    }
+
+    /// Whether the records since the base outnumber what they rebuild, as save files judge it.
+    pub(crate) fn wants_compaction(&self) -> bool {
+        self.records > 2 * self.store.history_len() + 16
+    }
+
+    /// The base and records that rebuild this game's retained timeline alone.
+    pub(crate) fn compacted(&self) -> Result<(BaseRecord, Vec<TimelineRecord>), ApiError> {
+        let root = self
+            .store
+            .state_at(StepId::ROOT)
+            .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
+        let base = BaseRecord {
+            state: root.value().clone(),
+            ..self.base.clone()
+        };
+        Ok((base, TimelineRecord::all_of(&self.store)))
+    }
+
+    /// `{"state", "step", "label"}` now.
+    fn position(&self) -> Json {
+        let step = self.store.current_step();
+        json!({
+            "state": self.store.state().to_json(),
+            "step": step.get(),
+            "label": self.label_of(step),
+        })
+    }
+
+    /// Runs an operation. `Delete` is the caller's: it only writes.
+    pub(crate) fn run(&mut self, operation: &Operation) -> Result<Done, ApiError> {
+        match operation {
+            Operation::Show => Ok(Done::read(&self.position())),
+            Operation::StateAt(at) => {
+                let id = self.find(at)?;
+                let state = self.store.state_at(id).map_err(timeline_error)?;
+                Ok(Done::read(&json!({
+                    "state": state.value().to_json(),
+                    "step": id.get(),
+                    "label": self.label_of(id),
+                })))
+            }
+            Operation::Log => Ok(Done::read(&self.log())),
+            Operation::Apply(request) => self.apply(request),
+            Operation::Checkout(request) => {
+                let id = self.find(&request.to.to_ref())?;
+                self.move_to(|store| store.checkout(id).map_err(timeline_error).map(|_| ()))
+            }
+            Operation::Undo => self.move_to(|store| {
+                store
+                    .undo()
+                    .map(|_| ())
+                    .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))
+            }),
+            Operation::Redo => self.move_to(|store| {
+                store
+                    .redo()
+                    .map(|_| ())
+                    .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))
+            }),
+            Operation::Delete => Err(ApiError::new(
+                Kind::BadRequest,
+                "deleting a game is not an operation on its store",
+            )),
+        }
+    }
+
+    fn find(&self, step: &StepRef) -> Result<StepId, ApiError> {
+        self.store.find(step).map_err(timeline_error)
+    }
+
+    /// Undo, redo or checkout: the answer says where the game is, and a move is recorded.
+    fn move_to(
+        &mut self,
+        action: impl FnOnce(&mut Store) -> Result<(), ApiError>,
+    ) -> Result<Done, ApiError> {
+        let from = self.store.current_step();
+        action(&mut self.store)?;
+        let to = self.store.current_step();
+        let mut body = self.position();
+        body["moved"] = json!(from != to);
+        Ok(Done {
+            answer: Answer::ok(&body),
+            records: checkout_record(from, to),
+        })
+    }
+
+    /// The history tree, as `statecraft log` prints it.
+    fn log(&self) -> Json {
+        let steps: Vec<Json> = self
+            .store
+            .history()
+            .map(|step| {
+                json!({
+                    "id": step.id.get(),
+                    "parent": step.parent.get(),
+                    "label": step.label,
+                    "changes": step.changes.len(),
+                    "children": step.children.iter().map(|id| id.get()).collect::<Vec<_>>(),
+                    "applied": step.applied,
+                    "current": step.current,
+                })
+            })
+            .collect();
+        json!({
+            "current": self.store.current_step().get(),
+            "roots": self.store.children(StepId::ROOT).map(|ids| ids.iter().map(|id| id.get()).collect::<Vec<_>>()).unwrap_or_default(),
+            "steps": steps,
+        })
+    }
+
+    fn apply(&mut self, request: &ApplyRequest) -> Result<Done, ApiError> {
+        if let Some(expected) = request.expect_step {
+            let current = self.store.current_step();
+            if current.get() != expected {
+                return Err(ApiError::new(
+                    Kind::StepConflict,
+                    format!(
+                        "the current step is {current}, not {expected}: the game changed since"
+                    ),
+                )
+                .with("step", json!(current.get())));
+            }
+        }
+        let at = request
+            .at
+            .as_ref()
+            .map(|at| self.find(&at.to_ref()))
+            .transpose()?;
+        let reading = read_batch(request, &self.store, at)?;
+        let options = ApplyOptions {
+            label: request.label.clone(),
+            at: at.map(StepRef::Id),
+            policies: Some(policies(reading.policies, request.policies.as_ref())?),
+            best_effort: request.best_effort,
+        };
+        if request.dry_run {
+            return self.dry_run(&reading, options);
+        }
+        let from = self.store.current_step();
+        match self.store.apply_with(&reading.batch, &options) {
+            Outcome::Rejected(rejection) => Err(rejected(&reading, &rejection.errors)),
+            Outcome::Committed(commit) => {
+                let records = match StepRecord::of_commit(&commit, request.label.as_deref()) {
+                    Some(step) => vec![TimelineRecord::Step(step)],
+                    // An empty, unlabelled batch makes no step, but `at` still moved the game.
+                    None => checkout_record(from, self.store.current_step()),
+                };
+                let step = self.store.current_step();
+                let mut body = committed(&commit, &reading);
+                body["committed"] = json!(true);
+                body["step"] = json!(step.get());
+                body["label"] = json!(self.label_of(step));
+                Ok(Done {
+                    answer: Answer::ok(&body),
+                    records,
+                })
+            }
+        }
+    }
+
+    /// Runs the batch on a throwaway store with the state it would run on and a fresh VM.
+    fn dry_run(&self, reading: &Reading, options: ApplyOptions) -> Result<Done, ApiError> {
+        let state = match &options.at {
+            Some(at) => self
+                .store
+                .state_at(at)
+                .map_err(timeline_error)?
+                .value()
+                .clone(),
+            None => self.store.state().clone(),
+        };
+        let (mut trial, _) = build_store(
+            state,
+            self.schema.as_ref(),
+            &self.base,
+            &self.scripts,
+            &self.limits,
+        )?;
+        let options = ApplyOptions {
+            at: None,
+            ..options
+        };
+        match trial.apply_with(&reading.batch, &options) {
+            Outcome::Rejected(rejection) => Err(rejected(reading, &rejection.errors)),
+            Outcome::Committed(commit) => {
+                let mut body = committed(&commit, reading);
+                body["committed"] = json!(false);
+                body["dry_run"] = json!(true);
+                body["state"] = trial.state().to_json();
+                Ok(Done::read(&body))
+            }
+        }
+    }
+}
+
+/// What was read from a request: the batch, the policies it calls for, and what the reader noticed.
+pub(crate) struct Reading {
+    pub(crate) batch: Batch,
+    pub(crate) policies: Policies,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+    pub(crate) report: Json,
+    /// The extraction, for the feedback text; `None` for a JSON batch.
+    extraction: Option<statecraft_translators::Extraction>,
+}
+
+/// Reads the request's `input` (a raw reply, with the state at `at` for MVU) or `batch` (strictly).
+fn read_batch(
+    request: &ApplyRequest,
+    store: &Store,
+    at: Option<StepId>,
+) -> Result<Reading, ApiError> {
+    match (&request.input, &request.batch) {
+        (Some(text), None) => {
+            let state = match at {
+                Some(at) => store.state_at(at).map_err(timeline_error)?.value().clone(),
+                None => store.state().clone(),
+            };
+            let options = ExtractOptions {
+                limits: store.limits().clone(),
+                mvu: MvuOptions {
+                    state: Some(state),
+                    macros: request.macros.clone(),
+                    ..MvuOptions::default()
+                },
+            };
+            let extraction = extract(text, &options);
+            let diagnostics = extraction.diagnostics.clone();
+            let report = serde_json::to_value(&extraction.report).unwrap_or(Json::Null);
+            let Some((batch, options)) = extraction.applicable() else {
+                let errors: Vec<Diagnostic> = extraction
+                    .diagnostics
+                    .iter()
+                    .filter(|d| d.severity == Severity::Error)
+                    .cloned()
+                    .collect();
+                return Err(ApiError::new(
+                    Kind::Rejected,
+                    format!(
+                        "the reply holds invalid instructions ({} problem{}); nothing changed",
+                        errors.len(),
+                        if errors.len() == 1 { "" } else { "s" }
+                    ),
+                )
+                .with("errors", diagnostics_json(&errors))
+                .with("diagnostics", diagnostics_json(&diagnostics))
+                .with("report", report)
+                .with(
+                    "feedback",
+                    json!(statecraft_translators::feedback(&extraction, &[])),
+                ));
+            };
+            let batch = batch.clone();
+            let policies = options.policies.unwrap_or_default();
+            Ok(Reading {
+                batch,
+                policies,
+                diagnostics,
+                report,
+                extraction: Some(extraction),
+            })
+        }
+        (None, Some(json)) => match Batch::from_json(json) {
+            Ok(batch) => Ok(Reading {
+                batch,
+                policies: Policies::default(),
+                diagnostics: Vec::new(),
+                report: Json::Null,
+                extraction: None,
+            }),
+            Err(errors) => Err(ApiError::new(
+                Kind::Rejected,
+                format!("the batch is not valid: {errors}"),
+            )
+            .with("errors", errors_json(&errors.0))
+            .with("diagnostics", json!([]))
+            .with(
+                "feedback",
+                json!(statecraft_translators::feedback_for_errors(&errors.0)),
+            )),
+        },
+        _ => Err(ApiError::new(
+            Kind::BadRequest,
+            "give exactly one of `input` (a model reply) and `batch` (instructions)",
+        )),
+    }
+}
+
+/// The reply's policies with the request's laid over them, member by member.
+fn policies(base: Policies, given: Option<&Map<String, Json>>) -> Result<Policies, ApiError> {
+    let Some(given) = given else {
+        return Ok(base);
+    };
+    let mut merged = match serde_json::to_value(base) {
+        Ok(Json::Object(map)) => map,
+        _ => Map::new(),
+    };
+    merged.extend(given.clone());
+    serde_json::from_value(Json::Object(merged))
+        .map_err(|error| ApiError::new(Kind::BadRequest, format!("policies: {error}")))
+}
+
+/// A 422 for a batch the engine refused.
+fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
+    let feedback = match &reading.extraction {
+        Some(extraction) => statecraft_translators::feedback(extraction, errors),
+        None => statecraft_translators::feedback_for_errors(errors),
+    };
+    ApiError::new(
+        Kind::Rejected,
+        format!(
+            "the batch was rejected ({} problem{}); nothing changed",
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" }
+        ),
+    )
+    .with("errors", errors_json(errors))
+    .with("diagnostics", diagnostics_json(&reading.diagnostics))
+    .with("report", reading.report.clone())
+    .with("feedback", json!(feedback))
+}
+
+/// The members every commit answer has.
+fn committed(commit: &Commit, reading: &Reading) -> Json {
+    json!({
+        "changes": serde_json::to_value(&*commit.changes).unwrap_or(Json::Null),
+        "events": serde_json::to_value(&commit.events).unwrap_or(Json::Null),
+        "warnings": errors_json(&commit.warnings),
+        "trimmed": serde_json::to_value(&commit.trimmed).unwrap_or(Json::Null),
+        "diagnostics": diagnostics_json(&reading.diagnostics),
+        "report": reading.report,
+    })
+}
+
+/// A move of the current step, if it moved.
+fn checkout_record(from: StepId, to: StepId) -> Vec<TimelineRecord> {
+    if from == to {
+        Vec::new()
+    } else {
+        vec![TimelineRecord::Checkout(CheckoutRecord { to })]
+    }
+}
+
+/// A timeline error as the API answers it.
+pub(crate) fn timeline_error(error: TimelineError) -> ApiError {
+    match error {
+        TimelineError::UnknownLabel(_) => ApiError::new(Kind::UnknownLabel, error.to_string()),
+        TimelineError::UnknownStep(_) => ApiError::new(Kind::UnknownStep, error.to_string()),
+        other => ApiError::new(Kind::Damaged, other.to_string()),
+    }
+}
+
+/// Batch errors as JSON.
+pub(crate) fn errors_json(errors: &[BatchError]) -> Json {
+    serde_json::to_value(errors).unwrap_or(Json::Null)
+}

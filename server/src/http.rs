@@ -1,0 +1,614 @@
+//! The endpoints of SPEC §8 and the router that holds them.
+//!
+//! Each handler reads its body with [`Body`] (JSON, strict, within `--max-body`, a 400 or 413 in the
+//! one error shape otherwise), hands game requests to [`Games`] and stateless ones to a blocking
+//! thread, and returns an [`Answer`] or an [`ApiError`]. Everything lives under `/v1`; `/` is left
+//! free for the inspector page, which [`app`] merges beside the API when it exists. This module must
+//! not run the engine itself: `game.rs` does for games, the translators and the prompt kit for the
+//! stateless endpoints.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value as Json, json};
+use statecraft_engine::{Batch, Limits, StepId, StepRef, Value};
+use statecraft_saves::{Head, Storage, Write, Written};
+use statecraft_translators::mvu::{self, MvuOptions};
+use statecraft_translators::{ExtractOptions, diagnostics_json, extract, jsonpatch};
+
+use crate::answer::Answer;
+use crate::db::CREATE_SCOPE;
+use crate::error::{ApiError, Kind};
+use crate::game::{Operation, build_store, compile_schema, errors_json, load_scripts};
+use crate::games::{Games, Idempotency, fingerprint, receipt, replayed, storage_error};
+use crate::guard::{self, Policy};
+use crate::requests::{
+    ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
+    PromptRequest, SchemaRequest,
+};
+use crate::writer::Writer;
+
+/// Everything the handlers share.
+pub(crate) struct App {
+    pub(crate) games: Games,
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) writer: Writer,
+    pub(crate) policy: Policy,
+    pub(crate) limits: Limits,
+    pub(crate) max_games: u64,
+    pub(crate) request_timeout: Duration,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App").finish_non_exhaustive()
+    }
+}
+
+/// The whole service: the API under `/v1`, behind the guard. The inspector page (`/`) merges here.
+pub(crate) fn app(app: Arc<App>, max_body: usize) -> Router {
+    api()
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            guard::guard,
+        ))
+        .with_state(app)
+}
+
+/// The routes of SPEC §8.
+fn api() -> Router<Arc<App>> {
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/games", get(list_games).post(create_game))
+        .route("/v1/games/{id}", get(show_game).delete(delete_game))
+        .route("/v1/games/{id}/state", get(state_at))
+        .route("/v1/games/{id}/log", get(log))
+        .route("/v1/games/{id}/apply", post(apply))
+        .route("/v1/games/{id}/checkout", post(checkout))
+        .route("/v1/games/{id}/undo", post(undo))
+        .route("/v1/games/{id}/redo", post(redo))
+        .route("/v1/extract", post(extract_reply))
+        .route("/v1/convert", post(convert))
+        .route("/v1/prompt", post(prompt))
+        .route("/v1/schema", post(schema))
+        .method_not_allowed_fallback(method_not_allowed)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(Kind::NotFound, "no such endpoint; the API is under /v1")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        Kind::MethodNotAllowed,
+        "this endpoint does not take this method",
+    )
+}
+
+/// A JSON body, read strictly and within the body limit, with its bytes (for idempotency digests).
+pub(crate) struct Body<T> {
+    value: T,
+    bytes: Bytes,
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Body<T>, ApiError> {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        Kind::BodyTooLarge,
+                        "the body is larger than this server takes (--max-body)",
+                    )
+                } else {
+                    ApiError::new(
+                        Kind::BadRequest,
+                        format!("the body cannot be read: {rejection}"),
+                    )
+                }
+            })?;
+        // An empty body is an empty object, for the endpoints whose every member is optional.
+        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &bytes
+        };
+        let value = serde_json::from_slice(text).map_err(|error| {
+            ApiError::new(
+                Kind::BadRequest,
+                format!("the body is not the JSON this endpoint takes: {error}"),
+            )
+        })?;
+        Ok(Body { value, bytes })
+    }
+}
+
+/// The `Idempotency-Key` of a request, with its digest over the endpoint and the body.
+fn idempotency(
+    headers: &HeaderMap,
+    endpoint: &str,
+    body: &[u8],
+) -> Result<Option<Idempotency>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|key| !key.is_empty() && key.len() <= 255)
+        .ok_or_else(|| {
+            ApiError::new(
+                Kind::BadRequest,
+                "an Idempotency-Key is 1 to 255 printable characters",
+            )
+        })?;
+    Ok(Some(Idempotency {
+        key: key.to_owned(),
+        fingerprint: fingerprint(&[endpoint.as_bytes(), body]),
+    }))
+}
+
+impl App {
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.request_timeout
+    }
+
+    async fn run(
+        &self,
+        id: &str,
+        operation: Operation,
+        idempotency: Option<Idempotency>,
+    ) -> Result<Answer, ApiError> {
+        check_id(id).map_err(|_| crate::games::unknown_game(id))?;
+        self.games
+            .run(id, operation, idempotency, self.deadline())
+            .await
+    }
+
+    /// Runs blocking work (the engine, the database) off the async threads, within the time limit.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let task = tokio::task::spawn_blocking(work);
+        match tokio::time::timeout(self.request_timeout, task).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(error)) => Err(ApiError::new(
+                Kind::Damaged,
+                format!("the request failed inside the server: {error}"),
+            )),
+            Err(_) => Err(ApiError::new(
+                Kind::Timeout,
+                "the request took longer than the server's time limit",
+            )),
+        }
+    }
+}
+
+async fn health() -> Answer {
+    Answer::ok(&json!({"ok": true}))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// The largest page `GET /v1/games` answers.
+const MAX_PAGE: usize = 1000;
+
+async fn list_games(
+    State(app): State<Arc<App>>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Answer, ApiError> {
+    let Query(query) = query.map_err(|error| ApiError::new(Kind::BadRequest, error.body_text()))?;
+    let limit = query.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let storage = Arc::clone(&app.storage);
+    let page = app
+        .blocking(move || {
+            // One more than asked tells whether another page follows.
+            Ok(storage.list(query.after.as_deref(), limit + 1)?)
+        })
+        .await?;
+    let next = (page.len() > limit).then(|| page[limit - 1].id.clone());
+    let games: Vec<Json> = page
+        .iter()
+        .take(limit)
+        .map(|game| json!({"id": game.id, "step": game.step.get(), "label": game.label}))
+        .collect();
+    Ok(Answer::ok(&json!({"games": games, "next": next})))
+}
+
+/// Checks a game id: 1 to 128 characters of letters, digits, `-`, `_`, `.` and `~` (safe in a path).
+fn check_id(id: &str) -> Result<(), ApiError> {
+    let safe = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~');
+    if id.is_empty() || id.len() > 128 || !id.bytes().all(safe) {
+        return Err(ApiError::new(
+            Kind::BadRequest,
+            format!(
+                "\"{id}\" is not a game id: use 1 to 128 letters, digits, '-', '_', '.' or '~'"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A new game id: 128 random bits, so that processes sharing a database never collide.
+fn new_id() -> Result<String, ApiError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|error| {
+        ApiError::new(
+            Kind::Damaged,
+            format!("no randomness for a game id: {error}"),
+        )
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+async fn create_game(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body<CreateRequest>,
+) -> Result<Answer, ApiError> {
+    let idempotency = idempotency(&headers, "create", &body.bytes)?;
+    let request = body.value;
+    let worker = Arc::clone(&app);
+    app.blocking(move || create(&worker, request, idempotency))
+        .await
+}
+
+/// Checks that the state, schema and scripts make a game, and stores it.
+fn create(
+    app: &App,
+    request: CreateRequest,
+    idempotency: Option<Idempotency>,
+) -> Result<Answer, ApiError> {
+    if let Some(idempotency) = &idempotency
+        && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
+    {
+        return replayed(&kept, idempotency);
+    }
+    let id = match request.id {
+        Some(id) => {
+            check_id(&id)?;
+            id
+        }
+        None => new_id()?,
+    };
+    if app.storage.count()? >= app.max_games {
+        return Err(ApiError::new(
+            Kind::GameLimit,
+            format!(
+                "this server holds {} games, its limit (--max-games); delete one first",
+                app.max_games
+            ),
+        ));
+    }
+    let schema = compile_schema(request.schema.as_ref())?;
+    let state = Value::from(request.state);
+    let refused = app.limits.check_state(&state);
+    if !refused.is_empty() {
+        return Err(ApiError::new(
+            Kind::InvalidGame,
+            "the state is deeper or larger than a game may hold",
+        )
+        .with("errors", errors_json(&refused)));
+    }
+    let base = statecraft_saves::BaseRecord {
+        state,
+        schema: request.schema,
+        scripts: None,
+        history: statecraft_engine::HistoryLimits::default(),
+        metadata: serde_json::Map::new(),
+    };
+    // Building the store checks the state against the schema and loads the scripts.
+    build_store(
+        base.state.clone(),
+        schema.as_ref(),
+        &base,
+        &request.scripts,
+        &app.limits,
+    )?;
+    let answer = Answer::json(StatusCode::CREATED, &json!({"id": id, "step": 0}));
+    let write = Write::Create {
+        id: id.clone(),
+        base,
+        scripts: request.scripts,
+        head: Head {
+            seq: 0,
+            base_seq: 0,
+            step: StepId::ROOT,
+            label: None,
+        },
+        receipt: idempotency.as_ref().map(|key| receipt(key, &answer)),
+    };
+    match app
+        .writer
+        .write(write)
+        .map_err(|error| storage_error(&error))?
+    {
+        Written::Done => Ok(answer),
+        _ => Err(ApiError::new(
+            Kind::GameExists,
+            format!("a game with the id \"{id}\" exists already"),
+        )),
+    }
+}
+
+async fn show_game(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Answer, ApiError> {
+    app.run(&id, Operation::Show, None).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AtQuery {
+    #[serde(default)]
+    at: Option<String>,
+    #[serde(default)]
+    step: Option<u64>,
+}
+
+async fn state_at(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    query: Result<Query<AtQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Answer, ApiError> {
+    let Query(query) = query.map_err(|error| ApiError::new(Kind::BadRequest, error.body_text()))?;
+    let operation = match (query.at, query.step) {
+        (Some(label), None) => Operation::StateAt(StepRef::Label(label)),
+        (None, Some(step)) => Operation::StateAt(StepRef::Id(StepId::new(step))),
+        (None, None) => Operation::Show,
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(
+                Kind::BadRequest,
+                "name the step by `at` (a label) or by `step` (an id), not both",
+            ));
+        }
+    };
+    app.run(&id, operation, None).await
+}
+
+async fn log(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Answer, ApiError> {
+    app.run(&id, Operation::Log, None).await
+}
+
+/// A delete takes no idempotency key: the game's receipts go with it, and a repeat answers 404.
+async fn delete_game(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Answer, ApiError> {
+    app.run(&id, Operation::Delete, None).await
+}
+
+async fn apply(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body<ApplyRequest>,
+) -> Result<Answer, ApiError> {
+    let idempotency = idempotency(&headers, "apply", &body.bytes)?;
+    app.run(&id, Operation::Apply(Box::new(body.value)), idempotency)
+        .await
+}
+
+async fn checkout(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body<CheckoutRequest>,
+) -> Result<Answer, ApiError> {
+    let idempotency = idempotency(&headers, "checkout", &body.bytes)?;
+    app.run(&id, Operation::Checkout(body.value), idempotency)
+        .await
+}
+
+/// The body of undo and redo: nothing, or an empty object.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+async fn undo(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body<Empty>,
+) -> Result<Answer, ApiError> {
+    let idempotency = idempotency(&headers, "undo", &body.bytes)?;
+    app.run(&id, Operation::Undo, idempotency).await
+}
+
+async fn redo(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body<Empty>,
+) -> Result<Answer, ApiError> {
+    let idempotency = idempotency(&headers, "redo", &body.bytes)?;
+    app.run(&id, Operation::Redo, idempotency).await
+}
+
+async fn extract_reply(
+    State(app): State<Arc<App>>,
+    body: Body<ExtractRequest>,
+) -> Result<Answer, ApiError> {
+    let request = body.value;
+    let limits = app.limits.clone();
+    app.blocking(move || {
+        let options = ExtractOptions {
+            limits,
+            mvu: MvuOptions {
+                state: request.state.map(Value::from),
+                macros: request.macros,
+                ..MvuOptions::default()
+            },
+        };
+        let extraction = extract(&request.input, &options);
+        Ok(Answer::ok(&json!({
+            "batch": extraction.batch.to_json(),
+            "valid": extraction.valid,
+            "diagnostics": diagnostics_json(&extraction.diagnostics),
+            "report": extraction.report,
+            "feedback": statecraft_translators::feedback(&extraction, &[]),
+        })))
+    })
+    .await
+}
+
+async fn convert(
+    State(app): State<Arc<App>>,
+    body: Body<ConvertRequest>,
+) -> Result<Answer, ApiError> {
+    let request = body.value;
+    let limits = app.limits.clone();
+    app.blocking(move || converted(request, &limits)).await
+}
+
+/// Reads the input in its notation and writes it in the other.
+fn converted(request: ConvertRequest, limits: &Limits) -> Result<Answer, ApiError> {
+    let text_of = |input: &Json| match input {
+        Json::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let (batch, mut diagnostics, errors) = match request.from {
+        Notation::Mvu => {
+            let Json::String(text) = &request.input else {
+                return Err(ApiError::new(
+                    Kind::BadRequest,
+                    "MVU input is text: give `input` as a string",
+                ));
+            };
+            let read = mvu::from_text(text, &MvuOptions::default());
+            (Batch::new(read.instructions), read.diagnostics, Vec::new())
+        }
+        Notation::Json => {
+            let json = match &request.input {
+                Json::String(text) => serde_json::from_str(text).map_err(|error| {
+                    ApiError::new(Kind::BadRequest, format!("`input` is not JSON: {error}"))
+                })?,
+                other => other.clone(),
+            };
+            match Batch::from_json(&json) {
+                Ok(batch) => (batch, Vec::new(), Vec::new()),
+                Err(errors) => (Batch::default(), Vec::new(), errors.0),
+            }
+        }
+        Notation::Jsonpatch => {
+            let read = jsonpatch::from_text(&text_of(&request.input), limits);
+            (read.batch, read.diagnostics, Vec::new())
+        }
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::new(
+            Kind::Rejected,
+            "the input holds invalid instructions; nothing was converted",
+        )
+        .with("errors", errors_json(&errors))
+        .with("diagnostics", diagnostics_json(&diagnostics)));
+    }
+    let mut unexpressed = Vec::new();
+    let output = match request.to {
+        Notation::Json => json!(batch.to_json()),
+        Notation::Mvu => {
+            let (text, problems) = mvu::to_text(&batch);
+            diagnostics.extend(problems);
+            json!(text)
+        }
+        Notation::Jsonpatch => match jsonpatch::from_batch(&batch) {
+            Ok(patch) => patch,
+            Err(errors) => {
+                unexpressed = errors.0;
+                Json::Null
+            }
+        },
+    };
+    Ok(Answer::ok(&json!({
+        "output": output,
+        "diagnostics": diagnostics_json(&diagnostics),
+        "errors": errors_json(&unexpressed),
+    })))
+}
+
+async fn prompt(
+    State(app): State<Arc<App>>,
+    body: Body<PromptRequest>,
+) -> Result<Answer, ApiError> {
+    let request = body.value;
+    let limits = app.limits.clone();
+    app.blocking(move || {
+        let schema = compile_schema(request.schema.as_ref())?;
+        let state = Value::from(request.state);
+        if let Some(schema) = &schema {
+            let errors = schema.check_full(&state);
+            if !errors.is_empty() {
+                return Err(ApiError::new(
+                    Kind::InvalidGame,
+                    "the state does not satisfy the schema",
+                )
+                .with("errors", errors_json(&errors)));
+            }
+        }
+        let lang = match request.lang {
+            Lang::En => statecraft_prompt::Lang::En,
+            Lang::Zh => statecraft_prompt::Lang::Zh,
+        };
+        let callbacks = signatures(&request.scripts, &limits)?;
+        let made = statecraft_prompt::prompt(&state, request.schema.as_ref(), &callbacks, lang);
+        Ok(Answer::ok(
+            &json!({"rules": made.rules, "state": made.state, "text": made.text()}),
+        ))
+    })
+    .await
+}
+
+async fn schema(
+    State(app): State<Arc<App>>,
+    body: Body<SchemaRequest>,
+) -> Result<Answer, ApiError> {
+    let request = body.value;
+    let limits = app.limits.clone();
+    app.blocking(move || {
+        compile_schema(request.schema.as_ref())?;
+        let callbacks = signatures(&request.scripts, &limits)?;
+        let spec = statecraft_prompt::InstructionSpec::from_schema(request.schema.as_ref())
+            .with_callbacks(&callbacks);
+        let partial = spec.is_partial();
+        let mut body = if request.gbnf {
+            json!({"gbnf": statecraft_prompt::batch_gbnf(&spec)})
+        } else {
+            json!({"schema": statecraft_prompt::batch_schema(&spec)})
+        };
+        body["partial"] = json!(partial);
+        Ok(Answer::ok(&body))
+    })
+    .await
+}
+
+/// What the handlers of `scripts` say about themselves, for the prompt kit.
+fn signatures(
+    scripts: &std::collections::BTreeMap<String, String>,
+    limits: &Limits,
+) -> Result<Vec<statecraft_engine::CallbackSignature>, ApiError> {
+    if scripts.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(load_scripts(scripts, limits)?.signatures().to_vec())
+}

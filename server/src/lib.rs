@@ -1,0 +1,218 @@
+//! `statecraft serve`: the engine over HTTP, for front ends in any language and hosted platforms.
+//!
+//! [`serve`] opens the database (`db/`: SQLite by default, PostgreSQL for many processes), starts the
+//! group-commit writer (`writer.rs`) and answers the API of SPEC §8 (`http.rs`) behind the guard
+//! (`guard.rs`: request ids, the `Host` and `Origin` checks, CORS, the bearer token). Game requests
+//! run on the game's own thread (`games.rs`), where its store and Lua VM live (`game.rs`); a change
+//! is answered only once the database has it on disk. Every error a client sees has one shape
+//! (`error.rs`). This crate is the only one with async code, HTTP and SQL: the engine, translators,
+//! prompt kit, scripts and saves stay synchronous and free of them.
+
+mod answer;
+mod db;
+mod error;
+mod game;
+mod games;
+mod guard;
+mod http;
+mod requests;
+mod writer;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use statecraft_engine::Limits;
+
+pub use db::Database;
+pub use error::{ApiError, Kind};
+pub use games::CacheBounds;
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where to listen. Anything but a loopback address needs a token.
+    pub listen: SocketAddr,
+    /// Where games are stored.
+    pub database: Database,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+    /// Browser origins allowed to call the API (`*` for any).
+    pub allow_origins: Vec<String>,
+    /// The largest request body, in bytes.
+    pub max_body: usize,
+    /// The most games the database may hold (creating more answers 507).
+    pub max_games: u64,
+    /// The longest a request may take, waiting included.
+    pub request_timeout: Duration,
+    /// Bounds on the games kept in memory.
+    pub cache: CacheBounds,
+    /// The engine's limits for every game (batch sizes, script time and memory).
+    pub limits: Limits,
+}
+
+impl Config {
+    /// The defaults of `statecraft serve`: 127.0.0.1:8765, `sqlite:statecraft.db`, no token, no
+    /// browser origin, 4 MiB bodies, 100,000 games, 30 s per request, 1,000 games or 1 GiB in memory.
+    pub fn new() -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8765)),
+            database: Database::Sqlite("statecraft.db".into()),
+            token: None,
+            allow_origins: Vec::new(),
+            max_body: 4 << 20,
+            max_games: 100_000,
+            request_timeout: Duration::from_secs(30),
+            cache: CacheBounds {
+                max_active: 1000,
+                max_memory: 1 << 30,
+            },
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config::new()
+    }
+}
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A listen address other than loopback without a token.
+    #[error(
+        "{0} is not a loopback address: anyone who can reach it could change every game, so the server \
+         needs --token to listen there"
+    )]
+    NeedsToken(SocketAddr),
+    /// The token is empty or has characters a header cannot carry.
+    #[error("the token must be 1 to 1024 printable ASCII characters without spaces")]
+    BadToken,
+    /// The database could not be opened.
+    #[error("cannot open the database {database}")]
+    Database {
+        /// The database, without a password.
+        database: String,
+        /// Why.
+        source: statecraft_saves::StorageError,
+    },
+    /// The address could not be bound, or the server failed.
+    #[error("cannot listen on {address}")]
+    Listen {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The async runtime could not start.
+    #[error("cannot start the runtime")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// Checks a configuration before anything starts.
+pub fn check(config: &Config) -> Result<(), ServeError> {
+    if let Some(token) = &config.token
+        && (token.is_empty() || token.len() > 1024 || !token.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        return Err(ServeError::BadToken);
+    }
+    if config.token.is_none() && !config.listen.ip().is_loopback() {
+        return Err(ServeError::NeedsToken(config.listen));
+    }
+    Ok(())
+}
+
+/// Runs the server until `SIGINT` or `SIGTERM`, then finishes the requests in flight and stops.
+/// `ready` is called with the bound address (the port chosen, for port 0) once requests are accepted.
+pub fn serve(config: Config, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+    check(&config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("statecraft-http")
+        .build()
+        .map_err(ServeError::Runtime)?;
+    runtime.block_on(run(config, ready, shutdown_signal()))
+}
+
+/// Resolves at `SIGINT` (Ctrl-C) or `SIGTERM`.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => return std::future::pending().await,
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
+
+async fn run(
+    config: Config,
+    ready: impl FnOnce(SocketAddr),
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let database = config.database.clone();
+    let storage = tokio::task::spawn_blocking(move || database.open())
+        .await
+        .map_err(|error| ServeError::Runtime(std::io::Error::other(error)))?
+        .map_err(|source| ServeError::Database {
+            database: config.database.describe(),
+            source,
+        })?;
+    let (writer, writer_thread) = writer::Writer::start(Arc::clone(&storage));
+    let app = Arc::new(http::App {
+        games: games::Games::new(
+            Arc::clone(&storage),
+            writer.clone(),
+            config.limits.clone(),
+            config.cache,
+        ),
+        storage,
+        writer,
+        policy: guard::Policy {
+            token: config.token.clone(),
+            origins: config.allow_origins.clone(),
+        },
+        limits: config.limits.clone(),
+        max_games: config.max_games,
+        request_timeout: config.request_timeout,
+    });
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServeError::Listen {
+            address: config.listen,
+            source,
+        })?;
+    let address = listener.local_addr().map_err(|source| ServeError::Listen {
+        address: config.listen,
+        source,
+    })?;
+    tracing::info!(%address, database = %config.database.describe(), "listening");
+    ready(address);
+    let router = http::app(Arc::clone(&app), config.max_body);
+    let served = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    tracing::info!(
+        active_games = app.games.active_count(),
+        "stopping: the requests in flight are done"
+    );
+    // Every answered request's write is durable; dropping the games ends their threads, and the
+    // writer ends once the last of them lets go of it.
+    app.games.close();
+    drop(app);
+    let _ = tokio::task::spawn_blocking(move || writer_thread.join()).await;
+    served.map_err(|source| ServeError::Listen { address, source })
+}

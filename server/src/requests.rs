@@ -1,0 +1,172 @@
+//! The request bodies of the game endpoints, as the API takes them.
+//!
+//! Every body is read strictly: an unknown member is a 400 that names it, so a typo (`"dryrun"`) never
+//! passes silently. A step is named by its label (a string) or its id (a number), the same way in every
+//! body. Per-request policies sit in `ApplyRequest::policies`, laid over the policies the reply calls
+//! for, so a policy added to the engine is accepted here without a change. This module must not run
+//! anything.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value as Json};
+use statecraft_engine::{StepId, StepRef};
+
+/// A step as a body names it: `"m7"` (a label) or `3` (an id; `0` is the root).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub(crate) enum StepName {
+    /// By id.
+    Id(u64),
+    /// By label.
+    Label(String),
+}
+
+impl StepName {
+    /// The engine's reference.
+    pub(crate) fn to_ref(&self) -> StepRef {
+        match self {
+            StepName::Id(id) => StepRef::Id(StepId::new(*id)),
+            StepName::Label(label) => StepRef::Label(label.clone()),
+        }
+    }
+}
+
+/// `POST /v1/games`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateRequest {
+    /// The initial state.
+    pub(crate) state: Json,
+    /// A JSON Schema every state must satisfy.
+    #[serde(default)]
+    pub(crate) schema: Option<Json>,
+    /// Lua scripts by file name (`"rules.lua"`), loaded in file-name order.
+    #[serde(default)]
+    pub(crate) scripts: BTreeMap<String, String>,
+    /// The id to give the game; the server makes one when absent.
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+}
+
+/// `POST /v1/games/{id}/apply`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApplyRequest {
+    /// A raw model reply, read by the lenient layer.
+    #[serde(default)]
+    pub(crate) input: Option<String>,
+    /// A batch of canonical instructions (or a JSON Patch document), read strictly.
+    #[serde(default)]
+    pub(crate) batch: Option<Json>,
+    /// A label for the new step.
+    #[serde(default)]
+    pub(crate) label: Option<String>,
+    /// The step to commit on (a swipe, an edit); the current step when absent.
+    #[serde(default)]
+    pub(crate) at: Option<StepName>,
+    /// Validate and run on a copy, report, and change nothing.
+    #[serde(default)]
+    pub(crate) dry_run: bool,
+    /// Refuse (409) unless this is the current step.
+    #[serde(default)]
+    pub(crate) expect_step: Option<u64>,
+    /// SillyTavern macros for MVU text (`{"user": "Alex"}` replaces `<user>` and `{{user}}`).
+    #[serde(default)]
+    pub(crate) macros: BTreeMap<String, String>,
+    /// Policies for this batch (`{"old_mismatch": "warn"}`), over the ones the reply calls for.
+    #[serde(default)]
+    pub(crate) policies: Option<Map<String, Json>>,
+    /// Apply what succeeds and report the rest, instead of all or nothing.
+    #[serde(default)]
+    pub(crate) best_effort: bool,
+}
+
+/// `POST /v1/games/{id}/checkout`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CheckoutRequest {
+    /// The step to make current.
+    pub(crate) to: StepName,
+}
+
+/// `POST /v1/extract`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExtractRequest {
+    /// The model reply.
+    pub(crate) input: String,
+    /// A state, so that MVU's type-dependent commands resolve exactly.
+    #[serde(default)]
+    pub(crate) state: Option<Json>,
+    /// SillyTavern macros for MVU text.
+    #[serde(default)]
+    pub(crate) macros: BTreeMap<String, String>,
+}
+
+/// A notation `POST /v1/convert` reads or writes.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Notation {
+    /// MVU command text.
+    Mvu,
+    /// Statecraft instructions as JSON.
+    Json,
+    /// An RFC 6902 JSON Patch document.
+    Jsonpatch,
+}
+
+/// `POST /v1/convert`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConvertRequest {
+    /// The text to translate (for `json` and `jsonpatch`, JSON text or a JSON value).
+    pub(crate) input: Json,
+    /// What it is written in.
+    pub(crate) from: Notation,
+    /// What to write.
+    pub(crate) to: Notation,
+}
+
+/// A language of the rules text.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Lang {
+    /// English.
+    #[default]
+    En,
+    /// Simplified Chinese.
+    Zh,
+}
+
+/// `POST /v1/prompt`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PromptRequest {
+    /// The state the examples and the payload come from.
+    pub(crate) state: Json,
+    /// The state's JSON Schema.
+    #[serde(default)]
+    pub(crate) schema: Option<Json>,
+    /// The language of the rules text.
+    #[serde(default)]
+    pub(crate) lang: Lang,
+    /// Lua scripts by file name, whose handlers the rules list as callbacks.
+    #[serde(default)]
+    pub(crate) scripts: BTreeMap<String, String>,
+}
+
+/// `POST /v1/schema`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SchemaRequest {
+    /// The state's JSON Schema to tailor the batch schema to.
+    #[serde(default)]
+    pub(crate) schema: Option<Json>,
+    /// Answer a GBNF grammar instead of a JSON Schema.
+    #[serde(default)]
+    pub(crate) gbnf: bool,
+    /// Lua scripts by file name, whose handlers the batch may call.
+    #[serde(default)]
+    pub(crate) scripts: BTreeMap<String, String>,
+}
