@@ -79,8 +79,22 @@ fn the_inspector_passes_its_browser_tests() {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inspector");
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
     let node = Command::new("node").arg("--version").output();
-    if !node.is_ok_and(|output| output.status.success()) {
+    let Some(node) = node.ok().filter(|output| output.status.success()) else {
         return skip("node is not installed; skipping the inspector's browser tests");
+    };
+    // playwright-core needs Node.js 20 or later.
+    let version = String::from_utf8_lossy(&node.stdout).trim().to_owned();
+    let major: u32 = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|major| major.parse().ok())
+        .unwrap_or(0);
+    if major < 20 {
+        return skip(&format!(
+            "node {version} is older than 20, which playwright-core needs; skipping the inspector's \
+             browser tests"
+        ));
     }
     if !Path::new(&chromium).exists() {
         return skip(&format!(

@@ -26,8 +26,16 @@ before(async () => {
   server = await startServer(["--token", TOKEN]);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    // Chromium's sandbox refuses to run as root (CI containers).
-    args: process.getuid?.() === 0 ? ["--no-sandbox"] : [],
+    // Chromium's sandbox refuses to run as root (CI containers); the rest keeps it off the network,
+    // which it would otherwise try at start (updates, sync) on a machine that has none.
+    args: [
+      ...(process.getuid?.() === 0 ? ["--no-sandbox"] : []),
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      "--disable-gpu",
+    ],
   });
   page = await openPage();
 });
