@@ -40,7 +40,7 @@ export function renderPlot(container, pointer, points) {
   const every = Math.max(1, Math.ceil(points.length / 12));
   const chart = svg(
     "svg",
-    { class: "plot", width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": `${pointer} over the current line` },
+    { class: "plot", viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": `${pointer} over the current line` },
     svg("line", { class: "axis", x1: LEFT, y1: HEIGHT - BOTTOM, x2: WIDTH - RIGHT, y2: HEIGHT - BOTTOM }),
     svg("line", { class: "axis", x1: LEFT, y1: TOP, x2: LEFT, y2: HEIGHT - BOTTOM }),
     ticks.map((tick) => svg("text", { class: "tick", x: LEFT - 6, y: y(tick) + 4, "text-anchor": "end" }, formatNumber(tick))),

@@ -49,7 +49,6 @@ after(async () => {
 async function openPage() {
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
   const tab = await context.newPage();
-  tab.setDefaultTimeout(10000);
   tab.on("pageerror", (error) => pageErrors.push(error));
   tab.on("dialog", (dialog) => dialog.accept());
   await tab.goto(server.url);
