@@ -90,9 +90,9 @@ async function createGame(form) {
     const created = await call("POST", "/v1/games", body);
     forget(created.id);
     if (body.schema !== undefined) sessionStorage.setItem(schemaKey(created.id), JSON.stringify(body.schema));
-    status(`created ${created.id}`);
     await listGames();
     await openGame(created.id);
+    status(`created ${created.id}`);
   } catch (error) {
     $("create-error").textContent = error instanceof ApiError ? `${error.kind}: ${error.message}` : String(error);
   }
@@ -118,8 +118,8 @@ async function deleteGame() {
   forget(id);
   view.game = null;
   $("game").hidden = true;
-  status(`deleted ${id}`);
   await listGames();
+  status(`deleted ${id}`);
 }
 
 // Timeline and state.
@@ -203,9 +203,9 @@ function showDiff(id, before, after) {
 async function move(path, body) {
   const moved = await call("POST", gamePath(view.game, path), body);
   view.selected = moved.step;
-  status(moved.moved === false ? `${path.slice(1)}: nowhere to go` : `now at ${moved.label ? `“${moved.label}”` : `step ${moved.step}`}`);
   await refresh();
   await listGames();
+  status(moved.moved === false ? `${path.slice(1)}: nowhere to go` : `now at ${moved.label ? `“${moved.label}”` : `step ${moved.step}`}`);
 }
 
 // Try a reply.

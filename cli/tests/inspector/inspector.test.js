@@ -122,7 +122,7 @@ test("the page creates, lists and deletes games", async () => {
   await shot(page, "games");
   await page.click("#delete-game");
   await status(page, /deleted scratch/);
-  assert.equal(await page.locator("#game-list li[data-id=scratch]").count(), 0);
+  assert.equal(await page.locator("#game-list li[data-id=scratch]").count(), 0, "the list is reloaded before the status says so");
   await page.click("#game-list li[data-id=quest] .open-game");
   await page.locator("#timeline-graph .step.current[data-step='0']").waitFor();
 });
