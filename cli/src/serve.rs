@@ -93,7 +93,7 @@ pub(crate) struct ServeArgs {
 
 /// Runs the server until it is told to stop.
 pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
-    let database = Database::parse(&args.db).map_err(anyhow::Error::msg)?;
+    let database = Database::parse(&args.db)?;
     let config = Config {
         listen: args.listen,
         database,
