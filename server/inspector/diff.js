@@ -1,37 +1,8 @@
-// Changes shown as a table: path, old, new and reason, each row marked added, removed or changed. A
-// step's changes are found by comparing the state before it with the state after it (the API gives a
-// step's state, not its change log); the reasons are known for the steps this page committed itself.
+// Change logs shown as a table: path, old, new and reason, each row marked added, removed or changed
+// by which of old and new it has. The logs are the API's own: a step's (`state?step=N`), an apply's
+// or a dry run's.
 
-import { el, pointerToken, typeOf, brief } from "./api.js";
-
-/** The differences from `before` to `after`, as `{path, old?, new?}` (absent: the slot did not exist). */
-export function compare(before, after, path = "", into = []) {
-  if (before === after) return into;
-  const kind = typeOf(before);
-  if (kind === typeOf(after) && (kind === "object" || kind === "array")) {
-    const keys = kind === "array" ? range(Math.max(before.length, after.length)) : union(before, after);
-    for (const key of keys) {
-      const here = `${path}/${pointerToken(key)}`;
-      const has = [Object.hasOwn(before, key), Object.hasOwn(after, key)];
-      if (has[0] && has[1]) compare(before[key], after[key], here, into);
-      else if (has[0]) into.push({ path: here, old: before[key] });
-      else into.push({ path: here, new: after[key] });
-    }
-    return into;
-  }
-  into.push({ path, old: before, new: after });
-  return into;
-}
-
-function range(length) {
-  return Array.from({ length }, (_, index) => String(index));
-}
-
-function union(a, b) {
-  const keys = Object.keys(a);
-  for (const key of Object.keys(b)) if (!Object.hasOwn(a, key)) keys.push(key);
-  return keys;
-}
+import { el, pointerToken, brief } from "./api.js";
 
 /** A change's path as a JSON Pointer (the API's change logs give paths as arrays of keys and indices). */
 export function pointerOf(path) {

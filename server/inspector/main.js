@@ -4,7 +4,7 @@
 import { call, gamePath, el, lookup, typeOf, ApiError } from "./api.js";
 import { renderTree, schemaDescription } from "./tree.js";
 import { renderTimeline, treeOf, lineTo } from "./timeline.js";
-import { compare, renderChanges } from "./diff.js";
+import { renderChanges } from "./diff.js";
 import { renderOutcome } from "./reply.js";
 import { renderPlot } from "./plot.js";
 
@@ -29,15 +29,11 @@ async function attempt(action) {
   }
 }
 
-// Kept per tab: the schema a game was created with (the API does not hand it out) and the change
-// logs, reasons included, of the steps this page committed (the API gives a step's state, not its log).
+// Kept per tab: the schema a game was created with (the API does not hand it out).
 const schemaKey = (id) => `statecraft.schema.${id}`;
-const changesKey = (id, step) => `statecraft.changes.${id}.${step}`;
 
 function forget(id) {
-  for (const key of Object.keys(sessionStorage)) {
-    if (key === schemaKey(id) || key.startsWith(`statecraft.changes.${id}.`)) sessionStorage.removeItem(key);
-  }
+  sessionStorage.removeItem(schemaKey(id));
 }
 
 // Games: list (a page at a time), create, open, delete.
@@ -147,10 +143,9 @@ async function stateAt(step) {
 async function pickStep(id) {
   view.selected = id;
   drawTimeline();
-  const step = view.steps.get(id);
-  const [after, before] = await Promise.all([stateAt(id), id === 0 ? null : stateAt(step.parent ?? 0)]);
-  showState(after.state, id, after.label, id === view.log.current);
-  showDiff(id, before?.state, after.state);
+  const at = await stateAt(id);
+  showState(at.state, id, at.label, id === view.log.current);
+  showDiff(id, at.changes);
 }
 
 function schema() {
@@ -179,7 +174,8 @@ function showState(state, step, label, current) {
   });
 }
 
-function showDiff(id, before, after) {
+/** A step's own change log, reasons included, as the API answers it with the step's state. */
+function showDiff(id, changes) {
   const step = view.steps.get(id);
   const name = id === 0 ? "the root" : step.label ? `“${step.label}” (step ${id})` : `step ${id}`;
   $("diff-of").textContent = `of ${name}`;
@@ -187,16 +183,9 @@ function showDiff(id, before, after) {
     $("diff-table").replaceChildren(el("p", { class: "empty", text: "the root is the state before every step" }));
     return;
   }
-  const logged = sessionStorage.getItem(changesKey(view.game, id));
-  const changes = logged ? JSON.parse(logged) : compare(before, after);
   $("diff-table").replaceChildren(
-    el("p", {
-      class: "source",
-      text: logged
-        ? `${step.changes} change${step.changes === 1 ? "" : "s"}, as committed from this page`
-        : `${step.changes} change${step.changes === 1 ? "" : "s"} logged; shown as the difference between the states before and after (reasons are known only for steps committed from this page)`,
-    }),
-    renderChanges(changes, "no difference in the state"),
+    el("p", { class: "source", text: `${changes.length} change${changes.length === 1 ? "" : "s"}, in the order they were made` }),
+    renderChanges(changes),
   );
 }
 
@@ -252,7 +241,6 @@ async function applyReply() {
   try {
     const answer = await call("POST", gamePath(view.game, "/apply"), applyBody(false));
     if (answer.committed) {
-      sessionStorage.setItem(changesKey(view.game, answer.step), JSON.stringify(answer.changes));
       status(`committed step ${answer.step}${answer.label ? ` “${answer.label}”` : ""}: ${answer.changes.length} change${answer.changes.length === 1 ? "" : "s"}`);
     }
     $("try-outcome").replaceChildren(el("p", { class: "verdict committed", text: `committed as step ${answer.step}` }), renderChanges(answer.changes));

@@ -244,16 +244,42 @@ test("a value is plotted along the current line", async () => {
   await status(page, /plotted \/hp over 3 steps/);
 });
 
-test("a fresh tab asks for the token again and diffs steps it did not commit from the states", async () => {
+test("a step committed elsewhere shows its reasons after a reload", async () => {
+  // Committed by a direct API call, not by this page.
+  const answer = await fetch(`${server.url}/v1/games/quest/apply`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ batch: [{ op: "assign", path: ["hp"], value: 2, reason: "poisoned" }], label: "m3" }),
+  });
+  assert.equal(answer.status, 200, await answer.clone().text());
+  await page.reload();
+  await page.locator("body[data-ready=true]").waitFor();
+  await page.click("#game-list li[data-id=quest] .open-game");
+  await page.locator('#timeline-graph .step[data-label="m3"]').click();
+  await page.locator("#diff-of", { hasText: "m3" }).waitFor();
+  assert.equal(await page.textContent("#diff-table .source"), "1 change, in the order they were made");
+  const row = page.locator('#diff-table tr.change[data-path="/hp"]');
+  assert.equal(await row.getAttribute("class"), "change changed");
+  assert.equal(await row.locator(".old").textContent(), "4");
+  assert.equal(await row.locator(".new").textContent(), "2");
+  assert.equal(await row.locator(".reason").textContent(), "poisoned");
+  await shot(page, "reloaded-diff", "#diff");
+});
+
+test("a fresh tab asks for the token again and shows the reasons of steps it did not commit", async () => {
   const tab = await openPage();
   await tab.click("#game-list li[data-id=quest] .open-game");
   await tab.locator('#timeline-graph .step[data-label="m2b"]').click();
   await tab.locator("#diff-of", { hasText: "m2b" }).waitFor();
-  assert.match(await tab.textContent("#diff-table .source"), /difference between the states/);
   const row = tab.locator('#diff-table tr.change[data-path="/hp"]');
   assert.equal(await row.locator(".old").textContent(), "7");
   assert.equal(await row.locator(".new").textContent(), "9");
+  assert.equal(await row.locator(".reason").textContent(), "healed");
   assert.equal(await tab.locator("#diff-table tr.change").count(), 1);
+  // The root changed nothing.
+  await tab.locator("#timeline-graph .step[data-step=\"0\"]").click();
+  await tab.locator("#diff-of", { hasText: "the root" }).waitFor();
+  assert.equal(await tab.locator("#diff-table tr.change").count(), 0);
   await shot(tab, "fresh-tab");
   await tab.context().close();
 });
