@@ -60,7 +60,11 @@ pub(crate) fn label(message: usize, swipe: usize) -> String {
 
 /// Plays the chat: `commit` is called with every reply and its options (its label, and the step it
 /// commits on), in order, and must commit it.
-pub(crate) fn play(characters: usize, fields: usize, mut commit: impl FnMut(&Batch, &ApplyOptions)) {
+pub(crate) fn play(
+    characters: usize,
+    fields: usize,
+    mut commit: impl FnMut(&Batch, &ApplyOptions),
+) {
     let mut rng = Lcg(7);
     let mut parent: Option<String> = None;
     for message in 0..MESSAGES {
