@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use statecraft_engine::Limits;
 
-pub use db::Database;
+pub use db::{Database, DatabaseUrlError};
 pub use error::{ApiError, Kind};
 pub use games::CacheBounds;
 
