@@ -6,7 +6,9 @@
 //! MVU's scheme stores for the same chat, a full copy of the variables for every message and swipe,
 //! computed from the same states (`state_at` of every step, as compact JSON). Timed: opening the save
 //! (reading every record and rebuilding the whole tree), against opening a save of the final state
-//! alone in the same run (the floor of any load that ends in that state).
+//! alone in the same run (the floor of any load that ends in that state). Printed after the timings:
+//! the CPU time per open of both, which a machine shared with other work inflates far less than the
+//! wall time.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -113,6 +115,38 @@ fn load(c: &mut Criterion) {
         b.iter_custom(|iters| opened(&alone, iters))
     });
     group.finish();
+    cpu_per_open("CPU time, the chat's save", &chat, 40);
+    cpu_per_open("CPU time, the final state alone", &alone, 400);
+}
+
+/// The CPU time this thread has used, from `/proc/thread-self/stat` (user + system, in ticks of 10 ms:
+/// `CLK_TCK` is 100 on Linux), or `None` where that file is not there. Coarse, so only sums over many
+/// opens mean anything; it leaves out the time the thread waited for a core, which on a shared machine
+/// is most of the wall time.
+fn thread_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // The fields after the command name (which may hold spaces) start with the state, field 3;
+    // utime and stime are fields 14 and 15.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// Opens the save `opens` times and prints the CPU time and the wall time per open.
+fn cpu_per_open(name: &str, path: &Path, opens: u32) {
+    let Some(before) = thread_cpu() else {
+        println!("{name}: no /proc/thread-self/stat, CPU time not measured");
+        return;
+    };
+    let wall = opened(path, u64::from(opens));
+    let Some(after) = thread_cpu() else {
+        return;
+    };
+    println!(
+        "{name}: {:.1} ms CPU per open and close ({:.1} ms wall per open), over {opens} opens",
+        (after - before).as_secs_f64() * 1e3 / f64::from(opens),
+        wall.as_secs_f64() * 1e3 / f64::from(opens),
+    );
 }
 
 criterion_group!(benches, load);
