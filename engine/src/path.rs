@@ -283,8 +283,8 @@ impl<'de> serde::de::Visitor<'de> for PathVisitor {
         Ok(Path(segments))
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Path, A::Error> {
-        Err(not_a_list("an object"))
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Path, A::Error> {
+        Err(not_a_list(map_kind(map)?))
     }
 
     fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Path, E> {
@@ -310,6 +310,19 @@ impl<'de> serde::de::Visitor<'de> for PathVisitor {
     fn visit_unit<E: serde::de::Error>(self) -> Result<Path, E> {
         Err(not_a_list("null"))
     }
+}
+
+/// What a map the reader hands over is: serde_json's arbitrary precision hands numbers it does not
+/// keep as `u64`, `i64` or `f64` (every float, here) over as a map of their own.
+fn map_kind<'de, A: serde::de::MapAccess<'de>>(map: A) -> Result<&'static str, A::Error> {
+    let value = <serde_json::Value as serde::Deserialize>::deserialize(
+        serde::de::value::MapAccessDeserializer::new(map),
+    )?;
+    Ok(if value.is_number() {
+        "a number"
+    } else {
+        "an object"
+    })
 }
 
 fn not_a_list<E: serde::de::Error>(found: &str) -> E {
@@ -388,8 +401,14 @@ impl<'de> serde::de::Visitor<'de> for SegmentSeed {
         Err(self.not_a_segment("an array"))
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Segment, A::Error> {
-        Err(self.not_a_segment("an object"))
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Segment, A::Error> {
+        let value = <serde_json::Value as serde::Deserialize>::deserialize(
+            serde::de::value::MapAccessDeserializer::new(map),
+        )?;
+        match value {
+            serde_json::Value::Number(n) => Err(self.not_an_index(n)),
+            _ => Err(self.not_a_segment("an object")),
+        }
     }
 }
 
@@ -475,6 +494,8 @@ mod tests {
             "3",
             r#"["a", -1]"#,
             r#"["a", 1.5]"#,
+            "1.5",
+            r#"["a", 100000000000000000000000]"#,
             r#"["a", true]"#,
             r#"["a", null]"#,
             r#"["a", [0]]"#,
