@@ -490,6 +490,43 @@ fn games_survive_a_restart_with_their_whole_timeline_compacted_or_not() {
 }
 
 #[test]
+fn a_step_answers_its_own_changes_with_reasons_before_and_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite(dir.path());
+    let server = Server::start(&["--db", &db]);
+    let id = game(&server);
+    let reply = "_.set('player.hp', 100, 80);//hit\n_.add('player.gold', 15);//loot\n";
+    let applied = apply_ok(&server, &id, &json!({"input": reply, "label": "m1"}));
+    apply_ok(
+        &server,
+        &id,
+        &json!({"batch": [{"op": "delete", "path": ["player", "bag"], "reason": "dropped"}], "label": "m2"}),
+    );
+    let m1 = json!([
+        {"path": ["player", "hp"], "old": 100, "new": 80, "reason": "hit", "op": "assign"},
+        {"path": ["player", "gold"], "old": 5, "new": 20, "reason": "loot", "op": "increment"}
+    ]);
+    let m2 =
+        json!([{"path": ["player", "bag"], "old": ["rope"], "reason": "dropped", "op": "delete"}]);
+    assert_eq!(applied["changes"], m1);
+    let changes_at = |server: &Server, query: &str| {
+        let answer = server.call("GET", &format!("/v1/games/{id}/state?{query}"), None);
+        assert_eq!(answer.status, 200, "{:?}", answer.body);
+        answer.body["changes"].clone()
+    };
+    // Each step answers its own changes only, whether by label or by id; the root changed nothing.
+    assert_eq!(changes_at(&server, "at=m1"), m1);
+    assert_eq!(changes_at(&server, "step=2"), m2);
+    assert_eq!(changes_at(&server, "step=0"), json!([]));
+    // A game rebuilt from the database after a restart answers the same changes, reasons included.
+    server.stop();
+    let server = Server::start(&["--db", &db]);
+    assert_eq!(changes_at(&server, "at=m1"), m1);
+    assert_eq!(changes_at(&server, "at=m2"), m2);
+    assert_eq!(changes_at(&server, "step=0"), json!([]));
+}
+
+#[test]
 fn the_stateless_endpoints_extract_convert_and_prompt() {
     let (_dir, server) = server();
     let extracted = server.call(
