@@ -108,6 +108,9 @@ fn diagnostics_beyond_a_hundred_of_one_kind_are_counted_in_one_summary() {
         "{}",
         human.stderr
     );
+    // Only the listing is summarised: every instruction is read.
+    let batch: Value = serde_json::from_str(&human.stdout).unwrap_or_default();
+    assert_eq!(batch.as_array().map(Vec::len), Some(1000));
     let json = run(family, 1000, true);
     let report: Value = serde_json::from_str(json.stderr.lines().next().unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}: {}", json.stderr));

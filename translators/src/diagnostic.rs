@@ -528,9 +528,9 @@ fn summarise(diagnostics: &mut Vec<Diagnostic>) {
     if !diagnostics.is_sorted_by_key(|d| d.span.start) {
         diagnostics.sort_by_key(|d| d.span.start);
     }
-    // Per kind: how many were seen, and for those left out the first one's span and the worst severity.
-    let mut kinds: HashMap<DiagnosticKind, (usize, Option<(Range<usize>, Severity)>)> =
-        HashMap::new();
+    /// How many of a kind were seen, and for those left out the first one's span and the worst severity.
+    type Seen = (usize, Option<(Range<usize>, Severity)>);
+    let mut kinds: HashMap<DiagnosticKind, Seen> = HashMap::new();
     diagnostics.retain(|d| {
         let (seen, left_out) = kinds.entry(d.kind).or_insert((0, None));
         *seen += 1;
