@@ -17,7 +17,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 use statecraft_engine::{
     ApplyOptions, Batch, BatchError, ErrorKind, Instruction, JsonTree, Limits, NodeKind, Policies,
-    parse_path,
+    escape_pointer_token, parse_path,
 };
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity, unplaced};
@@ -703,6 +703,14 @@ impl<'a> Walker<'a> {
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         let wrapper = self.candidates(value, parsed, &mut candidates);
+        let root = parsed.document.node(value);
+        if parsed.complete && root.kind() == NodeKind::Array && root.items().next().is_none() {
+            // `[]` is the batch the rules ask for when nothing changed: a block, not a skipped value.
+            self.report.blocks += 1;
+            self.report.empty_batches += 1;
+            self.candidates = candidates;
+            return;
+        }
         if candidates.is_empty() {
             self.report.skipped_values += 1;
             self.diag(
@@ -761,6 +769,14 @@ impl<'a> Walker<'a> {
         let mut first_form = None;
         let mut odd = None;
         for candidate in candidates.drain(..) {
+            let too_deep = parsed
+                .repairs
+                .iter()
+                .find(|r| r.kind == RepairKind::TooDeep && candidate.span.contains(&r.span.start));
+            if let Some(too_deep) = too_deep {
+                self.refuse_too_deep(&parsed.document, &candidate, too_deep.span.clone());
+                continue;
+            }
             if let Some((patch, span)) = self.instruction(&mut parsed.document, candidate, mode) {
                 match first_form {
                     None => first_form = Some(patch),
@@ -886,6 +902,40 @@ impl<'a> Walker<'a> {
             }
             _ => None,
         }
+    }
+
+    /// Refuses an instruction holding a value nested deeper than the parser builds, as the engine
+    /// refuses any value deeper than its limit: the reply is invalid. The text around it was complete,
+    /// so this is not an instruction cut by the end of the text, and it is never dropped while the
+    /// rest of the reply commits.
+    fn refuse_too_deep(
+        &mut self,
+        document: &Document<'a>,
+        candidate: &Candidate,
+        deep: Range<usize>,
+    ) {
+        self.valid = false;
+        self.report.invalid_instructions += 1;
+        let field = document
+            .node(candidate.node)
+            .members()
+            .find(|(_, member)| member.span().contains(&deep.start))
+            .map(|(name, _)| name);
+        let reason = format!(
+            "the value nests more than {} levels deep; the limit is {}",
+            crate::repair::MAX_PARSE_NESTING,
+            self.options.limits.max_value_depth
+        );
+        let message = match field {
+            Some(field) => format!("/{}: {reason}", escape_pointer_token(field)),
+            None => reason,
+        };
+        self.diag(
+            DiagnosticKind::InvalidInstruction,
+            Severity::Error,
+            deep,
+            message,
+        );
     }
 
     /// Decodes one candidate; returns whether it is a JSON Patch op and its span when it decoded.
