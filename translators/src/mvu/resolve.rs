@@ -14,9 +14,10 @@ use crate::diagnostic::unplaced;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use statecraft_engine::{PathSpelling, parse_path};
 
-/// Appends the instructions `command` stands for.
+/// Appends the instructions `command` stands for. It takes the command so that its reason moves into
+/// the instruction instead of being copied.
 pub(crate) fn resolve(
-    command: &MvuCommand,
+    command: MvuCommand,
     options: &MvuOptions,
     out: &mut Vec<Instruction>,
     diagnostics: &mut Vec<Diagnostic>,
@@ -51,8 +52,9 @@ pub(crate) fn resolve(
     let args = &command.args;
     let state = options.state.as_ref();
     let target = state.and_then(|state| state.lookup(path.segments()));
-    let reasoned = |instruction: Instruction| match &command.reason {
-        Some(reason) => instruction.with_reason(reason.clone()),
+    let reason = command.reason;
+    let reasoned = |instruction: Instruction| match reason {
+        Some(reason) => instruction.with_reason(reason),
         None => instruction,
     };
     let extra = |used: usize, report: &mut dyn FnMut(DiagnosticKind, Severity, String)| {
