@@ -164,7 +164,8 @@ stop it after the requests in flight are answered. The API is described in docs/
     /// Grade a model reply like a structured-output benchmark, as JSON.
     #[command(after_help = "Example:\n  \
 statecraft grade --state state.json --schema schema.json --expect expect.json reply.txt\n\n\
-EXPECT.json maps JSON Pointers to expected values: {\"/player/hp\": 25}.")]
+EXPECT.json maps JSON Pointers to expected values: {\"/player/hp\": 25}. The output is JSON unless \
+--format human is given, which prints a summary.")]
     Grade(crate::prompt_commands::GradeArgs),
 }
 

@@ -59,7 +59,7 @@ fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let out = Output::detect(cli.format);
-    // `log` prints JSON unless the human format is asked for by name (SPEC §7).
+    // `log` and `grade` print JSON unless the human format is asked for by name (SPEC §7).
     let drawn = matches!(
         matches.value_source("format"),
         Some(ValueSource::CommandLine)
@@ -92,9 +92,9 @@ fn run(command: &Command, out: &Output, drawn: bool) -> anyhow::Result<ExitCode>
         Command::Log(args) => save_commands::log(args, out, drawn),
         Command::Play(args) => play::run(args, out),
         Command::Prompt(args) => prompt_commands::run_prompt(args, out),
-        Command::Schema(args) => prompt_commands::run_schema(args),
+        Command::Schema(args) => prompt_commands::run_schema(args, out),
         Command::Feedback(args) => prompt_commands::run_feedback(args, out),
-        Command::Grade(args) => prompt_commands::run_grade(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Grade(args) => prompt_commands::run_grade(args, drawn),
+        Command::Serve(args) => serve::run(args, out),
     }
 }

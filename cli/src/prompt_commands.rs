@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 use statecraft_engine::{StateSchema, Value};
 use statecraft_prompt::{
-    Expectation, InstructionSpec, Lang, MAX_DESCRIBED_SEGMENTS, MAX_TARGETS, batch_gbnf,
+    Expectation, Grade, InstructionSpec, Lang, MAX_DESCRIBED_SEGMENTS, MAX_TARGETS, batch_gbnf,
     batch_schema, grade, prompt, review,
 };
 
@@ -131,8 +131,9 @@ pub(crate) fn run_prompt(args: &PromptArgs, out: &Output) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `schema`: the batch's JSON Schema, or with `--gbnf` its grammar.
-pub(crate) fn run_schema(args: &SchemaArgs) -> Result<ExitCode> {
+/// Runs `schema`: the batch's JSON Schema, or with `--gbnf` its grammar. The warning for a partial
+/// output is a JSON document on stderr under `--format json`.
+pub(crate) fn run_schema(args: &SchemaArgs, out: &Output) -> Result<ExitCode> {
     let source = match &args.schema {
         Some(path) => Some(files::read_schema(path)?.source().clone()),
         None => None,
@@ -140,10 +141,18 @@ pub(crate) fn run_schema(args: &SchemaArgs) -> Result<ExitCode> {
     let callbacks = scripting::signatures(args.scripts.as_deref())?;
     let spec = InstructionSpec::from_schema(source.as_ref()).with_callbacks(&callbacks);
     if spec.is_partial() {
-        eprintln!(
-            "warning: the schema is recursive or declares more than {MAX_TARGETS} paths; the output \
-             covers paths up to {MAX_DESCRIBED_SEGMENTS} segments deep and the first {MAX_TARGETS} paths"
+        let message = format!(
+            "the schema is recursive or declares more than {MAX_TARGETS} paths; the output covers \
+             paths up to {MAX_DESCRIBED_SEGMENTS} segments deep and the first {MAX_TARGETS} paths"
         );
+        if out.json() {
+            errln!(
+                "{}",
+                json!({"warning": "partial_schema", "message": message})
+            );
+        } else {
+            errln!("warning: {message}");
+        }
     }
     if args.gbnf {
         emit(&batch_gbnf(&spec))?;
@@ -183,8 +192,9 @@ pub(crate) fn run_feedback(args: &FeedbackArgs, out: &Output) -> Result<ExitCode
     })
 }
 
-/// Runs `grade`: the grade as JSON on stdout, exit 0 (a low grade is an answer, not a failure).
-pub(crate) fn run_grade(args: &GradeArgs) -> Result<ExitCode> {
+/// Runs `grade`: the grade on stdout, exit 0 (a low grade is an answer, not a failure). Like `log`, it
+/// prints JSON unless `--format human` is given by name (`drawn`), which prints a summary for people.
+pub(crate) fn run_grade(args: &GradeArgs, drawn: bool) -> Result<ExitCode> {
     let (state, schema) = state_and_schema(&args.state, args.schema.as_deref())?;
     let expected = match &args.expect {
         Some(path) => {
@@ -198,9 +208,57 @@ pub(crate) fn run_grade(args: &GradeArgs) -> Result<ExitCode> {
     };
     let text = files::read_input(args.input.as_deref())?;
     let result = grade(&text, &state, schema.as_ref(), &expected);
-    let text = serde_json::to_string_pretty(&result).context("cannot write the grade as json")?;
-    emit(&format!("{text}\n"))?;
+    if drawn {
+        emit(&grade_text(&result))?;
+    } else {
+        let text =
+            serde_json::to_string_pretty(&result).context("cannot write the grade as json")?;
+        emit(&format!("{text}\n"))?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A grade for people: the scores, the verdicts, the engine's reasons and each expectation.
+fn grade_text(grade: &Grade) -> String {
+    let yes = |flag: bool| if flag { "yes" } else { "no" };
+    let mut text = format!(
+        "score {}/100 (cleanliness {}/100)\n{} instruction{} read; valid: {}; applies: {}; in the schema: {}\n",
+        grade.score,
+        grade.cleanliness,
+        grade.instructions,
+        if grade.instructions == 1 { "" } else { "s" },
+        yes(grade.valid),
+        yes(grade.applies),
+        yes(grade.in_schema),
+    );
+    if !grade.errors.is_empty() {
+        text.push_str("the engine would reject the batch:\n");
+        for error in &grade.errors {
+            text.push_str(&format!("  {error}\n"));
+        }
+    }
+    if !grade.checks.is_empty() {
+        text.push_str(&format!(
+            "checks: {}/{} passed\n",
+            grade.checks_passed,
+            grade.checks.len()
+        ));
+        for check in &grade.checks {
+            let actual = check
+                .actual
+                .as_ref()
+                .map_or_else(|| "nothing".to_owned(), ToString::to_string);
+            if check.passed {
+                text.push_str(&format!("  ok    {} = {actual}\n", check.pointer));
+            } else {
+                text.push_str(&format!(
+                    "  FAIL  {}: expected {}, got {actual}\n",
+                    check.pointer, check.expected
+                ));
+            }
+        }
+    }
+    text
 }
 
 /// Writes `text` to stdout. A reader that closes the pipe early (`statecraft schema --gbnf | head`)

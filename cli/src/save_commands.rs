@@ -40,7 +40,9 @@ pub(crate) fn new(args: &NewArgs, out: &Output) -> Result<ExitCode> {
         setup = setup.scripts(folder);
     }
     let game = Game::create(&args.game, state, setup)?;
-    if !out.json() {
+    if out.json() {
+        errln!("{}", json!({"created": game.path().display().to_string()}));
+    } else {
         errln!("created {}", game.path().display());
     }
     Ok(ExitCode::SUCCESS)

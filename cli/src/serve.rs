@@ -2,8 +2,8 @@
 //!
 //! This module owns the command's options and its logs: it turns the arguments into a
 //! `statecraft_server::Config`, installs the `tracing` subscriber (text or JSON lines on stderr), prints
-//! `listening on http://ADDR` on stdout once requests are accepted (scripts and tests read the port
-//! from it), and runs the server until SIGINT or SIGTERM. It must not serve anything itself.
+//! `listening on http://ADDR` (under `--format json`, `{"listening": "http://ADDR"}`) on stdout once
+//! requests are accepted (scripts and tests read the port from it), and runs the server until SIGINT or SIGTERM. It must not serve anything itself.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -12,7 +12,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use serde_json::json;
 use statecraft_server::{CacheBounds, Config, Database};
+
+use crate::render::Output;
 
 /// How logs are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -82,9 +85,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub(crate) max_active_memory: usize,
 
-    /// How to write logs (on stderr).
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    pub(crate) log_format: LogFormat,
+    /// How to write logs (on stderr); without it, JSON lines under `--format json` and text otherwise.
+    #[arg(long, value_enum)]
+    pub(crate) log_format: Option<LogFormat>,
 
     /// The least severe log events written.
     #[arg(long, value_enum, default_value_t = LogLevel::Info)]
@@ -92,7 +95,7 @@ pub(crate) struct ServeArgs {
 }
 
 /// Runs the server until it is told to stop.
-pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &ServeArgs, out: &Output) -> Result<ExitCode> {
     let database = Database::parse(&args.db)?;
     let config = Config {
         listen: args.listen,
@@ -109,18 +112,27 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
         ..Config::new()
     };
     statecraft_server::check(&config)?;
-    install_logs(args);
-    statecraft_server::serve(config, |address| {
+    install_logs(args, out);
+    let json_out = out.json();
+    statecraft_server::serve(config, move |address| {
         // The one line on stdout; a closed stdout must not stop a server that is already listening.
         let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "listening on http://{address}");
+        let _ = if json_out {
+            writeln!(
+                stdout,
+                "{}",
+                json!({"listening": format!("http://{address}")})
+            )
+        } else {
+            writeln!(stdout, "listening on http://{address}")
+        };
         let _ = stdout.flush();
     })
     .context("the server stopped")?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn install_logs(args: &ServeArgs) {
+fn install_logs(args: &ServeArgs, out: &Output) {
     let level = match args.log_level {
         LogLevel::Error => tracing_subscriber::filter::LevelFilter::ERROR,
         LogLevel::Warn => tracing_subscriber::filter::LevelFilter::WARN,
@@ -131,7 +143,12 @@ fn install_logs(args: &ServeArgs) {
         .with_max_level(level)
         .with_writer(std::io::stderr)
         .with_target(false);
-    let _ = match args.log_format {
+    let format = args.log_format.unwrap_or(if out.json() {
+        LogFormat::Json
+    } else {
+        LogFormat::Text
+    });
+    let _ = match format {
         LogFormat::Text => logs
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init(),

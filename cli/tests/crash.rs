@@ -261,6 +261,10 @@ fn killed_appliers_never_lose_an_acknowledged_step() {
         acked > 0 && killed_kept + killed_lost > 0,
         "the kills never or always landed: the test proves nothing"
     );
+    assert!(
+        branches > 0 && checkouts > 0,
+        "no branch commit or no checkout reached the save: the test proves nothing about them"
+    );
 }
 
 #[test]

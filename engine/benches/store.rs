@@ -3,103 +3,18 @@
 //! State: 1,000 entities x 100 fields. Batches: 10 single-field assigns at scattered places. Baselines:
 //! (a) `serde_json` with a deep clone per step for history, (b) `serde_json` with the `json-patch` crate
 //! and inverse patches for history. Also: undo/redo of a 10-op step at 1k and 1M keys, schema checks
-//! with and without the incremental approach, and retained history bytes per op (counted by a global
-//! allocator, printed before the timings).
+//! with and without the incremental approach. Retained history memory is measured by
+//! `history_memory.rs`, whose counting allocator would otherwise slow every timed allocation here.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+mod common;
+
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value as Json, json};
-use statecraft_engine::{
-    Batch, HistoryLimits, Instruction, Path, Segment, StateSchema, Store, Value,
-};
+use statecraft_engine::{Batch, StateSchema, Store, Value};
 
-/// Counts live heap bytes so that retained history can be measured, not estimated.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: delegates to the system allocator and only adds bookkeeping.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-const ENTITIES: usize = 1_000;
-const FIELDS: usize = 100;
-const BATCH: usize = 10;
-
-fn state_json(entities: usize, fields: usize) -> Json {
-    let mut root = serde_json::Map::new();
-    for e in 0..entities {
-        let mut entity = serde_json::Map::new();
-        for f in 0..fields {
-            entity.insert(format!("f{f}"), json!(f));
-        }
-        root.insert(format!("e{e}"), Json::Object(entity));
-    }
-    json!({ "entities": root })
-}
-
-/// A cheap deterministic generator, so every variant sees the same writes.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, bound: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 33) as usize) % bound
-    }
-}
-
-/// `count` batches of 10 scattered assigns, as (entity, field, value) triples.
-fn writes(count: usize, entities: usize, fields: usize) -> Vec<Vec<(usize, usize, i64)>> {
-    let mut rng = Lcg(7);
-    (0..count)
-        .map(|i| {
-            (0..BATCH)
-                .map(|j| (rng.next(entities), rng.next(fields), (i * BATCH + j) as i64))
-                .collect()
-        })
-        .collect()
-}
-
-fn engine_batch(writes: &[(usize, usize, i64)]) -> Batch {
-    Batch::new(
-        writes
-            .iter()
-            .map(|&(e, f, v)| {
-                let path = Path::from(vec![
-                    Segment::key("entities"),
-                    Segment::key(&format!("e{e}")),
-                    Segment::key(&format!("f{f}")),
-                ]);
-                Instruction::assign(path, v)
-            })
-            .collect(),
-    )
-}
+use common::{ENTITIES, FIELDS, engine_batch, state_json, unbounded, writes};
 
 fn patch_of(writes: &[(usize, usize, i64)]) -> json_patch::Patch {
     let ops: Vec<Json> = writes
@@ -107,13 +22,6 @@ fn patch_of(writes: &[(usize, usize, i64)]) -> json_patch::Patch {
         .map(|&(e, f, v)| json!({"op": "replace", "path": format!("/entities/e{e}/f{f}"), "value": v}))
         .collect();
     serde_json::from_value(Json::Array(ops)).unwrap()
-}
-
-fn unbounded() -> HistoryLimits {
-    HistoryLimits {
-        max_steps: usize::MAX,
-        max_bytes: usize::MAX,
-    }
 }
 
 fn apply_with_history(c: &mut Criterion) {
@@ -250,46 +158,9 @@ fn schema_checks(c: &mut Criterion) {
     group.finish();
 }
 
-/// Retained history per op: live bytes after 2,000 batches with history, minus the same without.
-fn history_memory() {
-    let json_state = state_json(ENTITIES, FIELDS);
-    let plan = writes(2_000, ENTITIES, FIELDS);
-    let batches: Vec<Batch> = plan.iter().map(|w| engine_batch(w)).collect();
-    let mut retained = Vec::new();
-    for limits in [
-        HistoryLimits {
-            max_steps: 0,
-            max_bytes: 0,
-        },
-        unbounded(),
-    ] {
-        let start = LIVE.load(Ordering::Relaxed);
-        let mut store = Store::builder(Value::from(&json_state))
-            .history_limits(limits)
-            .build()
-            .unwrap();
-        for batch in &batches {
-            assert!(store.apply(batch).is_committed());
-        }
-        retained.push((LIVE.load(Ordering::Relaxed) - start, store.history_bytes()));
-        drop(store);
-    }
-    let ops = (batches.len() * BATCH) as f64;
-    let per_op = (retained[1].0 - retained[0].0) as f64 / ops;
-    println!(
-        "retained history: {per_op:.0} bytes per op measured ({:.0} estimated by the store), over {} ops at batch size {BATCH}",
-        retained[1].1 as f64 / ops,
-        ops
-    );
-}
-
-fn memory(_: &mut Criterion) {
-    history_memory();
-}
-
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(3));
-    targets = memory, apply_with_history, undo_redo, schema_checks
+    targets = apply_with_history, undo_redo, schema_checks
 }
 criterion_main!(benches);

@@ -1,23 +1,25 @@
 //! The chat timeline benchmarks of issue 14 (see BENCHMARKS.md), with their baselines in the same run.
 //!
-//! The chat: 1,000 messages with 3 swipes each (3,000 steps), every reply about 10 assigns scattered
-//! over a state of 10,000 keys (100 characters x 100 fields); the chat goes on from a different swipe
-//! of each message, so every message has three branches. Measured: switching between two sibling
-//! swipes at 10k and 1M keys (baseline: restoring a stored full copy, as MVU does), `state_at` of steps
-//! spread over the whole tree (baseline: the same store without checkpoints, replaying from the live
-//! state or the root), and apply with this tree in place against apply with a plain line of steps and
-//! against baseline (b) of `store.rs` (serde_json + json-patch + inverse patches). Retained memory
-//! (counted by a global allocator) is printed before the timings.
+//! The chat (`common/chat.rs`, shared with `saves/benches/timeline.rs`, which measures its save size
+//! and load time): 1,000 messages with 3 swipes each (3,000 steps), every reply about 10 assigns
+//! scattered over a state of 10,000 keys (100 characters x 100 fields); the chat goes on from a
+//! different swipe of each message, so every message has three branches. Measured: switching between
+//! two sibling swipes at 10k and 1M keys (baseline: restoring a stored full copy, as MVU does),
+//! `state_at` of steps spread over the whole tree (baseline: the same store without checkpoints,
+//! replaying from the live state or the root), and apply with this tree in place against apply with a
+//! plain line of as many steps (what history was before the tree). Retained memory (counted by a global
+//! allocator) is printed before the timings.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use criterion::{Criterion, criterion_group};
-use serde_json::{Value as Json, json};
-use statecraft_engine::{
-    ApplyOptions, Batch, HistoryLimits, Instruction, Path, Segment, StepId, Store, Value,
-};
+use statecraft_engine::{Batch, HistoryLimits, StepId, Store, Value};
+
+#[path = "common/chat.rs"]
+mod chat;
+use chat::{CHANGES, Lcg, MESSAGES, SWIPES, label, reply, state_json};
 
 /// Counts live heap bytes, to measure what the tree keeps alive.
 struct Counting;
@@ -47,57 +49,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-const MESSAGES: usize = 1_000;
-const SWIPES: usize = 3;
-const CHANGES: usize = 10;
-
-/// `characters` x `fields` integer fields.
-fn state_json(characters: usize, fields: usize) -> Json {
-    let mut root = serde_json::Map::new();
-    for c in 0..characters {
-        let mut character = serde_json::Map::new();
-        for f in 0..fields {
-            character.insert(format!("f{f}"), json!(f));
-        }
-        root.insert(format!("c{c}"), Json::Object(character));
-    }
-    json!({ "characters": root })
-}
-
-/// A cheap deterministic generator, so every variant sees the same writes.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, bound: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 33) as usize) % bound
-    }
-}
-
-/// A reply: `CHANGES` assigns at scattered places.
-fn reply(rng: &mut Lcg, characters: usize, fields: usize, value: i64) -> Batch {
-    Batch::new(
-        (0..CHANGES)
-            .map(|_| {
-                let path = Path::from(vec![
-                    Segment::key("characters"),
-                    Segment::key(&format!("c{}", rng.next(characters))),
-                    Segment::key(&format!("f{}", rng.next(fields))),
-                ]);
-                Instruction::assign(path, value)
-            })
-            .collect(),
-    )
-}
-
-/// The label of a swipe, as a front end would write it.
-fn label(message: usize, swipe: usize) -> String {
-    format!("m{message}/s{swipe}")
-}
-
 fn unbounded() -> HistoryLimits {
     HistoryLimits {
         max_steps: usize::MAX,
@@ -105,26 +56,11 @@ fn unbounded() -> HistoryLimits {
     }
 }
 
-/// Plays the chat on a store: every swipe of a message commits on the same parent, and the chat goes on
-/// from swipe `message % SWIPES`.
+/// Plays the chat (`common/chat.rs`) on a store.
 fn chat(store: &mut Store, characters: usize, fields: usize) {
-    let mut rng = Lcg(7);
-    let mut parent: Option<String> = None;
-    for message in 0..MESSAGES {
-        for swipe in 0..SWIPES {
-            let options = ApplyOptions {
-                label: Some(label(message, swipe)),
-                at: Some(match &parent {
-                    Some(parent) => parent.as_str().into(),
-                    None => StepId::ROOT.into(),
-                }),
-                ..ApplyOptions::default()
-            };
-            let batch = reply(&mut rng, characters, fields, (message * 10 + swipe) as i64);
-            assert!(store.apply_with(&batch, &options).is_committed());
-        }
-        parent = Some(label(message, message % SWIPES));
-    }
+    chat::play(characters, fields, |batch, options| {
+        assert!(store.apply_with(batch, options).is_committed());
+    });
 }
 
 fn chat_store(characters: usize, fields: usize, checkpoint_every: u64) -> Store {

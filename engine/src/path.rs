@@ -257,10 +257,158 @@ impl serde::Serialize for Path {
     }
 }
 
+/// Read straight from the deserializer, without building a JSON value first: a save's change logs hold
+/// one path per change, so this is on the path of loading every save.
 impl<'de> serde::Deserialize<'de> for Path {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Path, D::Error> {
-        let json = serde_json::Value::deserialize(deserializer)?;
-        path_from_json(&json).map_err(serde::de::Error::custom)
+        deserializer.deserialize_any(PathVisitor)
+    }
+}
+
+/// The canonical list form, with the messages of [`path_from_json`].
+struct PathVisitor;
+
+impl<'de> serde::de::Visitor<'de> for PathVisitor {
+    type Value = Path;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a path: a list of keys and indexes, like [\"player\", \"hp\"]")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Path, A::Error> {
+        let mut segments = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(segment) = seq.next_element_seed(SegmentSeed(segments.len()))? {
+            segments.push(segment);
+        }
+        Ok(Path(segments))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Path, A::Error> {
+        Err(not_a_list(map_kind(map)?))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Path, E> {
+        Err(not_a_list("a string"))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Path, E> {
+        Err(not_a_list("a boolean"))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Path, E> {
+        Err(not_a_list("a number"))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Path, E> {
+        Err(not_a_list("a number"))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Path, E> {
+        Err(not_a_list("a number"))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Path, E> {
+        Err(not_a_list("null"))
+    }
+}
+
+/// What a map the reader hands over is: serde_json's arbitrary precision hands numbers it does not
+/// keep as `u64`, `i64` or `f64` (every float, here) over as a map of their own.
+fn map_kind<'de, A: serde::de::MapAccess<'de>>(map: A) -> Result<&'static str, A::Error> {
+    let value = <serde_json::Value as serde::Deserialize>::deserialize(
+        serde::de::value::MapAccessDeserializer::new(map),
+    )?;
+    Ok(if value.is_number() {
+        "a number"
+    } else {
+        "an object"
+    })
+}
+
+fn not_a_list<E: serde::de::Error>(found: &str) -> E {
+    E::custom(format!(
+        "a path must be a list of keys and indexes, like [\"player\", \"hp\"], not {found}"
+    ))
+}
+
+/// Segment `.0` of a path: a string key or a non-negative integer index.
+struct SegmentSeed(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for SegmentSeed {
+    type Value = Segment;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Segment, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl SegmentSeed {
+    fn not_a_segment<E: serde::de::Error>(&self, found: &str) -> E {
+        E::custom(format!(
+            "segment {} must be a string key or an integer index, not {found}",
+            self.0
+        ))
+    }
+
+    fn not_an_index<E: serde::de::Error>(&self, n: impl fmt::Display) -> E {
+        E::custom(format!(
+            "segment {} must be a non-negative integer index, not {n}",
+            self.0
+        ))
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SegmentSeed {
+    type Value = Segment;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key or a non-negative integer index")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Segment, E> {
+        Ok(Segment::key(key))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Segment, E> {
+        usize::try_from(n)
+            .map(Segment::Index)
+            .map_err(|_| self.not_an_index(n))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Segment, E> {
+        match u64::try_from(n) {
+            Ok(n) => self.visit_u64(n),
+            Err(_) => Err(self.not_an_index(n)),
+        }
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Segment, E> {
+        Err(self.not_an_index(n))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Segment, E> {
+        Err(self.not_a_segment("a boolean"))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Segment, E> {
+        Err(self.not_a_segment("null"))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<Segment, A::Error> {
+        Err(self.not_a_segment("an array"))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Segment, A::Error> {
+        let value = <serde_json::Value as serde::Deserialize>::deserialize(
+            serde::de::value::MapAccessDeserializer::new(map),
+        )?;
+        match value {
+            serde_json::Value::Number(n) => Err(self.not_an_index(n)),
+            _ => Err(self.not_a_segment("an object")),
+        }
     }
 }
 
@@ -332,6 +480,36 @@ mod tests {
         assert_eq!(decimal_index("12"), Some(12));
         for bad in ["", "01", "-1", "+1", "1a", "99999999999999999999999"] {
             assert_eq!(decimal_index(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn deserializing_reads_what_path_from_json_reads_and_says_the_same() {
+        for text in [
+            r#"["a", 0, "b~/c", 18446744073709551615]"#,
+            "[]",
+            r#""a""#,
+            "{}",
+            "null",
+            "3",
+            r#"["a", -1]"#,
+            r#"["a", 1.5]"#,
+            "1.5",
+            r#"["a", 100000000000000000000000]"#,
+            r#"["a", true]"#,
+            r#"["a", null]"#,
+            r#"["a", [0]]"#,
+            r#"["a", {}]"#,
+        ] {
+            let json: serde_json::Value = serde_json::from_str(text).unwrap();
+            let read = serde_json::from_str::<Path>(text).map_err(|e| e.to_string());
+            match (read, path_from_json(&json)) {
+                (Ok(read), Ok(expected)) => assert_eq!(read, expected, "{text}"),
+                (Err(read), Err(expected)) => {
+                    assert!(read.starts_with(&expected), "{text}: {read} / {expected}")
+                }
+                (read, expected) => panic!("{text}: {read:?} / {expected:?}"),
+            }
         }
     }
 }

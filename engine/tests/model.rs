@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{
     ApplyOptions, Batch, HistoryLimits, Outcome, StepId, StepRef, Store, TimelineError, Value,
@@ -586,7 +587,13 @@ fn check(store: &Store, model: &Timeline) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        // A failing case is saved beside this file (`*.proptest-regressions`, committed) and run first
+        // from then on, so a failure seen once, in CI or anywhere, is reproduced by every run.
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn the_history_tree_matches_a_model_that_copies_every_state(

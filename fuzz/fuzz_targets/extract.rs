@@ -1,15 +1,16 @@
 //! Fuzzes the lenient layer: any bytes, read as text, must extract without panicking or hanging, with
 //! every diagnostic span inside the text on character boundaries, and every instruction it outputs must
-//! decode again strictly from its canonical form (the extractor never emits an instruction the engine
-//! would refuse to read). The repair parser is fuzzed on the same text from two starting points, and
-//! on valid JSON it must read exactly what serde_json reads.
+//! decode again strictly, from its canonical form (the RFC 6902 form for a JSON Patch op), to exactly
+//! itself (the extractor never emits an instruction the engine would refuse or misread). The repair
+//! parser is fuzzed on the same text from two starting points, and on valid JSON it must read exactly
+//! what serde_json reads.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use statecraft_engine::Batch;
 use statecraft_translators::internals::{parse_value, repair_json};
-use statecraft_translators::{ExtractOptions, extract};
+use statecraft_translators::{ExtractOptions, extract, jsonpatch};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
@@ -23,14 +24,18 @@ fuzz_target!(|data: &[u8]| {
     }
     assert!(extraction.report.score <= 100);
     for instruction in &extraction.batch.instructions {
-        // JSON Patch ops serialise their paths as lists, which only the pointer form reads back.
-        if !instruction.op.is_json_patch() {
-            let json = instruction.to_json();
-            assert!(
-                Batch::from_json(&json).is_ok(),
-                "extracted an instruction that does not decode: {json}"
-            );
-        }
+        // A JSON Patch op's canonical form is its RFC 6902 document (pointers); the rest are lists.
+        let single = Batch::new(vec![instruction.clone()]);
+        let json = if instruction.op.is_json_patch() {
+            jsonpatch::from_batch(&single).expect("a JSON Patch op has a patch form")
+        } else {
+            single.to_json()
+        };
+        assert_eq!(
+            Batch::from_json(&json),
+            Ok(single),
+            "extracted an instruction that does not decode to itself: {json}"
+        );
     }
     let _ = repair_json(&text);
     let middle = (0..=text.len() / 2)
@@ -48,27 +53,28 @@ fuzz_target!(|data: &[u8]| {
             assert!(span.start <= span.end && span.end <= text.len());
         }
     }
-    // Valid JSON reads exactly as serde_json reads it, borrowed strings and all, except that `-0`
-    // is read as the integer 0 (a deliberate choice of the repair parser).
+    // Valid JSON reads exactly as serde_json reads it, borrowed strings and all, except that the
+    // integer `-0` is read as the integer 0 (a deliberate choice of the repair parser); `-0.0` and
+    // `-0e0` keep their text like every other number.
     if let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) {
-        let read = parse_value(&text, 0).to_json().map(zeros_as_integers);
+        let read = parse_value(&text, 0).to_json();
         assert_eq!(
             read,
-            Some(zeros_as_integers(json)),
+            Some(minus_zero_as_zero(json)),
             "valid JSON read differently"
         );
     }
 });
 
-/// Every zero, integer or float of either sign, as the integer 0.
-fn zeros_as_integers(json: serde_json::Value) -> serde_json::Value {
+/// `json` with every integer `-0` as the integer 0.
+fn minus_zero_as_zero(json: serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match json {
-        Value::Number(n) if n.as_f64() == Some(0.0) => Value::from(0),
-        Value::Array(items) => Value::Array(items.into_iter().map(zeros_as_integers).collect()),
+        Value::Number(n) if n.to_string() == "-0" => Value::from(0),
+        Value::Array(items) => Value::Array(items.into_iter().map(minus_zero_as_zero).collect()),
         Value::Object(map) => Value::Object(
             map.into_iter()
-                .map(|(key, value)| (key, zeros_as_integers(value)))
+                .map(|(key, value)| (key, minus_zero_as_zero(value)))
                 .collect(),
         ),
         other => other,

@@ -9,14 +9,14 @@
 //!
 //! The decoders are Python packages (`decoders/requirements.txt`, pinned) in a virtual environment
 //! that `decoders/setup.sh` creates, at `$STATECRAFT_DECODER_VENV` or `target/decoder-venv`; `.ci/run`
-//! runs it. Without the environment the test says it skipped, except under CI (`CI` set), where a
-//! missing decoder is a failure. `decoders/check.py` drives the decoders byte by byte.
-//! xgrammar is not among them: its wheel pulls in PyTorch and CUDA, gigabytes a 2-core machine should
+//! runs it. Without the environment the test reports itself skipped in `cargo test`'s summary, except
+//! under CI (`CI` set), where a missing decoder is a failure. `decoders/check.py` drives the decoders
+//! byte by byte. xgrammar is not among them: its wheel pulls in PyTorch and CUDA, gigabytes a 2-core machine should
 //! not install for a test.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::{Value as Json, json};
 use statecraft_engine::{CallbackSignature, Limits};
@@ -195,18 +195,33 @@ fn case(name: &str, spec: &InstructionSpec, batches: &Json) -> (Json, Vec<(Strin
     (job, expected)
 }
 
-#[test]
-fn real_decoders_compile_the_schema_and_grammar_and_keep_to_the_language() {
+const TEST: &str = "real_decoders_compile_the_schema_and_grammar_and_keep_to_the_language";
+
+/// This test has its own `main` (`harness = false`) so that a missing decoder environment shows in
+/// `cargo test`'s summary as a skipped test, as the MVU corpus test does; under CI it is a failure.
+/// A failed check panics, which fails the test binary with the panic's message.
+fn main() -> ExitCode {
+    println!("\nrunning 1 test");
     let Some(python) = python() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the decoders are missing under CI: run prompt/tests/decoders/setup.sh"
-        );
+        if std::env::var_os("CI").is_some() {
+            println!("test {TEST} ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed\n");
+            eprintln!("the decoders are missing and CI is set: run prompt/tests/decoders/setup.sh");
+            return ExitCode::FAILURE;
+        }
         println!(
-            "real decoders not installed: skipped; run prompt/tests/decoders/setup.sh to check against them"
+            "test {TEST} ... skipped: the real decoders are not installed (run \
+             prompt/tests/decoders/setup.sh to check against them; under CI this is a failure)"
         );
-        return;
+        println!("\ntest result: ok. 0 passed; 0 failed; 1 skipped\n");
+        return ExitCode::SUCCESS;
     };
+    check(&python);
+    println!("test {TEST} ... ok\n\ntest result: ok. 1 passed; 0 failed\n");
+    ExitCode::SUCCESS
+}
+
+/// Runs every case through the decoders; panics with every problem found.
+fn check(python: &Path) {
     let mut jobs = Vec::new();
     let mut expectations = Vec::new();
     let examples = workspace().join("examples");
@@ -243,7 +258,7 @@ fn real_decoders_compile_the_schema_and_grammar_and_keep_to_the_language() {
     jobs.push(job);
     expectations.push(("nested".to_owned(), expected));
 
-    let mut child = Command::new(&python)
+    let mut child = Command::new(python)
         .arg(here().join("check.py"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

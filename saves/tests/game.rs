@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::{batch, unsynced, view};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use serde_json::json;
 use statecraft_engine::{ApplyOptions, HistoryLimits, Outcome, Store, Value};
 use statecraft_saves::{Game, NewGame, OpenOptions, SaveError, TornTail};
@@ -550,7 +551,13 @@ fn apply_both(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        // A failing case is saved beside this file (`*.proptest-regressions`, committed) and run first
+        // from then on, so a failure seen once, in CI or anywhere, is reproduced by every run.
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     /// The game and a plain in-memory store see the same operations, swipes, edits and checkouts
     /// included; after every one, and across reopens and compactions, the state, the whole tree, the

@@ -62,3 +62,9 @@ mod sandbox;
 
 pub use error::LoadError;
 pub use handlers::LuaHandlers;
+
+/// Parts exposed for the benches only (the limiter's cost is measured on a bare VM); not a stable API.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::limiter::Limiter;
+}

@@ -19,7 +19,7 @@ const CLOCK_EVERY: u64 = 64;
 
 /// The budget of the call in progress, shared with the interrupt closure.
 #[derive(Debug, Default)]
-pub(crate) struct Limiter {
+pub struct Limiter {
     steps: Cell<u64>,
     max_steps: Cell<u64>,
     max_time: Cell<Duration>,
@@ -29,7 +29,7 @@ pub(crate) struct Limiter {
 
 impl Limiter {
     /// Installs the interrupt on `lua`; the budget starts unlimited until [`Limiter::start`].
-    pub(crate) fn install(lua: &Lua) -> Rc<Limiter> {
+    pub fn install(lua: &Lua) -> Rc<Limiter> {
         let limiter = Rc::new(Limiter::default());
         let shared = Rc::clone(&limiter);
         lua.set_interrupt(move |lua| shared.tick(lua));
@@ -37,7 +37,7 @@ impl Limiter {
     }
 
     /// Starts a fresh budget.
-    pub(crate) fn start(&self, max_steps: u64, max_time: Duration) {
+    pub fn start(&self, max_steps: u64, max_time: Duration) {
         self.steps.set(0);
         self.max_steps.set(max_steps);
         self.max_time.set(max_time);

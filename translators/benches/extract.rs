@@ -5,8 +5,9 @@
 //! into the engine's persistent values) are measured against it. The broken output (about 1 MB) is a
 //! reply made of prose, fences, tags, `<think>` drafts and every defect of SPEC §4; the broken JSON
 //! (about 1 MB) is one array of such instructions with no prose, for the repair parser alone. The adversarial
-//! inputs must stay linear: 1 MB of commas, 1 MB of an unclosed string full of commas and quotes, 100k
-//! nested openers, and 1 MB of `{` in prose.
+//! inputs (commas, an unclosed string full of commas and quotes, nested openers, nested objects, `{` in
+//! prose, JSON-looking prose) run through both `extract` and the repair parser alone, at 1 MB and at
+//! 2 MB (105k and 210k nested openers): linear means twice the time at twice the size.
 
 use std::hint::black_box;
 
@@ -115,35 +116,37 @@ fn bench_broken(c: &mut Criterion) {
     group.finish();
 }
 
+/// The adversarial inputs at about `size` bytes (the nested ones at `size / 10` openers).
+fn adversarial(size: usize) -> Vec<(&'static str, String)> {
+    vec![
+        ("commas", ",".repeat(size)),
+        ("unclosed_string", format!("[\"{}", ",\"'".repeat(size / 3))),
+        ("nested_openers", "[".repeat(size / 10)),
+        ("nested_objects", "{\"a\":".repeat(size / 10)),
+        ("braces_in_prose", "{".repeat(size)),
+        ("json_looking_prose", "{\"a\" ".repeat(size / 5)),
+    ]
+}
+
 fn bench_adversarial(c: &mut Criterion) {
-    let inputs = [
-        ("commas_1mb", ",".repeat(MEGABYTE)),
-        (
-            "unclosed_string_1mb",
-            format!("[\"{}", ",\"'".repeat(MEGABYTE / 3)),
-        ),
-        ("nested_openers_100k", "[".repeat(100_000)),
-        ("nested_objects_100k", "{\"a\":".repeat(100_000)),
-        ("braces_in_prose_1mb", "{".repeat(MEGABYTE)),
-        ("json_looking_prose_1mb", "{\"a\" ".repeat(MEGABYTE / 5)),
-    ];
     let mut group = c.benchmark_group("adversarial");
-    for (name, text) in &inputs {
-        group.throughput(Throughput::Bytes(text.len() as u64));
-        group.bench_with_input(BenchmarkId::new("extract", name), text, |b, text| {
-            b.iter(|| {
-                black_box(
-                    extract(black_box(text), &ExtractOptions::default())
-                        .diagnostics
-                        .len(),
-                )
-            })
-        });
-        group.bench_with_input(
-            BenchmarkId::new("repair_parse_value", name),
-            text,
-            |b, text| b.iter(|| black_box(parse_value(black_box(text), 0).span.end)),
-        );
+    for (size, label) in [(MEGABYTE, "1mb"), (2 * MEGABYTE, "2mb")] {
+        for (name, text) in adversarial(size) {
+            group.throughput(Throughput::Bytes(text.len() as u64));
+            let id = |function: &str| BenchmarkId::new(format!("{function}/{name}"), label);
+            group.bench_with_input(id("extract"), &text, |b, text| {
+                b.iter(|| {
+                    black_box(
+                        extract(black_box(text), &ExtractOptions::default())
+                            .diagnostics
+                            .len(),
+                    )
+                })
+            });
+            group.bench_with_input(id("repair_parse_value"), &text, |b, text| {
+                b.iter(|| black_box(parse_value(black_box(text), 0).span.end))
+            });
+        }
     }
     group.finish();
 }

@@ -5,14 +5,15 @@
 //! `_.add`, `_.insert` with object literals, `_.remove`, reasons, and prose. The expressions corpus
 //! (about 1 MB) is the same replies where the values are math.js expressions, YAML values and YAML
 //! single quotes, so most arguments go through the evaluator or the YAML reader; it must translate at
-//! 100 MB/s or more. The dense expressions corpus is the worst case: nothing but such commands. The adversarial inputs (1 MB of `_.set(` with no closing
-//! parenthesis, 1 MB of quotes, one command whose argument is a megabyte of nested parentheses or an
-//! exponent tower) must stay linear. The baseline in the same run is a plain `str::find` pass over
+//! 100 MB/s or more. The dense expressions corpus is the worst case: nothing but such commands. The
+//! adversarial inputs (`_.set(` with no closing parenthesis, quotes, `_.set('` unclosed, one command
+//! whose argument is nested parentheses or an exponent tower) run at 1 MB and at 2 MB: linear means
+//! twice the time at twice the size. The baseline in the same run is a plain `str::find` pass over
 //! the same bytes, which bounds what any scanner can do.
 
 use std::hint::black_box;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use statecraft_translators::mvu::{self, MvuOptions};
 
 const MEGABYTE: usize = 1 << 20;
@@ -124,27 +125,33 @@ fn expressions_dense(size: usize) -> String {
     text
 }
 
+/// The adversarial inputs at about `size` bytes. Each must stay linear: twice the size, twice the time.
+fn adversarial(size: usize) -> Vec<(&'static str, String)> {
+    vec![
+        ("unclosed_set", "_.set(".repeat(size / 6)),
+        ("quotes", "'".repeat(size)),
+        ("quoted_set", "_.set('".repeat(size / 7)),
+        (
+            "nested_parentheses_argument",
+            format!(
+                "_.set('v', {}1{});",
+                "(".repeat(size / 2),
+                ")".repeat(size / 2)
+            ),
+        ),
+        (
+            "exponent_tower_argument",
+            format!("_.set('v', {}2);", "2^".repeat(size / 2)),
+        ),
+    ]
+}
+
 fn bench(c: &mut Criterion) {
     let options = MvuOptions::default();
     let inputs = [
         ("realistic_1mb", realistic(MEGABYTE)),
         ("expressions_1mb", expressions(MEGABYTE)),
         ("expressions_dense_1mb", expressions_dense(MEGABYTE)),
-        ("unclosed_set_1mb", "_.set(".repeat(MEGABYTE / 6)),
-        ("quotes_1mb", "'".repeat(MEGABYTE)),
-        ("quoted_set_1mb", "_.set('".repeat(MEGABYTE / 7)),
-        (
-            "nested_parentheses_argument_1mb",
-            format!(
-                "_.set('v', {}1{});",
-                "(".repeat(MEGABYTE / 2),
-                ")".repeat(MEGABYTE / 2)
-            ),
-        ),
-        (
-            "exponent_tower_argument_1mb",
-            format!("_.set('v', {}2);", "2^".repeat(MEGABYTE / 2)),
-        ),
     ];
     let mut group = c.benchmark_group("mvu_translate");
     for (name, text) in &inputs {
@@ -156,6 +163,16 @@ fn bench(c: &mut Criterion) {
     group.bench_function("baseline_find_1mb", |b| {
         b.iter(|| black_box(&inputs[0].1).matches("_.").count())
     });
+    group.finish();
+    let mut group = c.benchmark_group("mvu_adversarial");
+    for (size, label) in [(MEGABYTE, "1mb"), (2 * MEGABYTE, "2mb")] {
+        for (name, text) in adversarial(size) {
+            group.throughput(Throughput::Bytes(text.len() as u64));
+            group.bench_with_input(BenchmarkId::new(name, label), &text, |b, text| {
+                b.iter(|| mvu::from_text(black_box(text), &options))
+            });
+        }
+    }
     group.finish();
 }
 

@@ -5,13 +5,16 @@
 //! placeholders and `<think>` drafts around them, extraction returns exactly the batch. For any text at
 //! all, extraction and the repair parser return without panicking and every span lies inside the text.
 //! Cut anywhere, a reply yields a prefix of its batch: never an instruction completed with a guess.
-//! Valid JSON is read exactly as `serde_json` reads it, with no repair.
+//! Valid JSON is read exactly as `serde_json` reads it, with no repair: JSON text generated with every
+//! number form, escape and whitespace, keys that repeat and deep nesting, where the integer `-0` (read
+//! as `0`) is the one difference.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Value as Json, json};
-use statecraft_engine::Batch;
+use statecraft_engine::{Batch, BatchErrors, Instruction};
 use statecraft_translators::internals::{parse_value, repair_json};
-use statecraft_translators::{ExtractOptions, extract};
+use statecraft_translators::{ExtractOptions, extract, jsonpatch};
 
 /// Strings that cannot close a fence or a tag early: no backtick, tilde or `<`.
 fn text() -> impl Strategy<Value = String> {
@@ -60,6 +63,142 @@ fn path(min: usize) -> impl Strategy<Value = Json> {
     .prop_map(Json::Array)
 }
 
+/// JSON whitespace: any run of space, tab, line feed and carriage return.
+fn whitespace() -> impl Strategy<Value = String> {
+    "[ \t\n\r]{0,3}"
+}
+
+/// A JSON number as text: any sign, integer digits from one to forty (far beyond 64 bits), a
+/// fraction, an exponent of either case and sign; and the zeros of every form.
+fn number_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "-?(0|[1-9][0-9]{0,39})(\\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?",
+        any::<i64>().prop_map(|n| n.to_string()),
+        any::<u64>().prop_map(|n| n.to_string()),
+        prop::sample::select(vec!["0", "-0", "0.0", "-0.0", "0e0", "-0E-0", "-0.000e+12"])
+            .prop_map(str::to_owned),
+    ]
+}
+
+/// A JSON string as text: any character JSON allows unescaped, every short escape, `\u` escapes of
+/// both cases outside the surrogates, and surrogate pairs.
+fn string_text() -> impl Strategy<Value = String> {
+    fn hex(unit: u32, upper: bool) -> String {
+        if upper {
+            format!("\\u{unit:04X}")
+        } else {
+            format!("\\u{unit:04x}")
+        }
+    }
+    let part = prop_oneof![
+        "[^\"\\\\\u{0}-\u{1f}]{1,4}",
+        prop::sample::select(vec![
+            "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"
+        ])
+        .prop_map(str::to_owned),
+        (
+            prop_oneof![0u32..0xD800, 0xE000u32..0x1_0000],
+            any::<bool>()
+        )
+            .prop_map(|(unit, upper)| hex(unit, upper)),
+        (0xD800u32..0xDC00, 0xDC00u32..0xE000, any::<bool>())
+            .prop_map(|(high, low, upper)| format!("{}{}", hex(high, upper), hex(low, upper))),
+    ];
+    prop::collection::vec(part, 0..6).prop_map(|parts| format!("\"{}\"", parts.concat()))
+}
+
+/// Any JSON text: scalars, arrays and objects (keys that repeat, also through escapes) with any
+/// whitespace between every token, up to six containers deep.
+fn json_text() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        prop::sample::select(vec!["null", "true", "false"]).prop_map(str::to_owned),
+        number_text(),
+        string_text(),
+    ];
+    leaf.prop_recursive(6, 48, 5, |inner| {
+        let key = prop_oneof![
+            string_text(),
+            prop::sample::select(vec!["\"a\"", "\"\\u0061\"", "\"\""]).prop_map(str::to_owned),
+        ];
+        let item = (whitespace(), inner.clone(), whitespace());
+        let member = (
+            whitespace(),
+            key,
+            whitespace(),
+            whitespace(),
+            inner,
+            whitespace(),
+        );
+        prop_oneof![
+            (whitespace(), prop::collection::vec(item, 0..5)).prop_map(|(space, items)| {
+                let items: Vec<String> = items.into_iter().map(|(a, v, b)| a + &v + &b).collect();
+                format!("[{space}{}]", items.join(","))
+            }),
+            (whitespace(), prop::collection::vec(member, 0..5)).prop_map(|(space, members)| {
+                let members: Vec<String> = members
+                    .into_iter()
+                    .map(|(a, k, b, c, v, d)| format!("{a}{k}{b}:{c}{v}{d}"))
+                    .collect();
+                format!("{{{space}{}}}", members.join(","))
+            }),
+        ]
+    })
+}
+
+/// `json` as the repair parser reads it: the integer `-0` is the integer `0` (the parser reads
+/// integers as 64-bit integers first, which have no negative zero). That is the one difference;
+/// every other number, `-0.0` and `-0e0` included, keeps its exact text.
+fn minus_zero_as_zero(json: Json) -> Json {
+    match json {
+        Json::Number(n) if n.to_string() == "-0" => json!(0),
+        Json::Array(items) => Json::Array(items.into_iter().map(minus_zero_as_zero).collect()),
+        Json::Object(map) => Json::Object(
+            map.into_iter()
+                .map(|(key, value)| (key, minus_zero_as_zero(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// A JSON Pointer of one to three segments, with `~` and `/` escaped inside keys.
+fn pointer() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            key(),
+            (0usize..5).prop_map(|n| n.to_string()),
+            Just("-".to_owned()),
+            Just("a/b~c".to_owned()),
+        ],
+        1..4,
+    )
+    .prop_map(|segments| {
+        segments
+            .iter()
+            .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+            .collect()
+    })
+}
+
+/// One RFC 6902 operation.
+fn patch_operation() -> impl Strategy<Value = Json> {
+    prop_oneof![
+        (
+            prop::sample::select(vec!["add", "replace", "test"]),
+            pointer(),
+            value()
+        )
+            .prop_map(|(op, path, value)| json!({"op": op, "path": path, "value": value})),
+        pointer().prop_map(|path| json!({"op": "remove", "path": path})),
+        (
+            prop::sample::select(vec!["move", "copy"]),
+            pointer(),
+            pointer()
+        )
+            .prop_map(|(op, from, path)| json!({"op": op, "from": from, "path": path})),
+    ]
+}
+
 fn instruction() -> impl Strategy<Value = Json> {
     prop_oneof![
         (path(1), value(), prop::option::of(value()), prop::option::of(text())).prop_map(|(path, value, old, reason)| {
@@ -78,6 +217,19 @@ fn instruction() -> impl Strategy<Value = Json> {
         path(1).prop_map(|path| json!({"op": "delete", "path": path})),
         (path(1), -100i64..100).prop_map(|(path, n)| json!({"op": "increment", "path": path, "value": n})),
     ]
+}
+
+/// One instruction's canonical form and what strict decoding reads from it: the RFC 6902 document
+/// for a JSON Patch op (its paths are pointers there), the instruction list for the rest.
+fn decoded_again(instruction: &Instruction) -> (Json, Result<Batch, BatchErrors>) {
+    let single = Batch::new(vec![instruction.clone()]);
+    let json = if instruction.op.is_json_patch() {
+        jsonpatch::from_batch(&single).expect("a JSON Patch op has a patch form")
+    } else {
+        single.to_json()
+    };
+    let again = Batch::from_json(&json);
+    (json, again)
 }
 
 const PROSE: [&str; 7] = [
@@ -115,7 +267,13 @@ fn wrap(block: &[Json], style: usize, pretty: bool) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        // A failing case is saved beside this file (`*.proptest-regressions`, committed) and run first
+        // from then on, so a failure seen once, in CI or anywhere, is reproduced by every run.
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn any_valid_batch_in_any_wrapping_extracts_exactly(
@@ -191,6 +349,26 @@ proptest! {
     }
 
     #[test]
+    fn any_json_text_is_read_exactly_as_serde_json_reads_it(
+        lead in whitespace(),
+        body in json_text(),
+        trail in whitespace(),
+        nesting in 0usize..100,
+    ) {
+        // Up to a hundred arrays around it: serde_json reads 128 levels, the parser 256.
+        let body = format!("{}{body}{}", "[".repeat(nesting), "]".repeat(nesting));
+        let text = format!("{lead}{body}{trail}");
+        let json: Json = match serde_json::from_str(&text) {
+            Ok(json) => json,
+            Err(error) => return Err(TestCaseError::fail(format!("the generator wrote invalid JSON ({error}): {text}"))),
+        };
+        let parsed = parse_value(&text, 0);
+        prop_assert_eq!(parsed.to_json(), Some(minus_zero_as_zero(json)), "{}", text);
+        prop_assert!(parsed.repairs.is_empty(), "{}: {:?}", text, parsed.repairs);
+        prop_assert_eq!(parsed.span, lead.len()..lead.len() + body.len(), "{}", text);
+    }
+
+    #[test]
     fn any_text_extracts_without_panicking(text in "(?s).{0,200}") {
         let extraction = extract(&text, &ExtractOptions::default());
         for diagnostic in &extraction.diagnostics {
@@ -210,11 +388,30 @@ proptest! {
     }
 
     #[test]
+    fn json_patch_documents_extract_and_decode_again(
+        operations in prop::collection::vec(patch_operation(), 1..5),
+        style in 0usize..8,
+        pretty in any::<bool>(),
+    ) {
+        // A JSON Patch document in any wrapping is read as its ops, and each op's patch form
+        // (pointers, not lists) decodes strictly to exactly that op.
+        let expected = Batch::from_json(&Json::Array(operations.clone())).expect("generated documents are valid");
+        let reply = format!("Patch:\n{}\n", wrap(&operations, style | 1, pretty));
+        let extraction = extract(&reply, &ExtractOptions::default());
+        prop_assert_eq!(&extraction.batch, &expected, "{}", reply);
+        for instruction in &extraction.batch.instructions {
+            let (json, again) = decoded_again(instruction);
+            prop_assert_eq!(again, Ok(Batch::new(vec![instruction.clone()])), "{}\n{}", reply, json);
+        }
+    }
+
+    #[test]
     fn json_shaped_noise_extracts_without_panicking(
         tokens in prop::collection::vec(prop::sample::select(vec![
             "{", "}", "[", "]", ",", ":", "\"", "'", "op", "\"op\"", "\"assign\"", "\"path\"", "\"a.b\"", "1", "8",
             "true", "None", "//", "/*", "*/", "#", "\n", " ", "```", "~~~", "<tool_call>", "</tool_call>",
             "<think>", "</think>", "_.set(", ")", ";", "\\", "“", "”", "...",
+            "\"value\"", "\"replace\"", "\"add\"", "\"move\"", "\"from\"", "\"/a/0\"", "\"a/b\"", "\"/-\"",
         ]), 0..60),
     ) {
         let text: String = tokens.concat();
@@ -222,8 +419,10 @@ proptest! {
         for diagnostic in &extraction.diagnostics {
             prop_assert!(diagnostic.span.end <= text.len());
         }
-        // Whatever was read decodes again as a batch.
-        let json = extraction.batch.to_json();
-        prop_assert!(json.as_array().is_some());
+        // Whatever was read decodes again, instruction by instruction, to exactly what was read.
+        for instruction in &extraction.batch.instructions {
+            let (json, again) = decoded_again(instruction);
+            prop_assert_eq!(again, Ok(Batch::new(vec![instruction.clone()])), "{}\n{}", text, json);
+        }
     }
 }

@@ -1,0 +1,79 @@
+//! Retained history memory per op, measured with a counting global allocator: live heap bytes after
+//! 2,000 batches with history kept, minus the same run without history. A program of its own, so that
+//! the counting allocator never runs under a timed benchmark (`store.rs` times with the system
+//! allocator). Run: `cargo bench -p statecraft-engine --bench history_memory`.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use statecraft_engine::{Batch, HistoryLimits, Store, Value};
+
+use common::{BATCH, ENTITIES, FIELDS, engine_batch, state_json, unbounded, writes};
+
+/// Counts live heap bytes so that retained history can be measured, not estimated.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: delegates to the system allocator and only adds bookkeeping.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Retained history per op: live bytes after 2,000 batches with history, minus the same without.
+fn history_memory() {
+    let json_state = state_json(ENTITIES, FIELDS);
+    let plan = writes(2_000, ENTITIES, FIELDS);
+    let batches: Vec<Batch> = plan.iter().map(|w| engine_batch(w)).collect();
+    let mut retained = Vec::new();
+    for limits in [
+        HistoryLimits {
+            max_steps: 0,
+            max_bytes: 0,
+        },
+        unbounded(),
+    ] {
+        let start = LIVE.load(Ordering::Relaxed);
+        let mut store = Store::builder(Value::from(&json_state))
+            .history_limits(limits)
+            .build()
+            .unwrap();
+        for batch in &batches {
+            assert!(store.apply(batch).is_committed());
+        }
+        retained.push((LIVE.load(Ordering::Relaxed) - start, store.history_bytes()));
+        drop(store);
+    }
+    let ops = (batches.len() * BATCH) as f64;
+    let per_op = (retained[1].0 - retained[0].0) as f64 / ops;
+    println!(
+        "retained history: {per_op:.0} bytes per op measured ({:.0} estimated by the store), over {} ops at batch size {BATCH}",
+        retained[1].1 as f64 / ops,
+        ops
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench` (and any filter); there is nothing to filter here.
+    history_memory();
+}
