@@ -210,7 +210,7 @@ pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
         .into_iter()
         .peekable();
     let mut instructions = Vec::with_capacity(commands.len());
-    for command in &commands {
+    for command in commands {
         while let Some(block) = patches.next_if(|block| block.start < command.span.start) {
             instructions.extend(block.instructions);
         }
