@@ -8,7 +8,7 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use statecraft_engine::{
-    Batch, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, Limits, Store, Value,
+    Batch, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, Limits, Random, Store, Value,
 };
 use statecraft_scripts::LuaHandlers;
 
@@ -58,6 +58,7 @@ fn round_trip(c: &mut Criterion) {
                 depth: 0,
                 limits: &limits,
                 forbidden: &forbidden,
+                random: &mut Random::for_step(0, 1),
             };
             black_box(direct.call(call).expect("handler runs"))
         })
@@ -74,6 +75,7 @@ fn round_trip(c: &mut Criterion) {
                     depth: 0,
                     limits: &limits,
                     forbidden: &forbidden,
+                    random: &mut Random::for_step(0, 1),
                 };
                 black_box(direct.call(call).expect("handler runs"))
             })
@@ -156,6 +158,7 @@ fn limiter(c: &mut Criterion) {
             depth: 0,
             limits: &limits,
             forbidden: &forbidden,
+            random: &mut Random::for_step(0, 1),
         };
         black_box(handlers.call(call).expect("handler runs"))
     };

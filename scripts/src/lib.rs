@@ -58,6 +58,7 @@ mod describe;
 mod error;
 mod handlers;
 mod limiter;
+mod rewrite;
 mod sandbox;
 
 pub use error::LoadError;

@@ -354,6 +354,7 @@ impl Game {
             at: at.map(StepRef::Id),
             policies: Some(policies(reading.policies, request.policies.as_ref())?),
             best_effort: request.best_effort,
+            spans: reading.spans(),
         };
         if request.dry_run {
             return self.dry_run(&reading, options);
@@ -412,6 +413,16 @@ impl Game {
                 Ok(Done::read(&body))
             }
         }
+    }
+}
+
+impl Reading {
+    /// The byte span of each instruction in the reply, for `before` hooks (none for a JSON batch).
+    fn spans(&self) -> Vec<std::ops::Range<usize>> {
+        self.extraction
+            .as_ref()
+            .map(|extraction| extraction.spans.clone())
+            .unwrap_or_default()
     }
 }
 

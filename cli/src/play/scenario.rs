@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Deserializer};
-use statecraft_engine::{StepId, StepRef, Store};
+use statecraft_engine::{SchemaViolation, StepId, StepRef, Store};
 use statecraft_prompt::Expectation;
 
 use crate::apply::build_store;
@@ -27,6 +27,8 @@ pub(super) struct Scenario {
     pub(super) title: String,
     /// SillyTavern macros for MVU text: `{"user": "小林"}` replaces `<user>` and `{{user}}`.
     pub(super) macros: BTreeMap<String, String>,
+    /// What every turn does with a schema violation (`scenario.json`'s `schema_violation`).
+    pub(super) schema_violation: SchemaViolation,
     /// The replies, in name order.
     pub(super) turns: Vec<Turn>,
 }
@@ -160,6 +162,12 @@ pub(super) enum Expected {
 struct Settings {
     #[serde(default)]
     macros: BTreeMap<String, String>,
+    /// The seed of scripts' `ctx.random` (default 0).
+    #[serde(default)]
+    seed: u64,
+    /// `reject` (the default) or `repair`.
+    #[serde(default)]
+    schema_violation: SchemaViolation,
 }
 
 /// `values` as the prompt kit's expectations: an object of JSON Pointers, each checked to be one.
@@ -211,11 +219,12 @@ impl Scenario {
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let store = build_store(state, schema, scripts)?;
+        let store = build_store(state, schema, scripts, settings.seed)?;
         let scenario = Scenario {
             dir: dir.to_owned(),
             title,
             macros: settings.macros,
+            schema_violation: settings.schema_violation,
             turns,
         };
         Ok((scenario, store))
