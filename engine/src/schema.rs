@@ -303,7 +303,7 @@ impl StateSchema {
                 continue;
             };
             let (Some(schema), Some(value)) = (
-                self.schema_at(path.segments()),
+                self.schema_at(state, path.segments()),
                 state.lookup(path.segments()),
             ) else {
                 continue;
@@ -323,22 +323,32 @@ impl StateSchema {
         out
     }
 
-    /// The subschema that applies at `segments` when it is reached through plain structure.
-    fn schema_at(&self, segments: &[Segment]) -> Option<&Json> {
+    /// The subschema that applies at `segments` of `state` when it is reached through plain structure:
+    /// an object's member through `properties` or `additionalProperties`, an array's element through
+    /// `prefixItems` or `items` (a pointer's decimal token names an element when the value there is
+    /// an array).
+    fn schema_at(&self, state: &Value, segments: &[Segment]) -> Option<&Json> {
         let source = self.source();
         let mut node = deref(source, source)?;
+        let mut value = Some(state);
         for segment in segments {
-            let next = match segment {
-                Segment::Key(key) => node
-                    .get("properties")
-                    .and_then(|p| p.get(&**key))
-                    .or_else(|| node.get("additionalProperties").filter(|a| a.is_object())),
-                Segment::Index(index) => node
+            let next = match (value, segment.as_index()) {
+                (Some(Value::Array(_)), Some(index)) => node
                     .get("prefixItems")
-                    .and_then(|p| p.get(*index))
+                    .and_then(|p| p.get(index))
                     .or_else(|| node.get("items").filter(|i| i.is_object())),
+                _ => {
+                    let key = match segment {
+                        Segment::Key(key) => key.to_string(),
+                        Segment::Index(index) => index.to_string(),
+                    };
+                    node.get("properties")
+                        .and_then(|p| p.get(&key))
+                        .or_else(|| node.get("additionalProperties").filter(|a| a.is_object()))
+                }
             }?;
             node = deref(source, next)?;
+            value = value.and_then(|v| v.lookup(std::slice::from_ref(segment)));
         }
         Some(node)
     }

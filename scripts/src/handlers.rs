@@ -598,7 +598,8 @@ fn batch_from_lua(
         LuaValue::Table(table) => table,
         other => {
             return Err(format!(
-                "a before hook returns the batch (a list of instruction tables) or nil, not a {}",
+                "a before hook returns the batch (a list of instruction tables) or nil; it returned a \
+                 value of type {}",
                 type_name(other)
             ));
         }
@@ -635,7 +636,7 @@ fn batch_from_lua(
 /// One returned instruction table and its `span`.
 fn entry_from_lua(state: &mut CallState, value: &LuaValue) -> Result<Entry, String> {
     let LuaValue::Table(table) = value else {
-        return Err(format!("is a {}, not a table", type_name(value)));
+        return Err(format!("is of type {}, not a table", type_name(value)));
     };
     let span = match table.raw_get::<LuaValue>("span") {
         Ok(LuaValue::Table(pair)) => {
