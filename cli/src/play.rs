@@ -107,7 +107,11 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
                 at: turn.expect.at.as_ref().map(|at| at.step()),
                 ..options
             };
-            with_schema_violation(&mut options, scenario.schema_violation);
+            let policy = turn
+                .expect
+                .schema_violation
+                .unwrap_or(scenario.schema_violation);
+            with_schema_violation(&mut options, policy);
             store.apply_with(batch, &options)
         });
         report.outcome(outcome.as_ref(), &reading);

@@ -95,6 +95,8 @@ pub(super) struct Expect {
     /// Commit on this step instead of the current one: a swipe (on the step before the regenerated
     /// message) or an edit (on the step before the edited one).
     pub(super) at: Option<Target>,
+    /// The `schema_violation` policy for this turn's batch, instead of the scenario's.
+    pub(super) schema_violation: Option<SchemaViolation>,
     /// `"committed"` or `"rejected"`.
     pub(super) outcome: Option<Expected>,
     /// JSON Pointer → the value expected there after the turn, checked as the prompt kit's `grade`
@@ -134,6 +136,7 @@ impl Expect {
             ("regenerates", self.regenerates),
             ("label", self.label.is_some()),
             ("at", self.at.is_some()),
+            ("schema_violation", self.schema_violation.is_some()),
             ("outcome", self.outcome.is_some()),
             ("errors", !self.errors.is_empty()),
             ("warnings", !self.warnings.is_empty()),
