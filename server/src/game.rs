@@ -109,7 +109,8 @@ pub(crate) fn build_store(
 ) -> Result<(Store, usize), ApiError> {
     let mut builder = Store::builder(state)
         .limits(limits.clone())
-        .history_limits(base.history);
+        .history_limits(base.history)
+        .seed(base.seed.unwrap_or(0));
     if let Some(schema) = schema {
         builder = builder.schema(schema.clone());
     }
