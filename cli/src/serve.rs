@@ -69,9 +69,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub(crate) max_games: u64,
 
-    /// The longest a request may take, in seconds, waiting included (then 503).
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-    pub(crate) request_timeout: u64,
+    /// The longest a request may take, in seconds (a fraction like 0.5 too), waiting included
+    /// (then 503).
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = seconds)]
+    pub(crate) request_timeout: Duration,
 
     /// The most games kept in memory; the least recently used idle ones are dropped first.
     #[arg(long, value_name = "N", default_value_t = 1000)]
@@ -92,7 +93,7 @@ pub(crate) struct ServeArgs {
 
 /// Runs the server until it is told to stop.
 pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
-    let database = Database::parse(&args.db).map_err(anyhow::Error::msg)?;
+    let database = Database::parse(&args.db)?;
     let config = Config {
         listen: args.listen,
         database,
@@ -100,7 +101,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
         allow_origins: args.allow_origin.clone(),
         max_body: args.max_body,
         max_games: args.max_games,
-        request_timeout: Duration::from_secs(args.request_timeout.max(1)),
+        request_timeout: args.request_timeout,
         cache: CacheBounds {
             max_active: args.max_active_games.max(1),
             max_memory: args.max_active_memory.saturating_mul(1 << 20),
@@ -136,4 +137,17 @@ fn install_logs(args: &ServeArgs) {
             .try_init(),
         LogFormat::Json => logs.json().try_init(),
     };
+}
+
+/// Reads a positive number of seconds, such as `30` or `0.25`.
+fn seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if !(seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(format!(
+            "{text} seconds is out of range: give more than 0 and at most 86400"
+        ));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }

@@ -490,6 +490,43 @@ fn games_survive_a_restart_with_their_whole_timeline_compacted_or_not() {
 }
 
 #[test]
+fn a_step_answers_its_own_changes_with_reasons_before_and_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite(dir.path());
+    let server = Server::start(&["--db", &db]);
+    let id = game(&server);
+    let reply = "_.set('player.hp', 100, 80);//hit\n_.add('player.gold', 15);//loot\n";
+    let applied = apply_ok(&server, &id, &json!({"input": reply, "label": "m1"}));
+    apply_ok(
+        &server,
+        &id,
+        &json!({"batch": [{"op": "delete", "path": ["player", "bag"], "reason": "dropped"}], "label": "m2"}),
+    );
+    let m1 = json!([
+        {"path": ["player", "hp"], "old": 100, "new": 80, "reason": "hit", "op": "assign"},
+        {"path": ["player", "gold"], "old": 5, "new": 20, "reason": "loot", "op": "increment"}
+    ]);
+    let m2 =
+        json!([{"path": ["player", "bag"], "old": ["rope"], "reason": "dropped", "op": "delete"}]);
+    assert_eq!(applied["changes"], m1);
+    let changes_at = |server: &Server, query: &str| {
+        let answer = server.call("GET", &format!("/v1/games/{id}/state?{query}"), None);
+        assert_eq!(answer.status, 200, "{:?}", answer.body);
+        answer.body["changes"].clone()
+    };
+    // Each step answers its own changes only, whether by label or by id; the root changed nothing.
+    assert_eq!(changes_at(&server, "at=m1"), m1);
+    assert_eq!(changes_at(&server, "step=2"), m2);
+    assert_eq!(changes_at(&server, "step=0"), json!([]));
+    // A game rebuilt from the database after a restart answers the same changes, reasons included.
+    server.stop();
+    let server = Server::start(&["--db", &db]);
+    assert_eq!(changes_at(&server, "at=m1"), m1);
+    assert_eq!(changes_at(&server, "at=m2"), m2);
+    assert_eq!(changes_at(&server, "step=0"), json!([]));
+}
+
+#[test]
 fn the_stateless_endpoints_extract_convert_and_prompt() {
     let (_dir, server) = server();
     let extracted = server.call(
@@ -830,10 +867,12 @@ fn numbers_keep_their_kind_and_digits_through_the_database() {
 #[test]
 fn a_request_over_the_time_limit_answers_503_and_the_game_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&["--db", &sqlite(dir.path()), "--request-timeout", "1"]);
-    // The handler spins until the script time limit (1 s) stops it, so the request takes longer than
-    // the server's limit of 1 s, whatever the machine's speed.
-    let scripts = json!({"spin.lua": "on('spin', function(ctx) while true do end end)"});
+    let server = Server::start(&["--db", &sqlite(dir.path()), "--request-timeout", "0.5"]);
+    // Each turn of the handler's loop builds a 100 KB string, so its ten million steps would take
+    // far longer than the script's time limit of 1 s: the time limit stops it, after the server's
+    // limit of 0.5 s has run out, whatever the machine's speed. (An empty loop reached the step limit
+    // before 1 s on a fast machine.)
+    let scripts = json!({"spin.lua": "on('spin', function(ctx) while true do local s = string.rep('x', 100000) end end)"});
     let id = create(&server, &json!({"state": {"n": 0}, "scripts": scripts}));
     let slow = server.call(
         "POST",
@@ -847,7 +886,24 @@ fn a_request_over_the_time_limit_answers_503_and_the_game_goes_on() {
             .unwrap()
             .contains("Idempotency-Key")
     );
-    apply_ok(&server, &id, &http::increment());
+    // The game is busy until the handler stops; a client retries with the same key, as the message
+    // says, and the change commits once.
+    let path = format!("/v1/games/{id}/apply");
+    let mut answer = None;
+    for _ in 0..20 {
+        let retry = server.call_with(
+            "POST",
+            &path,
+            Some(&http::increment()),
+            &[("Idempotency-Key", "after-the-spin")],
+        );
+        if retry.status != 503 {
+            answer = Some(retry);
+            break;
+        }
+    }
+    let answer = answer.expect("the game answers again once the handler has stopped");
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
     assert_eq!(state(&server, &id), json!({"n": 1}));
 }
 

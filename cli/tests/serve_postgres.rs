@@ -29,7 +29,7 @@ fn the_api_works_on_postgresql_across_restarts() {
     let swipe = apply_ok(
         &server,
         &id,
-        &json!({"input": "_.set('n', 100);", "at": "m2", "label": "m3/b"}),
+        &json!({"input": "_.set('n', 100);//reroll", "at": "m2", "label": "m3/b"}),
     );
     assert_eq!(swipe["step"], json!(7));
     for n in 0..30 {
@@ -48,6 +48,10 @@ fn the_api_works_on_postgresql_across_restarts() {
     let log = server
         .call("GET", &format!("/v1/games/{id}/log"), None)
         .body;
+    let changes =
+        json!([{"path": ["n"], "old": 3, "new": 100, "reason": "reroll", "op": "assign"}]);
+    let at = server.call("GET", &format!("/v1/games/{id}/state?at=m3/b"), None);
+    assert_eq!(at.body["changes"], changes);
     let (_, stderr) = server.stop();
     assert!(stderr.contains("compacted"), "{stderr}");
     let server = Server::start(&["--db", &schema.url]);
@@ -63,6 +67,10 @@ fn the_api_works_on_postgresql_across_restarts() {
     assert_eq!(state(&server, &id), expected);
     let at = server.call("GET", &format!("/v1/games/{id}/state?at=m3/b"), None);
     assert_eq!(at.body["state"], json!({"n": 100}));
+    assert_eq!(
+        at.body["changes"], changes,
+        "the reason survives the reload"
+    );
     let list = server.call("GET", "/v1/games", None).body;
     assert_eq!(list["games"][0]["id"], json!("pg-1"));
     assert_eq!(

@@ -52,6 +52,11 @@ export interface Position {
   label: string | null;
 }
 
+/** A step's state and its own change log (empty for the root, step 0). */
+export interface StepState extends Position {
+  changes: Change[];
+}
+
 export interface Moved extends Position {
   moved: boolean;
 }
@@ -156,7 +161,7 @@ export declare class Statecraft {
   listGames(page?: { after?: string | null; limit?: number }): Promise<{ games: GameListing[]; next: string | null }>;
   allGames(options?: { limit?: number }): AsyncGenerator<GameListing, void, unknown>;
   getGame(id: string): Promise<Position>;
-  stateAt(id: string, at: { at?: string; step?: number }): Promise<Position>;
+  stateAt(id: string, at: { at?: string; step?: number }): Promise<StepState>;
   log(id: string): Promise<Log>;
   deleteGame(id: string, options?: RequestOptions): Promise<{ id: string; deleted: true }>;
   apply(id: string, request: ApplyRequest, options?: RequestOptions): Promise<Applied>;

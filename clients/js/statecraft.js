@@ -114,7 +114,8 @@ export class Statecraft {
     return this.request("GET", `/v1/games/${encodeURIComponent(id)}`);
   }
 
-  /** The state at a step without moving: by label (`at`) or by id (`step`). */
+  /** The state at a step without moving, by label (`at`) or by id (`step`), and that step's own
+   * changes: `{state, step, label, changes}`. */
   stateAt(id, { at, step } = {}) {
     const query = new URLSearchParams();
     if (at !== undefined) query.set("at", at);

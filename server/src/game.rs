@@ -31,7 +31,7 @@ use crate::requests::{ApplyRequest, CheckoutRequest};
 pub(crate) enum Operation {
     /// `GET /v1/games/{id}`.
     Show,
-    /// `GET /v1/games/{id}/state?at=`.
+    /// `GET /v1/games/{id}/state?at=`: the state at a step and that step's own change log.
     StateAt(StepRef),
     /// `GET /v1/games/{id}/log`.
     Log,
@@ -256,10 +256,16 @@ impl Game {
             Operation::StateAt(at) => {
                 let id = self.find(at)?;
                 let state = self.store.state_at(id).map_err(timeline_error)?;
+                // The root is not a step: it changed nothing.
+                let changes = match self.store.step(id) {
+                    Some(step) => serde_json::to_value(&**step.changes).unwrap_or(Json::Null),
+                    None => json!([]),
+                };
                 Ok(Done::read(&json!({
                     "state": state.value().to_json(),
                     "step": id.get(),
                     "label": self.label_of(id),
+                    "changes": changes,
                 })))
             }
             Operation::Log => Ok(Done::read(&self.log())),

@@ -2,8 +2,8 @@
 //!
 //! Each handler reads its body with [`Body`] (JSON, strict, within `--max-body`, a 400 or 413 in the
 //! one error shape otherwise), hands game requests to [`Games`] and stateless ones to a blocking
-//! thread, and returns an [`Answer`] or an [`ApiError`]. Everything lives under `/v1`; `/` is left
-//! free for the inspector page, which [`app`] merges beside the API when it exists. This module must
+//! thread, and returns an [`Answer`] or an [`ApiError`]. Everything lives under `/v1`; [`app`] merges
+//! the inspector page's files (`inspector.rs`, at `/`) beside the API, behind the same guard. This module must
 //! not run the engine itself: `game.rs` does for games, the translators and the prompt kit for the
 //! stateless endpoints.
 
@@ -29,6 +29,7 @@ use crate::error::{ApiError, Kind};
 use crate::game::{Operation, build_store, compile_schema, errors_json, load_scripts};
 use crate::games::{Games, Idempotency, fingerprint, receipt, replayed, storage_error};
 use crate::guard::{self, Policy};
+use crate::inspector;
 use crate::requests::{
     ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
     PromptRequest, SchemaRequest,
@@ -52,9 +53,10 @@ impl std::fmt::Debug for App {
     }
 }
 
-/// The whole service: the API under `/v1`, behind the guard. The inspector page (`/`) merges here.
+/// The whole service: the API under `/v1` and the inspector page at `/`, behind the guard.
 pub(crate) fn app(app: Arc<App>, max_body: usize) -> Router {
     api()
+        .merge(inspector::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(

@@ -2,7 +2,8 @@
 //!
 //! [`serve`] opens the database (`db/`: SQLite by default, PostgreSQL for many processes), starts the
 //! group-commit writer (`writer.rs`) and answers the API of SPEC §8 (`http.rs`) behind the guard
-//! (`guard.rs`: request ids, the `Host` and `Origin` checks, CORS, the bearer token). Game requests
+//! (`guard.rs`: request ids, the `Host` and `Origin` checks, CORS, the bearer token), and serves the
+//! inspector page at `/` (`inspector.rs`) behind the same guard. Game requests
 //! run on the game's own thread (`games.rs`), where its store and Lua VM live (`game.rs`); a change
 //! is answered only once the database has it on disk. Every error a client sees has one shape
 //! (`error.rs`). This crate is the only one with async code, HTTP and SQL: the engine, translators,
@@ -15,6 +16,7 @@ mod game;
 mod games;
 mod guard;
 mod http;
+mod inspector;
 mod requests;
 mod writer;
 
@@ -24,7 +26,7 @@ use std::time::Duration;
 
 use statecraft_engine::Limits;
 
-pub use db::Database;
+pub use db::{Database, DatabaseUrlError};
 pub use error::{ApiError, Kind};
 pub use games::CacheBounds;
 

@@ -233,8 +233,14 @@ fn parse(answer: &[u8]) -> Result<Response, String> {
     } else {
         body.to_owned()
     };
+    let text_body = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with("text/"));
     let body = if body.is_empty() {
         Json::Null
+    } else if text_body {
+        // The inspector's files: kept whole as a string.
+        Json::String(body)
     } else {
         serde_json::from_str(&body).map_err(|e| format!("not JSON ({e}): {body:?}"))?
     };

@@ -59,8 +59,12 @@ test("replies apply, swipe, check out, undo and redo", async () => {
   const swipe = await client.apply(id, { batch: [{ op: "increment", path: ["gold"], value: 50 }], label: "m2/b", at: "m1" });
   assert.equal(swipe.label, "m2/b");
   assert.deepEqual((await client.getGame(id)).state, { hp: 90, gold: 50 });
-  assert.deepEqual((await client.stateAt(id, { at: "m2" })).state, { hp: 90, gold: 5 });
-  assert.deepEqual((await client.stateAt(id, { step: 0 })).state, { hp: 100, gold: 0 });
+  const m2 = await client.stateAt(id, { at: "m2" });
+  assert.deepEqual(m2.state, { hp: 90, gold: 5 });
+  assert.deepEqual(m2.changes, [{ path: ["gold"], old: 0, new: 5, reason: "loot", op: "increment" }]);
+  const root = await client.stateAt(id, { step: 0 });
+  assert.deepEqual(root.state, { hp: 100, gold: 0 });
+  assert.deepEqual(root.changes, []);
   const back = await client.checkout(id, "m2");
   assert.equal(back.moved, true);
   assert.deepEqual(back.state, { hp: 90, gold: 5 });

@@ -23,22 +23,31 @@ pub enum Database {
     Postgres(String),
 }
 
+/// A `--db` value that names no database.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DatabaseUrlError {
+    /// `sqlite:` with nothing after it.
+    #[error("sqlite: needs a file path, like sqlite:statecraft.db")]
+    NoSqlitePath,
+    /// Neither `sqlite:` nor `postgres://`.
+    #[error("`{0}` is not a database this server knows: use sqlite:PATH or postgres://...")]
+    UnknownScheme(String),
+}
+
 impl Database {
     /// Reads a `--db` value.
-    pub fn parse(url: &str) -> Result<Database, String> {
+    pub fn parse(url: &str) -> Result<Database, DatabaseUrlError> {
         if let Some(path) = url.strip_prefix("sqlite:") {
             let path = path.strip_prefix("//").unwrap_or(path);
             if path.is_empty() {
-                return Err("sqlite: needs a file path, like sqlite:statecraft.db".to_owned());
+                return Err(DatabaseUrlError::NoSqlitePath);
             }
             return Ok(Database::Sqlite(path.into()));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(Database::Postgres(url.to_owned()));
         }
-        Err(format!(
-            "`{url}` is not a database this server knows: use sqlite:PATH or postgres://..."
-        ))
+        Err(DatabaseUrlError::UnknownScheme(url.to_owned()))
     }
 
     /// The database for logs, without a password.

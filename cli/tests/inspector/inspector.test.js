@@ -1,0 +1,289 @@
+// The inspector page in a real browser (Debian's chromium, driven by playwright-core) against a real
+// `statecraft serve` with a token and a fresh SQLite database. Every check reads the DOM; the
+// screenshots of each view are artifacts for people, under $STATECRAFT_ARTIFACTS (in target/).
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, rmSync } from "node:fs";
+import { join, dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { startServer } from "./server.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const artifacts = process.env.STATECRAFT_ARTIFACTS || resolve(here, "../../../target/inspector-screenshots");
+const TOKEN = "inspector-test-token";
+
+let server;
+let browser;
+let page;
+let shots = 0;
+const pageErrors = [];
+
+before(async () => {
+  rmSync(artifacts, { recursive: true, force: true });
+  mkdirSync(artifacts, { recursive: true });
+  server = await startServer(["--token", TOKEN]);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    // Chromium's sandbox refuses to run as root (CI containers); the rest keeps it off the network,
+    // which it would otherwise try at start (updates, sync) on a machine that has none.
+    args: [
+      ...(process.getuid?.() === 0 ? ["--no-sandbox"] : []),
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      "--disable-gpu",
+    ],
+  });
+  page = await openPage();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** A fresh tab (its own sessionStorage), past the token question, with the games listed. */
+async function openPage() {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => pageErrors.push(error));
+  tab.on("dialog", (dialog) => dialog.accept());
+  await tab.goto(server.url);
+  // The page itself loads without the token; the API's 401 makes it ask, once.
+  await tab.locator("#token-dialog").waitFor({ state: "visible" });
+  await shot(tab, "token");
+  await tab.fill("#token-dialog input", TOKEN);
+  await tab.click("#token-dialog button");
+  await tab.locator("body[data-ready=true]").waitFor();
+  assert.equal(await tab.evaluate(() => sessionStorage.getItem("statecraft.token")), TOKEN);
+  return tab;
+}
+
+async function shot(tab, name, locator) {
+  const path = join(artifacts, `${String(++shots).padStart(2, "0")}-${name}.png`);
+  await (locator ? tab.locator(locator).screenshot({ path }) : tab.screenshot({ path, fullPage: true }));
+}
+
+async function status(tab, pattern) {
+  await tab.waitForFunction((source) => new RegExp(source).test(document.getElementById("status").textContent), pattern.source);
+}
+
+/** Dry-runs a reply, then applies it for real; returns the dry run's verdict text. */
+async function tryAndApply(reply, { label, at, shotName } = {}) {
+  const before = await page.locator("#timeline-graph .step.current").getAttribute("data-label");
+  await page.fill("#reply", reply);
+  await page.fill("#reply-label", label ?? "");
+  await page.fill("#reply-at", at ?? "");
+  await page.click("#try-form button[type=submit]");
+  await page.locator("#try-outcome .verdict:not(.committed)").waitFor();
+  const verdict = await page.textContent("#try-outcome .verdict");
+  const wouldBe = await page.locator("#try-outcome table.changes tr.change").count();
+  assert.equal(verdict, `would commit: ${wouldBe} change${wouldBe === 1 ? "" : "s"}`, "the would-be changes are listed");
+  assert.equal(await page.locator("#timeline-graph .step.current").getAttribute("data-label"), before, "a dry run moves nothing");
+  if (shotName) await shot(page, shotName, "#try");
+  await page.click("#try-outcome .apply-for-real");
+  await page.locator("#try-outcome .verdict.committed").waitFor();
+  await page.locator(`#timeline-graph .step.current[data-label="${label}"]`).waitFor();
+  return verdict;
+}
+
+const treeValue = (tab, pointer) => tab.textContent(`#state-tree .node[data-pointer="${pointer}"] .value`);
+
+const schema = {
+  type: "object",
+  properties: {
+    hp: { type: "integer", minimum: 0, description: "hit points, 0 to 100" },
+    gold: { type: "integer", minimum: 0 },
+    bag: { type: "object", description: "everything carried" },
+  },
+};
+
+test("the page creates, lists and deletes games", async () => {
+  const bag = Object.fromEntries(Array.from({ length: 10000 }, (_, index) => [`item${index}`, index]));
+  await page.click("#create summary");
+  await page.fill("#create-form [name=id]", "quest");
+  await page.fill("#create-form [name=state]", JSON.stringify({ hp: 10, gold: 5, bag }));
+  await page.fill("#create-form [name=schema]", JSON.stringify(schema));
+  await page.click("#create-form button[type=submit]");
+  await page.locator("#game-list li[data-id=quest]").waitFor();
+  await page.locator("#timeline-graph .step.current[data-step='0']").waitFor();
+
+  await page.fill("#create-form [name=id]", "scratch");
+  await page.fill("#create-form [name=state]", "{not json");
+  await page.click("#create-form button[type=submit]");
+  assert.match(await page.textContent("#create-error"), /not JSON/);
+  await page.fill("#create-form [name=state]", "{}");
+  await page.fill("#create-form [name=schema]", "");
+  await page.click("#create-form button[type=submit]");
+  await page.locator("#game-list li[data-id=scratch]").waitFor();
+  await shot(page, "games");
+  await page.click("#delete-game");
+  await status(page, /deleted scratch/);
+  assert.equal(await page.locator("#game-list li[data-id=scratch]").count(), 0, "the list is reloaded before the status says so");
+  await page.click("#game-list li[data-id=quest] .open-game");
+  await page.locator("#timeline-graph .step.current[data-step='0']").waitFor();
+});
+
+test("the state tree folds, shows types, pointers and descriptions, and stays small for 10,000 keys", async () => {
+  const hp = page.locator('#state-tree .node[data-pointer="/hp"]');
+  assert.equal(await hp.locator(".type").textContent(), "number");
+  assert.equal(await treeValue(page, "/hp"), "10");
+  assert.match(await hp.getAttribute("title"), /hit points/);
+  await hp.click();
+  assert.equal(await page.inputValue("#pointer"), "/hp");
+  assert.match(await page.textContent("#node-description"), /hit points, 0 to 100/);
+  assert.equal(await page.isEnabled("#plot-pointer"), true);
+
+  const bag = page.locator('#state-tree .node[data-pointer="/bag"]');
+  assert.equal(await bag.locator(".type").textContent(), "object[10000]");
+  assert.equal(await page.locator("#state-tree .node").count(), 4, "folded: the root and its three members");
+  await bag.locator(".fold").click();
+  assert.equal(await page.locator('#state-tree .node[data-pointer^="/bag/"]').count(), 200, "one page of the 10,000 keys");
+  await page.click("#state-tree button.more");
+  assert.equal(await page.locator('#state-tree .node[data-pointer^="/bag/"]').count(), 400);
+  // The state's keys come back in the server's order; the 400th row is whichever key that is.
+  const last = page.locator('#state-tree .node[data-pointer^="/bag/"]').last();
+  const pointer = await last.getAttribute("data-pointer");
+  await last.click();
+  assert.equal(await page.inputValue("#pointer"), pointer);
+  await shot(page, "state", "#state");
+  await bag.locator(".fold").click();
+  assert.equal(await page.locator("#state-tree .node").count(), 4, "folding drops the rows");
+});
+
+test("replies commit, a broken one is refused with its diagnostics highlighted, and a swipe branches", async () => {
+  const first = 'The goblin hits you.\n```json\n[{"op": "replace", "path": "/hp", "value": 7, "reason": "goblin hit"}]\n```';
+  assert.match(await tryAndApply(first, { label: "m1", shotName: "dry-run" }), /would commit: 1 change/);
+  assert.equal(await treeValue(page, "/hp"), "7");
+
+  const second =
+    '```json\n[{"op": "replace", "path": "/hp", "value": 4, "reason": "trap"},\n' +
+    ' {"op": "add", "path": "/met_goblin", "value": true, "reason": "met"},\n' +
+    ' {"op": "remove", "path": "/gold", "reason": "robbed"}]\n```';
+  assert.match(await tryAndApply(second, { label: "m2" }), /would commit: 3 changes/);
+  assert.equal(await treeValue(page, "/hp"), "4");
+
+  // Repaired JSON (single quotes, a trailing comma) whose value the schema refuses.
+  const broken = "```json\n[{'op': 'replace', 'path': '/hp', 'value': -3,},]\n```";
+  await page.fill("#reply", broken);
+  await page.fill("#reply-label", "m3");
+  await page.click("#try-form button[type=submit]");
+  await page.locator("#try-outcome .verdict.rejected").waitFor();
+  const marks = page.locator("#try-outcome .reply-text mark.diagnostic");
+  assert.ok((await marks.count()) >= 1, "at least one diagnostic span is highlighted");
+  const title = await marks.first().getAttribute("title");
+  assert.ok(title && title.length > 10, `the highlight carries its message: ${title}`);
+  await marks.first().hover();
+  const comma = page.locator('#try-outcome mark.diagnostic[data-kinds~="trailing_comma"]').first();
+  assert.equal(await comma.textContent(), ",", "the trailing comma's own byte is marked");
+  assert.match(await comma.getAttribute("title"), /trailing comma/);
+  assert.doesNotMatch(await page.textContent("#try-outcome"), /null|undefined/);
+  assert.equal(await page.locator("#try-outcome .diagnostics li").count() >= 1, true);
+  assert.match(await page.textContent("#try-outcome .score-value"), /^\d+$/);
+  assert.ok((await page.locator("#try-outcome ul.errors li").count()) >= 1, "the rejection's reasons");
+  assert.match(await page.textContent("#try-outcome ul.errors"), /\/hp/);
+  assert.notEqual((await page.textContent("#try-outcome .feedback")).trim(), "");
+  assert.equal(await page.isDisabled("#try-outcome .apply-for-real"), true);
+  await shot(page, "rejected-reply", "#try");
+  assert.equal(await treeValue(page, "/hp"), "4", "nothing changed");
+
+  // A swipe: another reply to the message after m1, committed on m1.
+  const swipe = '<UpdateVariable>\n_.set("hp", 7, 9);//healed\n</UpdateVariable>';
+  assert.match(await tryAndApply(swipe, { label: "m2b", at: "m1" }), /would commit/);
+  assert.equal(await treeValue(page, "/hp"), "9");
+  const m2 = page.locator('#timeline-graph .step[data-label="m2"]');
+  assert.equal(await m2.evaluate((node) => node.classList.contains("applied")), false, "the other swipe left the current line");
+  assert.equal(await page.textContent('#timeline-graph .step[data-label="m2"] .count'), "3Δ");
+  await shot(page, "timeline", "#timeline");
+});
+
+test("a step shows its state and diff, is checked out, and undo and redo move along the line", async () => {
+  await page.locator('#timeline-graph .step[data-label="m2"]').click();
+  await page.locator("#diff-of", { hasText: "m2" }).waitFor();
+  await page.locator('#state-at', { hasText: "m2" }).waitFor();
+  assert.equal(await treeValue(page, "/hp"), "4", "the other swipe's state, without moving");
+  assert.equal(await page.locator('#timeline-graph .step.current').getAttribute("data-label"), "m2b");
+  const rows = page.locator("#diff-table tr.change");
+  assert.equal(await rows.count(), 3);
+  const row = (path) => page.locator(`#diff-table tr.change[data-path="${path}"]`);
+  assert.equal(await row("/hp").getAttribute("class"), "change changed");
+  assert.equal(await row("/hp").locator(".old").textContent(), "7");
+  assert.equal(await row("/hp").locator(".new").textContent(), "4");
+  assert.equal(await row("/hp").locator(".reason").textContent(), "trap");
+  assert.equal(await row("/met_goblin").getAttribute("class"), "change added");
+  assert.equal(await row("/gold").getAttribute("class"), "change removed");
+  assert.equal(await row("/gold").locator(".new").textContent(), "(absent)");
+  await shot(page, "diff", "#diff");
+
+  await page.click("#checkout");
+  await page.locator('#timeline-graph .step.current[data-label="m2"]').waitFor();
+  assert.equal(await treeValue(page, "/hp"), "4");
+  assert.match(await page.textContent("#state-at"), /current/);
+
+  await page.click("#undo");
+  await page.locator('#timeline-graph .step.current[data-label="m1"]').waitFor();
+  assert.equal(await treeValue(page, "/hp"), "7");
+  await page.click("#redo");
+  await page.locator('#timeline-graph .step.current[data-label="m2"]').waitFor();
+  assert.equal(await treeValue(page, "/hp"), "4");
+});
+
+test("a value is plotted along the current line", async () => {
+  await page.fill("#plot-path", "/hp");
+  await page.click("#plot-form button");
+  await page.locator("#plot-chart svg.plot").waitFor();
+  const values = await page.$$eval("#plot-chart circle.point", (points) => points.map((point) => Number(point.dataset.value)));
+  assert.deepEqual(values, [10, 7, 4], "root, m1, m2");
+  await shot(page, "plot", "#plot");
+  // From the tree: select a number and plot it.
+  await page.locator('#state-tree .node[data-pointer="/hp"]').click();
+  await page.click("#plot-pointer");
+  await status(page, /plotted \/hp over 3 steps/);
+});
+
+test("a step committed elsewhere shows its reasons after a reload", async () => {
+  // Committed by a direct API call, not by this page.
+  const answer = await fetch(`${server.url}/v1/games/quest/apply`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ batch: [{ op: "assign", path: ["hp"], value: 2, reason: "poisoned" }], label: "m3" }),
+  });
+  assert.equal(answer.status, 200, await answer.clone().text());
+  await page.reload();
+  await page.locator("body[data-ready=true]").waitFor();
+  await page.click("#game-list li[data-id=quest] .open-game");
+  await page.locator('#timeline-graph .step[data-label="m3"]').click();
+  await page.locator("#diff-of", { hasText: "m3" }).waitFor();
+  assert.equal(await page.textContent("#diff-table .source"), "1 change, in the order they were made");
+  const row = page.locator('#diff-table tr.change[data-path="/hp"]');
+  assert.equal(await row.getAttribute("class"), "change changed");
+  assert.equal(await row.locator(".old").textContent(), "4");
+  assert.equal(await row.locator(".new").textContent(), "2");
+  assert.equal(await row.locator(".reason").textContent(), "poisoned");
+  await shot(page, "reloaded-diff", "#diff");
+});
+
+test("a fresh tab asks for the token again and shows the reasons of steps it did not commit", async () => {
+  const tab = await openPage();
+  await tab.click("#game-list li[data-id=quest] .open-game");
+  await tab.locator('#timeline-graph .step[data-label="m2b"]').click();
+  await tab.locator("#diff-of", { hasText: "m2b" }).waitFor();
+  const row = tab.locator('#diff-table tr.change[data-path="/hp"]');
+  assert.equal(await row.locator(".old").textContent(), "7");
+  assert.equal(await row.locator(".new").textContent(), "9");
+  assert.equal(await row.locator(".reason").textContent(), "healed");
+  assert.equal(await tab.locator("#diff-table tr.change").count(), 1);
+  // The root changed nothing.
+  await tab.locator("#timeline-graph .step[data-step=\"0\"]").click();
+  await tab.locator("#diff-of", { hasText: "the root" }).waitFor();
+  assert.equal(await tab.locator("#diff-table tr.change").count(), 0);
+  await shot(tab, "fresh-tab");
+  await tab.context().close();
+});
+
+test("no script error happened on any page", () => {
+  assert.deepEqual(pageErrors.map(String), []);
+});

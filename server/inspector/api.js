@@ -1,0 +1,143 @@
+// The page's one way to the server: the HTTP API of SPEC §8 on this page's own origin, with the bearer
+// token when the server asks for one. The token is asked once (on the first 401), kept in this tab's
+// sessionStorage, and asked again only if the server refuses it.
+
+const TOKEN_KEY = "statecraft.token";
+
+/** An answer that is not 2xx: its status and the API's error body. */
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.error?.message ?? `the server answered ${status}`);
+    this.status = status;
+    this.kind = body?.error?.kind ?? "unknown";
+    this.body = body ?? {};
+  }
+}
+
+let asking = null;
+
+/** Shows the token form and resolves with what was typed (one form for all waiting requests). */
+function askToken(refused) {
+  if (!asking) {
+    asking = new Promise((resolve) => {
+      const dialog = document.getElementById("token-dialog");
+      const form = dialog.querySelector("form");
+      const input = dialog.querySelector("input");
+      dialog.querySelector(".refused").hidden = !refused;
+      input.value = "";
+      dialog.hidden = false;
+      input.focus();
+      form.onsubmit = (event) => {
+        event.preventDefault();
+        dialog.hidden = true;
+        asking = null;
+        resolve(input.value.trim());
+      };
+    });
+  }
+  return asking;
+}
+
+/** Calls `METHOD /v1/...` and returns the parsed answer, or throws an ApiError. */
+export async function call(method, path, body) {
+  let refused = false;
+  for (;;) {
+    const headers = { accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "omit",
+      cache: "no-store",
+    });
+    const text = await response.text();
+    let parsed = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = { error: { kind: "not_json", message: text.slice(0, 200) } };
+    }
+    if (response.status === 401) {
+      refused = token !== null;
+      sessionStorage.setItem(TOKEN_KEY, await askToken(refused));
+      continue;
+    }
+    if (!response.ok) throw new ApiError(response.status, parsed);
+    return parsed;
+  }
+}
+
+/** The path of a game's endpoint. */
+export function gamePath(id, rest = "") {
+  return `/v1/games/${encodeURIComponent(id)}${rest}`;
+}
+
+/** Creates an element: `el("li", {class: "x", onclick}, child, "text")`. */
+export function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** Creates an SVG element. */
+export function svg(tag, attributes = {}, ...children) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** A JSON Pointer token (RFC 6901). */
+export function pointerToken(key) {
+  return String(key).replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+/** The tokens of a JSON Pointer, or null when it is not one. */
+export function pointerTokens(pointer) {
+  if (pointer === "") return [];
+  if (!pointer.startsWith("/")) return null;
+  return pointer.slice(1).split("/").map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
+}
+
+/** The value at a JSON Pointer, or undefined. */
+export function lookup(value, pointer) {
+  const tokens = pointerTokens(pointer);
+  if (tokens === null) return undefined;
+  let node = value;
+  for (const token of tokens) {
+    if (node === null || typeof node !== "object" || !Object.hasOwn(node, token)) return undefined;
+    node = node[token];
+  }
+  return node;
+}
+
+/** A value's type as the page shows it. */
+export function typeOf(value) {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+/** A short one-line rendering of a value. */
+export function brief(value, max = 80) {
+  const text = JSON.stringify(value);
+  if (text === undefined) return "";
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

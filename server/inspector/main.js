@@ -1,0 +1,320 @@
+// The inspector page: the games, and for the open game its timeline, state, step diff, a reply tried
+// as a dry run, and a value over time. Everything it shows comes from the HTTP API (`api.js`).
+
+import { call, gamePath, el, lookup, typeOf, ApiError } from "./api.js";
+import { renderTree, schemaDescription } from "./tree.js";
+import { renderTimeline, treeOf, lineTo } from "./timeline.js";
+import { renderChanges } from "./diff.js";
+import { renderOutcome } from "./reply.js";
+import { renderPlot } from "./plot.js";
+
+const $ = (id) => document.getElementById(id);
+
+/** What the page is looking at. */
+const view = { game: null, log: null, selected: null, steps: null, after: null };
+
+function status(message, error = false) {
+  const line = $("status");
+  line.textContent = message;
+  line.classList.toggle("error", error);
+}
+
+/** Runs an action, showing its failure in the status line instead of losing it. */
+async function attempt(action) {
+  try {
+    return await action();
+  } catch (error) {
+    status(error instanceof ApiError ? `${error.kind}: ${error.message}` : String(error), true);
+    return undefined;
+  }
+}
+
+// Kept per tab: the schema a game was created with (the API does not hand it out).
+const schemaKey = (id) => `statecraft.schema.${id}`;
+
+function forget(id) {
+  sessionStorage.removeItem(schemaKey(id));
+}
+
+// Games: list (a page at a time), create, open, delete.
+
+async function listGames(more = false) {
+  const query = more && view.after ? `?after=${encodeURIComponent(view.after)}` : "";
+  const page = await call("GET", `/v1/games${query}`);
+  const list = $("game-list");
+  if (!more) list.replaceChildren();
+  for (const game of page.games) {
+    list.append(
+      el(
+        "li",
+        { class: game.id === view.game ? "game open" : "game", "data-id": game.id },
+        el("button", { type: "button", class: "open-game", onclick: () => attempt(() => openGame(game.id)) }, game.id),
+        el("span", { class: "where", text: game.label ? ` at “${game.label}”` : ` at step ${game.step}` }),
+      ),
+    );
+  }
+  view.after = page.next;
+  $("more-games").hidden = page.next === null;
+  if (list.children.length === 0) list.append(el("li", { class: "empty", text: "no games yet" }));
+}
+
+/** Reads an optional JSON field of the create form. */
+function optionalJson(text, name) {
+  if (!text.trim()) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${name} is not JSON: ${error.message}`);
+  }
+}
+
+async function createGame(form) {
+  $("create-error").textContent = "";
+  let body;
+  try {
+    body = { state: JSON.parse(form.state.value) };
+    const schema = optionalJson(form.schema.value, "the schema");
+    const scripts = optionalJson(form.scripts.value, "the scripts");
+    if (schema !== undefined) body.schema = schema;
+    if (scripts !== undefined) body.scripts = scripts;
+    if (form.id.value.trim()) body.id = form.id.value.trim();
+  } catch (error) {
+    $("create-error").textContent = error.message.startsWith("the ") ? error.message : `the state is not JSON: ${error.message}`;
+    return;
+  }
+  try {
+    const created = await call("POST", "/v1/games", body);
+    forget(created.id);
+    if (body.schema !== undefined) sessionStorage.setItem(schemaKey(created.id), JSON.stringify(body.schema));
+    await listGames();
+    await openGame(created.id);
+    status(`created ${created.id}`);
+  } catch (error) {
+    $("create-error").textContent = error instanceof ApiError ? `${error.kind}: ${error.message}` : String(error);
+  }
+}
+
+async function openGame(id) {
+  view.game = id;
+  view.selected = null;
+  $("game").hidden = false;
+  $("game-title").textContent = id;
+  $("schema-text").value = sessionStorage.getItem(schemaKey(id)) ?? "";
+  $("try-outcome").replaceChildren();
+  $("plot-chart").replaceChildren();
+  $("diff-table").replaceChildren(el("p", { class: "empty", text: "click a step of the timeline" }));
+  for (const item of $("game-list").children) item.classList.toggle("open", item.dataset.id === id);
+  await refresh();
+}
+
+async function deleteGame() {
+  const id = view.game;
+  if (!confirm(`Delete the game ${id} and its whole history?`)) return;
+  await call("DELETE", gamePath(id));
+  forget(id);
+  view.game = null;
+  $("game").hidden = true;
+  await listGames();
+  status(`deleted ${id}`);
+}
+
+// Timeline and state.
+
+/** Reloads the open game's timeline and shows the selected step (the current one by default). */
+async function refresh() {
+  const [position, log] = await Promise.all([call("GET", gamePath(view.game)), call("GET", gamePath(view.game, "/log"))]);
+  view.log = log;
+  view.steps = treeOf(log);
+  if (view.selected === null || !view.steps.has(view.selected)) view.selected = position.step;
+  drawTimeline();
+  if (view.selected === position.step) showState(position.state, position.step, position.label, true);
+  else await pickStep(view.selected);
+}
+
+function drawTimeline() {
+  renderTimeline($("timeline-graph"), view.log, { selected: view.selected, onPick: (step) => attempt(() => pickStep(step.id)) });
+  $("checkout").disabled = view.selected === view.log.current;
+}
+
+async function stateAt(step) {
+  return call("GET", gamePath(view.game, `/state?step=${step}`));
+}
+
+async function pickStep(id) {
+  view.selected = id;
+  drawTimeline();
+  const at = await stateAt(id);
+  showState(at.state, id, at.label, id === view.log.current);
+  showDiff(id, at.changes);
+}
+
+function schema() {
+  try {
+    return JSON.parse($("schema-text").value || "null");
+  } catch {
+    return null;
+  }
+}
+
+function showState(state, step, label, current) {
+  view.state = state;
+  const name = step === 0 ? "the root" : label ? `“${label}” (step ${step})` : `step ${step}`;
+  $("state-at").textContent = `at ${name}${current ? ", current" : ""}`;
+  const known = schema();
+  $("pointer").value = "";
+  $("node-description").textContent = "";
+  $("plot-pointer").disabled = true;
+  renderTree($("state-tree"), state, {
+    describe: known ? (pointer) => schemaDescription(known, pointer) : undefined,
+    onSelect: (pointer, value) => {
+      $("pointer").value = pointer;
+      $("node-description").textContent = (known && schemaDescription(known, pointer)) || "";
+      $("plot-pointer").disabled = typeOf(value) !== "number";
+    },
+  });
+}
+
+/** A step's own change log, reasons included, as the API answers it with the step's state. */
+function showDiff(id, changes) {
+  const step = view.steps.get(id);
+  const name = id === 0 ? "the root" : step.label ? `“${step.label}” (step ${id})` : `step ${id}`;
+  $("diff-of").textContent = `of ${name}`;
+  if (id === 0) {
+    $("diff-table").replaceChildren(el("p", { class: "empty", text: "the root is the state before every step" }));
+    return;
+  }
+  $("diff-table").replaceChildren(
+    el("p", { class: "source", text: `${changes.length} change${changes.length === 1 ? "" : "s"}, in the order they were made` }),
+    renderChanges(changes),
+  );
+}
+
+async function move(path, body) {
+  const moved = await call("POST", gamePath(view.game, path), body);
+  view.selected = moved.step;
+  await refresh();
+  await listGames();
+  status(moved.moved === false ? `${path.slice(1)}: nowhere to go` : `now at ${moved.label ? `“${moved.label}”` : `step ${moved.step}`}`);
+}
+
+// Try a reply.
+
+/** The `at` field: `#N` is step N, anything else a label; empty is none. */
+function atField() {
+  const text = $("reply-at").value.trim();
+  if (!text) return undefined;
+  return /^#\d+$/.test(text) ? Number(text.slice(1)) : text;
+}
+
+function applyBody(dryRun) {
+  const body = { input: $("reply").value };
+  const label = $("reply-label").value.trim();
+  const at = atField();
+  if (label) body.label = label;
+  if (at !== undefined) body.at = at;
+  if (dryRun) body.dry_run = true;
+  return body;
+}
+
+async function tryReply() {
+  const text = $("reply").value;
+  const body = applyBody(true);
+  $("try-outcome").replaceChildren(el("p", { class: "empty", text: "running…" }));
+  let outcome;
+  try {
+    const answer = await call("POST", gamePath(view.game, "/apply"), body);
+    // A dry run that would commit carries no feedback; the extract endpoint writes it for the same
+    // reply read against the same state.
+    const base = body.at === undefined ? await call("GET", gamePath(view.game)) : await call("GET", gamePath(view.game, typeof body.at === "number" ? `/state?step=${body.at}` : `/state?at=${encodeURIComponent(body.at)}`));
+    const extracted = await call("POST", "/v1/extract", { input: text, state: base.state });
+    outcome = { ok: true, body: { ...answer, feedback: extracted.feedback } };
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 422) throw error;
+    outcome = { ok: false, body: error.body };
+  }
+  renderOutcome($("try-outcome"), text, outcome, { onApply: () => attempt(applyReply) });
+  status(outcome.ok ? "dry run: the reply would commit" : "dry run: the reply would be rejected");
+}
+
+async function applyReply() {
+  const text = $("reply").value;
+  try {
+    const answer = await call("POST", gamePath(view.game, "/apply"), applyBody(false));
+    if (answer.committed) {
+      status(`committed step ${answer.step}${answer.label ? ` “${answer.label}”` : ""}: ${answer.changes.length} change${answer.changes.length === 1 ? "" : "s"}`);
+    }
+    $("try-outcome").replaceChildren(el("p", { class: "verdict committed", text: `committed as step ${answer.step}` }), renderChanges(answer.changes));
+    view.selected = answer.step;
+    await refresh();
+    await listGames();
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 422) throw error;
+    renderOutcome($("try-outcome"), text, { ok: false, body: error.body }, { onApply: () => attempt(applyReply) });
+    status("rejected: nothing changed", true);
+  }
+}
+
+// A value over time.
+
+async function plot(pointer) {
+  $("plot-path").value = pointer;
+  const log = await call("GET", gamePath(view.game, "/log"));
+  const steps = treeOf(log);
+  const line = lineTo(steps, log.current);
+  const points = new Array(line.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < line.length) {
+      const index = next++;
+      const at = await stateAt(line[index]);
+      points[index] = { step: line[index], label: steps.get(line[index]).label, value: lookup(at.state, pointer) };
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  renderPlot($("plot-chart"), pointer, points);
+  status(`plotted ${pointer} over ${line.length} step${line.length === 1 ? "" : "s"}`);
+}
+
+// Wiring.
+
+function wire() {
+  $("create-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt(() => createGame(event.target));
+  });
+  $("more-games").addEventListener("click", () => attempt(() => listGames(true)));
+  $("delete-game").addEventListener("click", () => attempt(deleteGame));
+  $("undo").addEventListener("click", () => attempt(() => move("/undo")));
+  $("redo").addEventListener("click", () => attempt(() => move("/redo")));
+  $("checkout").addEventListener("click", () => attempt(() => move("/checkout", { to: view.selected })));
+  $("copy-pointer").addEventListener("click", () => {
+    const input = $("pointer");
+    input.select();
+    navigator.clipboard?.writeText(input.value).then(
+      () => status(`copied ${input.value || "(root)"}`),
+      () => status("select the pointer and copy it by hand", true),
+    );
+  });
+  $("plot-pointer").addEventListener("click", () => attempt(() => plot($("pointer").value)));
+  $("plot-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt(() => plot($("plot-path").value.trim()));
+  });
+  $("try-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt(tryReply);
+  });
+  $("schema-text").addEventListener("change", () => {
+    if (!view.game) return;
+    sessionStorage.setItem(schemaKey(view.game), $("schema-text").value);
+    attempt(refresh);
+  });
+}
+
+wire();
+attempt(async () => {
+  await listGames();
+  status("ready");
+  document.body.dataset.ready = "true";
+});
+
