@@ -43,6 +43,9 @@ pub struct Extraction {
     /// The instructions, in text order. When [`Extraction::valid`] is `false` it holds only the
     /// instructions that decoded, and must not be applied.
     pub batch: Batch,
+    /// The byte range in the reply of each instruction of `batch` (its JSON value, or its MVU
+    /// command line), for `before` hooks and their notes.
+    pub spans: Vec<Range<usize>>,
     /// Everything noticed, repaired, skipped or refused, with byte spans into the reply.
     pub diagnostics: Vec<Diagnostic>,
     /// What was cleaned, and the cleanliness score.
@@ -64,6 +67,7 @@ impl Extraction {
         self.valid.then(|| {
             let options = ApplyOptions {
                 policies: Some(self.policies),
+                spans: self.spans.clone(),
                 ..ApplyOptions::default()
             };
             (&self.batch, options)
@@ -107,6 +111,8 @@ pub(crate) struct PatchBlock {
     pub(crate) start: usize,
     /// The operations it holds, decoded.
     pub(crate) instructions: Vec<Instruction>,
+    /// The byte range in the text of each operation.
+    pub(crate) spans: Vec<Range<usize>>,
 }
 
 /// Reads every `<JSONPatch>` (or `<json_patch>`) block of `text` exactly as [`extract`] reads one: the
@@ -135,6 +141,7 @@ pub(crate) fn patch_blocks(
         blocks.push(PatchBlock {
             start: at,
             instructions: std::mem::take(&mut walker.instructions),
+            spans: std::mem::take(&mut walker.spans),
         });
         pos = end.max(at + 1);
     }
@@ -169,6 +176,8 @@ struct Walker<'a> {
     b: &'a [u8],
     options: &'a ExtractOptions,
     instructions: Vec<Instruction>,
+    /// The byte range of each of `instructions` in the text.
+    spans: Vec<Range<usize>>,
     diagnostics: Vec<Diagnostic>,
     report: RepairReport,
     valid: bool,
@@ -206,6 +215,7 @@ impl<'a> Walker<'a> {
             b: text.as_bytes(),
             options,
             instructions: Vec::new(),
+            spans: Vec::new(),
             diagnostics: Vec::new(),
             report: RepairReport::default(),
             valid: true,
@@ -474,6 +484,12 @@ impl<'a> Walker<'a> {
         }
         self.report.instructions += translation.instructions.len();
         self.instructions.extend(translation.instructions);
+        self.spans.extend(
+            translation
+                .spans
+                .into_iter()
+                .map(|span| span.start + at..span.end + at),
+        );
         Some(region_end)
     }
 
@@ -1019,6 +1035,7 @@ impl<'a> Walker<'a> {
                 }
                 self.report.instructions += 1;
                 self.instructions.push(instruction);
+                self.spans.push(span.clone());
                 Some((patch, span))
             }
             Err(errors) => {
@@ -1072,6 +1089,7 @@ impl<'a> Walker<'a> {
         };
         Extraction {
             batch: Batch::from(self.instructions),
+            spans: self.spans,
             diagnostics: self.diagnostics,
             report: self.report,
             valid: self.valid,
