@@ -164,7 +164,7 @@ pub struct InstructionSpec {
     pub(crate) targets: Vec<Target>,
     /// Whether descent stopped at [`MAX_DESCRIBED_SEGMENTS`] or [`MAX_TARGETS`] with more schema below.
     pub(crate) partial: bool,
-    /// The targets by their first segment, kept beside `targets`.
+    /// The targets by their literal path and by their first segment, kept beside `targets`.
     index: TargetIndex,
 }
 
