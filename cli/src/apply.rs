@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use serde_json::json;
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, Commit, Outcome, StateSchema, Store, Value,
+    ApplyOptions, Batch, BatchError, Commit, Outcome, SchemaViolation, StateSchema, Store, Value,
 };
 
 use crate::args::ApplyArgs;
@@ -27,7 +27,7 @@ pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<E
     let schema = args.schema.as_deref().map(files::read_schema).transpose()?;
     let text = files::read_input(args.input.as_deref())?;
     let origin = files::origin(args.input.as_deref());
-    let mut store = build_store(state.clone(), schema, args.scripts.as_deref())?;
+    let mut store = build_store(state.clone(), schema, args.scripts.as_deref(), args.seed)?;
     let reading = reply::read(
         &text,
         Some(&state),
@@ -35,9 +35,10 @@ pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<E
         args.mvu_unrunnable.into(),
     );
     // A state file keeps no history, so there is no step to label (clap refuses --label here).
-    let Some((batch, options)) = prepare(out, &text, &origin, &reading, None) else {
+    let Some((batch, mut options)) = prepare(out, &text, &origin, &reading, None) else {
         return Ok(ExitCode::from(EXIT_REJECTED));
     };
+    with_schema_violation(&mut options, args.schema_violation.into());
     match store.apply_with(batch, &options) {
         Outcome::Rejected(rejection) => {
             report_rejection(out, &rejection.errors);
@@ -56,14 +57,23 @@ pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<E
     }
 }
 
-/// A store for `state` with the schema and the scripts folder's handlers. A state that violates the
-/// schema is a usage error: the file given is not a valid starting point.
+/// Sets the batch's `schema_violation` policy, keeping the other policies the reply calls for.
+pub(crate) fn with_schema_violation(options: &mut ApplyOptions, policy: SchemaViolation) {
+    let mut policies = options.policies.unwrap_or_default();
+    policies.schema_violation = policy;
+    options.policies = Some(policies);
+}
+
+/// A store for `state` with the schema, the scripts folder's handlers and the seed of their random
+/// draws. A state that violates the schema is a usage error: the file given is not a valid starting
+/// point.
 pub(crate) fn build_store(
     state: Value,
     schema: Option<StateSchema>,
     scripts: Option<&Path>,
+    seed: u64,
 ) -> Result<Store> {
-    let mut builder = Store::builder(state);
+    let mut builder = Store::builder(state).seed(seed);
     if let Some(schema) = schema {
         builder = builder.schema(schema);
     }

@@ -223,6 +223,18 @@ pub(crate) struct ApplyArgs {
     #[arg(long, value_enum, value_name = "POLICY", default_value_t = UnrunnableMvu::Skip)]
     pub(crate) mvu_unrunnable: UnrunnableMvu,
 
+    /// What to do when the new state violates the schema: `reject` the batch, or `repair` what the
+    /// schema says how to mend (strings coerced to the type asked for, numbers clamped to
+    /// minimum/maximum, missing required members given their default, enum members matched up to
+    /// case) and reject only what is left. Each repair is reported as a warning.
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = SchemaViolationArg::Reject)]
+    pub(crate) schema_violation: SchemaViolationArg,
+
+    /// The seed for scripts' `ctx.random` (with --state; a save keeps the seed it was created with).
+    /// The same seed and the same reply draw the same numbers.
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "save")]
+    pub(crate) seed: u64,
+
     /// The model reply or JSON batch; `-` or nothing reads stdin.
     #[arg(value_name = "INPUT")]
     pub(crate) input: Option<PathBuf>,
@@ -275,6 +287,24 @@ impl From<UnrunnableMvu> for statecraft_translators::mvu::Unrunnable {
     }
 }
 
+/// The `schema_violation` policy, as written on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SchemaViolationArg {
+    /// The batch is rejected.
+    Reject,
+    /// Repairable violations are repaired; the rest rejects the batch.
+    Repair,
+}
+
+impl From<SchemaViolationArg> for statecraft_engine::SchemaViolation {
+    fn from(policy: SchemaViolationArg) -> Self {
+        match policy {
+            SchemaViolationArg::Reject => statecraft_engine::SchemaViolation::Reject,
+            SchemaViolationArg::Repair => statecraft_engine::SchemaViolation::Repair,
+        }
+    }
+}
+
 /// `statecraft convert`.
 #[derive(Debug, Args)]
 pub(crate) struct ConvertArgs {
@@ -315,6 +345,11 @@ pub(crate) struct NewArgs {
     /// The folder of Lua scripts the game uses.
     #[arg(long, value_name = "DIR")]
     pub(crate) scripts: Option<PathBuf>,
+
+    /// The game's seed for scripts' `ctx.random`, kept in the save: the same seed and the same turns
+    /// draw the same numbers.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) seed: u64,
 }
 
 /// `statecraft undo`.

@@ -27,7 +27,7 @@ use self::expect::{Checks, check_position, check_turn};
 use self::report::{Report, move_record, turn_record};
 use self::scenario::{Scenario, Turn};
 use crate::EXIT_REJECTED;
-use crate::apply::plural;
+use crate::apply::{plural, with_schema_violation};
 use crate::args::PlayArgs;
 use crate::files;
 use crate::render::{Output, Paint};
@@ -102,11 +102,16 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
             .clone()
             .unwrap_or_else(|| format!("turn-{}", turn.name));
         let outcome = reading.extraction.applicable().map(|(batch, options)| {
-            let options = ApplyOptions {
+            let mut options = ApplyOptions {
                 label: Some(label.clone()),
                 at: turn.expect.at.as_ref().map(|at| at.step()),
                 ..options
             };
+            let policy = turn
+                .expect
+                .schema_violation
+                .unwrap_or(scenario.schema_violation);
+            with_schema_violation(&mut options, policy);
             store.apply_with(batch, &options)
         });
         report.outcome(outcome.as_ref(), &reading);

@@ -51,9 +51,12 @@ impl Output {
         }
     }
 
-    /// Renders text diagnostics against `source`, each with its line and a caret under the span.
-    /// Consecutive diagnostics that say the same thing (eight single-quoted strings on one line) are
-    /// drawn as one report with several carets, so a badly quoted reply stays readable.
+    /// Renders text diagnostics against `source`, each with an excerpt of its line and a caret under
+    /// the span. Consecutive diagnostics that say the same thing on one line (eight single-quoted
+    /// strings) are drawn as one report with several carets, so a badly quoted reply stays readable.
+    ///
+    /// Each report shows at most [`MAX_EXCERPT_BYTES`] of the source, found by looking at most that far
+    /// from the span, so the output is linear in the diagnostics however long the line or the text.
     pub(crate) fn diagnostics(
         &self,
         source: &str,
@@ -63,11 +66,24 @@ impl Output {
     ) -> String {
         let renderer = self.renderer(colour);
         let mut out = String::new();
-        let same = |a: &Diagnostic, b: &Diagnostic| {
-            a.kind == b.kind && a.severity == b.severity && a.message == b.message
-        };
-        for group in diagnostics.chunk_by(|a, b| same(a, b)) {
-            let first = &group[0];
+        let mut rest = diagnostics;
+        while let Some(first) = rest.first() {
+            let excerpt = Excerpt::around(source, first.span.clone());
+            let together = rest
+                .iter()
+                .take_while(|d| {
+                    d.kind == first.kind
+                        && d.severity == first.severity
+                        && d.message == first.message
+                        && excerpt.holds(source, &d.span)
+                })
+                .count()
+                .max(1);
+            let (group, after) = rest.split_at(together);
+            rest = after;
+            let excerpt = group
+                .iter()
+                .fold(excerpt, |excerpt, d| excerpt.reaching(source, &d.span));
             let level = match first.severity {
                 Severity::Note => Level::NOTE,
                 Severity::Warning => Level::WARNING,
@@ -79,16 +95,27 @@ impl Output {
                 String::new()
             };
             let title = format!("{}{times} [{}]", first.message, first.kind);
+            let text = excerpt.text(source);
             let snippet = group.iter().fold(
-                Snippet::source(source).path(origin),
+                Snippet::source(text.as_str()).line_start(first.line),
                 |snippet, diagnostic| {
                     snippet.annotation(
-                        AnnotationKind::Primary.span(clamp_span(source, diagnostic.span.clone())),
+                        AnnotationKind::Primary.span(excerpt.span_in(source, &diagnostic.span)),
                     )
                 },
             );
             let report = &[level.primary_title(title.as_str()).element(snippet)];
-            let _ = writeln!(out, "{}", renderer.render(report));
+            let rendered = renderer.render(report);
+            // The snippet shows an excerpt, so its place is written here, from the whole text: the
+            // renderer would count columns from the excerpt's start.
+            let (head, body) = rendered.split_once('\n').unwrap_or((rendered.as_str(), ""));
+            let gutter = " ".repeat(first.line.to_string().len());
+            let arrow = self.paint(colour, Paint::Blue, "-->");
+            let _ = writeln!(
+                out,
+                "{head}\n{gutter}{arrow} {origin}:{}:{}\n{body}",
+                first.line, first.column
+            );
         }
         out
     }
@@ -104,6 +131,7 @@ impl Output {
             Paint::Green => "32",
             Paint::Yellow => "33",
             Paint::Cyan => "36",
+            Paint::Blue => "1;34",
             Paint::Dim => "2",
         };
         format!("\x1b[{code}m{text}\x1b[0m")
@@ -123,22 +151,109 @@ pub(crate) enum Paint {
     Yellow,
     /// Host events.
     Cyan,
+    /// The place of a diagnostic, as the renderer draws line numbers.
+    Blue,
     /// Secondary detail.
     Dim,
 }
 
-/// Moves a span onto character boundaries inside `source`, because diagnostics computed on a slice or a
-/// cut-off text may point past its end, and the renderer needs valid boundaries.
-fn clamp_span(source: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    let mut start = span.start.min(source.len());
-    let mut end = span.end.clamp(start, source.len());
-    while !source.is_char_boundary(start) {
-        start -= 1;
+/// The most source text one report shows, in bytes (plus `…` where a line was cut).
+const MAX_EXCERPT_BYTES: usize = 160;
+
+/// How much of a line one report shows before and after its spans, in bytes.
+const CONTEXT_BYTES: usize = 40;
+
+/// The piece of one line of the source that a report shows: `start..end`, and whether the line goes on
+/// before or after it. Every search is bounded by [`MAX_EXCERPT_BYTES`].
+#[derive(Clone, Copy, Debug)]
+struct Excerpt {
+    start: usize,
+    end: usize,
+}
+
+impl Excerpt {
+    /// The excerpt for a span: from the line's start (or [`CONTEXT_BYTES`] before the span when the
+    /// line starts further back) to the span's end on that line, plus some context.
+    fn around(source: &str, span: std::ops::Range<usize>) -> Excerpt {
+        let at = floor(source, span.start.min(source.len()));
+        // The line's start when it is near, else some context before the span.
+        let reach = floor(source, at.saturating_sub(2 * CONTEXT_BYTES));
+        let start = source.as_bytes()[reach..at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or_else(
+                || floor(source, at.saturating_sub(CONTEXT_BYTES)).max(reach),
+                |nl| reach + nl + 1,
+            );
+        Excerpt { start, end: at }.reaching(source, &span)
     }
-    while !source.is_char_boundary(end) {
-        end += 1;
+
+    /// Whether a span starting here can be shown in this excerpt: on the same line, within the size.
+    fn holds(&self, source: &str, span: &std::ops::Range<usize>) -> bool {
+        span.start >= self.start
+            && span.start <= self.start + MAX_EXCERPT_BYTES - CONTEXT_BYTES
+            && span.start <= source.len()
+            && !source.as_bytes()[self.start..span.start].contains(&b'\n')
     }
-    start..end
+
+    /// The excerpt grown to show `span` (cut at its line's end and at the size) and the context after it.
+    fn reaching(self, source: &str, span: &std::ops::Range<usize>) -> Excerpt {
+        let limit = ceil(source, (self.start + MAX_EXCERPT_BYTES).min(source.len()));
+        let from = self.end.max(floor(source, span.start.min(limit)));
+        let want = ceil(source, (span.end.max(from) + CONTEXT_BYTES).min(limit));
+        let want = want.max(from);
+        let end = source.as_bytes()[from..want]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(want, |nl| from + nl);
+        Excerpt {
+            start: self.start,
+            end: end.max(self.end),
+        }
+    }
+
+    /// The text shown, with `…` where the line goes on.
+    fn text(&self, source: &str) -> String {
+        let before = if self.cut_before(source) { "…" } else { "" };
+        let after = if self.end < source.len() && source.as_bytes()[self.end] != b'\n' {
+            "…"
+        } else {
+            ""
+        };
+        format!("{before}{}{after}", &source[self.start..self.end])
+    }
+
+    fn cut_before(&self, source: &str) -> bool {
+        self.start > 0 && source.as_bytes()[self.start - 1] != b'\n'
+    }
+
+    /// A span of the source as a span of [`Excerpt::text`], clamped to what is shown.
+    fn span_in(&self, source: &str, span: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let shift = if self.cut_before(source) {
+            "…".len()
+        } else {
+            0
+        };
+        let start = floor(source, span.start.clamp(self.start, self.end));
+        let end = ceil(source, span.end.clamp(start, self.end));
+        start - self.start + shift..end - self.start + shift
+    }
+}
+
+/// The character boundary at or before `at`.
+fn floor(source: &str, mut at: usize) -> usize {
+    while !source.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The character boundary at or after `at`.
+fn ceil(source: &str, mut at: usize) -> usize {
+    while !source.is_char_boundary(at) {
+        at += 1;
+    }
+    at
 }
 
 /// Diagnostics as one JSON value, in the translators' one JSON form.

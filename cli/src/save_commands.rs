@@ -33,6 +33,7 @@ pub(crate) fn new(args: &NewArgs, out: &Output) -> Result<ExitCode> {
     if let Some(schema) = &args.schema {
         setup = setup.schema(files::read_json(schema, "schema")?);
     }
+    setup = setup.seed(args.seed);
     if let Some(scripts) = &args.scripts {
         let folder = scripts
             .canonicalize()

@@ -225,6 +225,73 @@ fn apply_substitutes_sillytavern_macros_in_mvu_text() {
 }
 
 #[test]
+fn apply_repairs_a_schema_violation_with_schema_violation_repair() {
+    let dir = folder_with_state(&hero());
+    fs::write(
+        dir.path().join("schema.json"),
+        r#"{"type":"object","properties":{"player":{"type":"object","properties":{"hp":{"type":"integer","minimum":0,"maximum":100},"gold":{"type":"integer"}}}}}"#,
+    )
+    .unwrap();
+    let batch = r#"[{"op":"increment","path":["player","hp"],"value":-150},{"op":"assign","path":["player","gold"],"value":"7"}]"#;
+    let args = |policy: &'static str| {
+        [
+            "apply",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "--schema-violation",
+            policy,
+            "-",
+        ]
+    };
+    let rejected = run_in(dir.path(), &args("reject"), batch);
+    assert_eq!(rejected.code, 1, "{rejected:?}");
+    let run = run_in(dir.path(), &args("repair"), batch);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        parse(&run.stdout),
+        json!({"player": {"hp": 0, "gold": 7, "bag": []}})
+    );
+    assert!(run.stderr.contains("[schema_repaired]"), "{}", run.stderr);
+    assert!(run.stderr.contains("/player/hp"), "{}", run.stderr);
+    assert!(run.stderr.contains("clamp_minimum"), "{}", run.stderr);
+    assert!(run.stderr.contains("coerce_type"), "{}", run.stderr);
+}
+
+#[test]
+fn apply_draws_the_same_numbers_for_the_same_seed() {
+    let dir = folder_with_state(&json!({"rolls": []}));
+    fs::create_dir(dir.path().join("scripts")).unwrap();
+    fs::write(
+        dir.path().join("scripts/dice.lua"),
+        "on('roll', function(ctx)\n  for i = 1, 6 do ctx.emit({op = 'push', path = 'rolls', value = ctx.random(1, 100)}) end\nend)\n",
+    )
+    .unwrap();
+    let reply = r#"{"op":"callback","path":["roll"]}"#;
+    let roll = |seed: &'static str| {
+        let run = run_in(
+            dir.path(),
+            &[
+                "apply",
+                "--state",
+                "state.json",
+                "--scripts",
+                "scripts",
+                "--seed",
+                seed,
+                "-",
+            ],
+            reply,
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+        parse(&run.stdout)
+    };
+    assert_eq!(roll("5"), roll("5"));
+    assert_ne!(roll("5"), roll("6"));
+}
+
+#[test]
 fn apply_runs_lua_handlers_and_reports_their_events() {
     let dir = folder_with_state(&json!({"player": {"xp": 90, "level": 1}}));
     fs::create_dir(dir.path().join("scripts")).unwrap();

@@ -157,6 +157,10 @@ fn killed_appliers_never_lose_an_acknowledged_step() {
     };
     let initial = Value::from(json!({"log": [], "pad": ""}));
     drop(Game::create(&save, initial.clone(), NewGame::default().history(limits)).unwrap());
+    // Every other command goes through a symbolic link to the save: its lock, its appends and its
+    // compactions (write beside, rename) must reach the real file and leave the link a link.
+    let link = dir.path().join("link.save");
+    std::os::unix::fs::symlink(&save, &link).unwrap();
     // The model: the same operations on an in-memory store, those that happened and only those.
     let mut model = Store::builder(initial)
         .history_limits(limits)
@@ -205,7 +209,8 @@ fn killed_appliers_never_lose_an_acknowledged_step() {
         let pad = "x".repeat(rng.below(8_000) as usize);
         let batch = json!([{"op": "push", "path": ["log"], "value": value}, {"op": "assign", "path": ["pad"], "value": pad}]);
         std::fs::write(&input, batch.to_string()).unwrap();
-        let mut child = operation.command(&save, &input).spawn().unwrap();
+        let through = if trial % 2 == 0 { &link } else { &save };
+        let mut child = operation.command(through, &input).spawn().unwrap();
         std::thread::sleep(Duration::from_micros(rng.below(window)));
         // SIGKILL; an error only means the process already exited, which the status below shows.
         let _ = child.kill();
@@ -252,6 +257,13 @@ fn killed_appliers_never_lose_an_acknowledged_step() {
         }
         last_len = len;
     }
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link to the save was replaced by a file"
+    );
     println!(
         "crash test: {trials} trials: {acked} acknowledged (all present); killed before the \
          acknowledgement: {killed_kept} already on disk, {killed_lost} not; {branches} branch commits and \
@@ -272,6 +284,9 @@ fn concurrent_appliers_never_lose_a_step() {
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("race.save");
     drop(Game::create(&save, Value::from(json!({"log": []})), NewGame::default()).unwrap());
+    // Half of them go through a symbolic link: one lock must cover both names of the save.
+    let link = dir.path().join("link.save");
+    std::os::unix::fs::symlink(&save, &link).unwrap();
     let children: Vec<_> = (0..12u64)
         .map(|i| {
             let input = dir.path().join(format!("in{i}.json"));
@@ -280,7 +295,8 @@ fn concurrent_appliers_never_lose_a_step() {
                 json!([{"op": "push", "path": ["log"], "value": i}]).to_string(),
             )
             .unwrap();
-            apply_command(&save, &format!("s{i}"), &input)
+            let through = if i % 2 == 0 { &link } else { &save };
+            apply_command(through, &format!("s{i}"), &input)
                 .spawn()
                 .unwrap()
         })

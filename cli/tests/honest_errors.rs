@@ -151,3 +151,88 @@ fn integers_beyond_64_bits_survive_every_read_and_write() {
     );
     assert!(run.stdout.contains(big), "{run:?}");
 }
+
+#[test]
+fn a_value_nested_beyond_what_the_parser_builds_is_refused_like_any_value_too_deep() {
+    let dir = folder_with_state(&json!({"a": 0, "b": 0}));
+    for depth in [100, 300, 5000] {
+        let deep = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        let reply = format!(
+            r#"[{{"op":"assign","path":["a"],"value":{deep}}},{{"op":"assign","path":["b"],"value":1}}]"#
+        );
+        let run = run_in(
+            dir.path(),
+            &["apply", "--state", "state.json", "--in-place", "-"],
+            &reply,
+        );
+        assert_eq!(run.code, 1, "depth {depth}: {run:?}");
+        assert!(
+            run.stderr.contains("/value: the value nests")
+                && run.stderr.contains("the limit is 64"),
+            "depth {depth}: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("ended inside"),
+            "depth {depth}: {}",
+            run.stderr
+        );
+        let state: Value =
+            serde_json::from_str(&fs::read_to_string(dir.path().join("state.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            state,
+            json!({"a": 0, "b": 0}),
+            "depth {depth}: nothing commits"
+        );
+    }
+}
+
+#[test]
+fn an_empty_batch_is_a_perfect_reply() {
+    let dir = folder_with_state(&json!({"a": 0}));
+    let run = run_in(dir.path(), &["--format", "json", "extract", "-"], "[]");
+    assert_eq!(run.code, 0, "{run:?}");
+    let report: Value = serde_json::from_str(run.stderr.trim()).unwrap();
+    assert_eq!(report["score"], 100, "{report}");
+    assert_eq!(report["diagnostics"], json!([]), "{report}");
+    let human = run_in(dir.path(), &["extract", "-"], "[]\n");
+    assert!(
+        human.stderr.contains("repair score 100/100"),
+        "{}",
+        human.stderr
+    );
+    assert!(
+        !human.stderr.contains("warning") && !human.stderr.contains("note"),
+        "{}",
+        human.stderr
+    );
+    // Wrapped in a fence, it loses only the fence's penalty.
+    let fenced = run_in(
+        dir.path(),
+        &["--format", "json", "extract", "-"],
+        "```json\n[]\n```",
+    );
+    let report: Value = serde_json::from_str(fenced.stderr.trim()).unwrap();
+    assert_eq!(report["score"], 98, "{report}");
+}
+
+#[test]
+fn grading_an_invalid_reply_lists_its_reasons() {
+    let dir = folder_with_state(&json!({"a": 0}));
+    let run = run_in(
+        dir.path(),
+        &["grade", "--state", "state.json", "-"],
+        r#"[{"op":"frob","path":["a"]}]"#,
+    );
+    let grade: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    assert_eq!(grade["valid"], false, "{grade}");
+    let errors = grade["errors"].as_array().cloned().unwrap_or_default();
+    assert_eq!(errors.len(), 1, "{grade}");
+    assert!(
+        errors[0]
+            .as_str()
+            .is_some_and(|e| e.starts_with("line 1, column ") && e.contains("frob")),
+        "{grade}"
+    );
+}

@@ -2,7 +2,7 @@
 
 mod http;
 
-use http::{Server, apply_ok, create, sqlite, state};
+use http::{Server, apply_ok, create, seeded_rolls_survive_a_restart, sqlite, state};
 use serde_json::{Value as Json, json};
 
 fn server() -> (tempfile::TempDir, Server) {
@@ -905,4 +905,23 @@ fn a_request_over_the_time_limit_answers_503_and_the_game_goes_on() {
     let answer = answer.expect("the game answers again once the handler has stopped");
     assert_eq!(answer.status, 200, "{:?}", answer.body);
     assert_eq!(state(&server, &id), json!({"n": 1}));
+}
+
+#[test]
+fn the_seed_is_kept_with_the_game_and_repair_is_a_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    seeded_rolls_survive_a_restart(&sqlite(dir.path()));
+    let (_dir, server) = server();
+    let id = game(&server);
+    let body = json!({"batch": [{"op": "assign", "path": ["player", "hp"], "value": "250"}], "policies": {"schema_violation": "repair"}});
+    let done = apply_ok(&server, &id, &body);
+    assert_eq!(done["warnings"][0]["kind"], json!("schema_repaired"));
+    assert_eq!(done["warnings"][0]["path"], json!("/player/hp"));
+    assert_eq!(state(&server, &id)["player"]["hp"], json!(100));
+    let refused = server.call(
+        "POST",
+        &format!("/v1/games/{id}/apply"),
+        Some(&json!({"batch": [], "policies": {"schema_violation": "mend"}})),
+    );
+    assert_error(&refused, 400, "bad_request");
 }

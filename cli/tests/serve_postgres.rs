@@ -9,7 +9,7 @@ mod http;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use http::{PgSchema, Server, apply_ok, create, increment, state};
+use http::{PgSchema, Server, apply_ok, create, increment, seeded_rolls_survive_a_restart, state};
 use serde_json::json;
 
 #[test]
@@ -176,4 +176,12 @@ fn two_processes_on_one_database_never_lose_an_update() {
             );
         }
     }
+}
+
+#[test]
+fn the_seed_is_kept_with_the_game_on_postgresql() {
+    let Some(schema) = PgSchema::new("seed") else {
+        return;
+    };
+    seeded_rolls_survive_a_restart(&schema.url);
 }

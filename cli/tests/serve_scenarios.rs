@@ -13,8 +13,9 @@ use serde_json::{Value as Json, json};
 
 /// The expectation members this test checks; any other member fails the test, so that an
 /// expectation is never silently skipped.
-const KNOWN: [&str; 10] = [
+const KNOWN: [&str; 11] = [
     "regenerates",
+    "schema_violation",
     "outcome",
     "values",
     "absent",
@@ -72,11 +73,16 @@ fn play(server: &Server, name: &str) {
         }
         game["scripts"] = json!(scripts);
     }
-    let macros = if dir.join("scenario.json").exists() {
-        read_json(&dir.join("scenario.json"))["macros"].clone()
+    let settings = if dir.join("scenario.json").exists() {
+        read_json(&dir.join("scenario.json"))
     } else {
         json!({})
     };
+    let macros = settings.get("macros").cloned().unwrap_or(json!({}));
+    // The scenario's seed goes with the game, as `play` gives it to the store.
+    if let Some(seed) = settings.get("seed") {
+        game["seed"] = seed.clone();
+    }
     let id = http::create(server, &game);
     let mut turns: Vec<_> = std::fs::read_dir(dir.join("turns"))
         .unwrap()
@@ -103,6 +109,12 @@ fn play(server: &Server, name: &str) {
             );
         }
         let mut body = json!({"input": std::fs::read_to_string(turn).unwrap(), "label": label, "macros": macros});
+        let policy = expect
+            .get("schema_violation")
+            .or(settings.get("schema_violation"));
+        if let Some(policy) = policy {
+            body["policies"] = json!({"schema_violation": policy});
+        }
         // A regenerated turn replaces the previous one; a previous turn that was rejected left no
         // step, so then the swipe commits on the current step, as `play` does.
         let previous = format!("turn-{:02}", stem.parse::<u32>().unwrap() - 1);

@@ -66,6 +66,8 @@ export interface Policies {
   missing_parent?: "create" | "reject";
   missing_target?: "reject" | "skip";
   unknown_callback?: "reject" | "skip";
+  /** `repair` mends what the schema says how to (coercion, clamping, defaults, enum case). */
+  schema_violation?: "reject" | "repair";
   [policy: string]: string | undefined;
 }
 
@@ -153,7 +155,7 @@ export declare class Statecraft {
   request(method: string, path: string, body?: Json, options?: RequestOptions): Promise<any>;
   health(): Promise<{ ok: true }>;
   createGame(
-    game: { state: Json; schema?: Json; scripts?: Record<string, string>; id?: string },
+    game: { state: Json; schema?: Json; scripts?: Record<string, string>; id?: string; seed?: number },
     options?: RequestOptions,
   ): Promise<{ id: string; step: number }>;
   listGames(page?: { after?: string | null; limit?: number }): Promise<{ games: GameListing[]; next: string | null }>;

@@ -86,8 +86,8 @@ export class Statecraft {
   }
 
   /** `POST /v1/games` → `{id, step}`. */
-  createGame({ state, schema, scripts, id }, options) {
-    return this.request("POST", "/v1/games", dropUndefined({ state, schema, scripts, id }), options);
+  createGame({ state, schema, scripts, id, seed }, options) {
+    return this.request("POST", "/v1/games", dropUndefined({ state, schema, scripts, id, seed }), options);
   }
 
   /** One page of games: `{games: [{id, step, label}], next}`. */

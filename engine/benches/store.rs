@@ -12,7 +12,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value as Json, json};
-use statecraft_engine::{Batch, StateSchema, Store, Value};
+use statecraft_engine::{Batch, Policies, SchemaViolation, StateSchema, Store, Value};
 
 use common::{ENTITIES, FIELDS, engine_batch, state_json, unbounded, writes};
 
@@ -142,6 +142,28 @@ fn schema_checks(c: &mut Criterion) {
             black_box(outcome.is_committed())
         });
     });
+    // The same batches under `schema_violation = repair`: nothing violates, so nothing is repaired;
+    // the policy may cost no more than the check (issue 17: under 5%).
+    group.bench_function(
+        "incremental, schema_violation = repair, nothing to repair",
+        |b| {
+            let schema = StateSchema::new(schema_json.clone()).unwrap();
+            let mut store = Store::builder(Value::from(&json_state))
+                .schema(schema)
+                .policies(Policies {
+                    schema_violation: SchemaViolation::Repair,
+                    ..Policies::default()
+                })
+                .build()
+                .unwrap();
+            let mut i = 0;
+            b.iter(|| {
+                let outcome = store.apply(&batches[i % batches.len()]);
+                i += 1;
+                black_box(outcome.is_committed())
+            });
+        },
+    );
     group.bench_function("no schema (reference)", |b| {
         let mut store = Store::builder(Value::from(&json_state)).build().unwrap();
         let mut i = 0;

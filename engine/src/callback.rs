@@ -3,16 +3,23 @@
 //! The store calls a [`CallbackHandler`] for every `callback` instruction, and once more after the
 //! batch's own instructions so that watchers can react to the changes. A handler sees the state as it
 //! stands at that point of the batch, read-only, and answers with a return value, instructions to run
-//! next inside the same batch, and host events that reach the host only if the batch commits. This
-//! module must not know any scripting language.
+//! next inside the same batch, and host events that reach the host only if the batch commits.
+//!
+//! The same handler owns the batch hooks: [`CallbackHandler::before`] sees the decoded batch before
+//! validation and may hand back another one ([`Rewrite`]), and [`CallbackHandler::after`] sees the
+//! whole change log and the state as the batch began once watchers are done, before the schema
+//! check. Every call carries the batch's [`Random`] generator, so that scripts draw deterministic
+//! numbers. This module must not know any scripting language.
 
 use std::fmt;
+use std::ops::Range;
 
 use serde::Serialize;
 
 use crate::change::Change;
 use crate::instruction::Instruction;
 use crate::limits::Limits;
+use crate::random::Random;
 use crate::value::Value;
 
 /// Something a handler wants the host to do (show a message, play a sound). Delivered only on commit.
@@ -41,6 +48,8 @@ pub struct CallbackCall<'a> {
     /// does (to place the error in its own source) checks against these, with
     /// [`crate::find_forbidden_key`], never against a list of its own.
     pub forbidden: &'a [String],
+    /// The batch's generator: draws advance it for the rest of the batch.
+    pub random: &'a mut Random,
 }
 
 /// The changes a batch made, offered to watchers.
@@ -56,6 +65,64 @@ pub struct WatchCall<'a> {
     pub limits: &'a Limits,
     /// The store's forbidden segments (see [`CallbackCall::forbidden`]).
     pub forbidden: &'a [String],
+    /// The batch's generator (see [`CallbackCall::random`]).
+    pub random: &'a mut Random,
+}
+
+/// The batch as decoded, offered to `before` hooks before validation.
+#[derive(Debug)]
+pub struct BeforeCall<'a> {
+    /// The instructions as submitted (not yet validated).
+    pub instructions: &'a [Instruction],
+    /// The byte span in the reply of each instruction, when the batch came from a reply
+    /// ([`crate::ApplyOptions::spans`]); empty otherwise.
+    pub spans: &'a [Range<usize>],
+    /// The state the batch will run on.
+    pub state: &'a Value,
+    /// The limits in force.
+    pub limits: &'a Limits,
+    /// The store's forbidden segments (see [`CallbackCall::forbidden`]).
+    pub forbidden: &'a [String],
+    /// The batch's generator (see [`CallbackCall::random`]).
+    pub random: &'a mut Random,
+}
+
+/// What `before` hooks made of a batch: the batch to run instead, and one note per edit.
+#[derive(Clone, Debug, Default)]
+pub struct Rewrite {
+    /// The instructions to validate and run instead of the submitted ones.
+    pub instructions: Vec<Instruction>,
+    /// What each hook changed, in the order the hooks ran.
+    pub notes: Vec<RewriteNote>,
+}
+
+/// One edit a `before` hook made, reported with the commit (or the rejection) as a
+/// `rewritten_by_script` warning, so that a reader can tell what the model wrote from what ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RewriteNote {
+    /// Where the hook is defined (`hooks.lua:3`).
+    pub origin: String,
+    /// The first instruction of the rewritten batch the edit concerns, if it left one there.
+    pub instruction: Option<usize>,
+    /// What changed, in words (`instruction 1 was dropped (reply bytes 40..72)`).
+    pub message: String,
+}
+
+/// The whole batch, offered to `after` hooks once instructions, callbacks and watchers have run.
+#[derive(Debug)]
+pub struct AfterCall<'a> {
+    /// Every change of the batch so far, in order.
+    pub changes: &'a [Change],
+    /// The state as the batch began.
+    pub before: &'a Value,
+    /// The state now.
+    pub state: &'a Value,
+    /// The limits in force.
+    pub limits: &'a Limits,
+    /// The store's forbidden segments (see [`CallbackCall::forbidden`]).
+    pub forbidden: &'a [String],
+    /// The batch's generator (see [`CallbackCall::random`]).
+    pub random: &'a mut Random,
 }
 
 /// A handler's answer.
@@ -121,6 +188,21 @@ pub trait CallbackHandler {
 
     /// Lets watchers react to changes. The default watches nothing.
     fn watch(&mut self, call: WatchCall<'_>) -> Result<Response, HandlerError> {
+        let _ = call;
+        Ok(Response::default())
+    }
+
+    /// Lets `before` hooks rewrite the batch before it is validated. `None` runs the batch as
+    /// submitted (the default: no hooks); a [`Rewrite`] replaces it, and is validated like any batch.
+    fn before(&mut self, call: BeforeCall<'_>) -> Result<Option<Rewrite>, HandlerError> {
+        let _ = call;
+        Ok(None)
+    }
+
+    /// Lets `after` hooks correct the would-be state before the schema check. Their instructions run
+    /// inside the same batch, bounded by the cascade limit; watchers do not see them. The default
+    /// does nothing.
+    fn after(&mut self, call: AfterCall<'_>) -> Result<Response, HandlerError> {
         let _ = call;
         Ok(Response::default())
     }

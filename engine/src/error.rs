@@ -75,6 +75,12 @@ pub enum ErrorKind {
     TestFailed,
     /// The would-be state violates the state's JSON Schema.
     SchemaViolation,
+    /// Not a problem: under `schema_violation = repair`, a value was repaired to the schema. Reported
+    /// as a warning with the path and the rule.
+    SchemaRepaired,
+    /// Not a problem: a `before` hook changed the batch. Reported as a warning naming the script's
+    /// file and line, so that a reader can tell what the model wrote from what ran.
+    RewrittenByScript,
     /// The step a batch was to be committed on (`ApplyOptions::at`) is not in the history: an unknown
     /// label or id, or a step that trimming dropped.
     UnknownStep,
@@ -117,6 +123,8 @@ impl ErrorKind {
             ErrorKind::CallbackFailed => "callback_failed",
             ErrorKind::TestFailed => "test_failed",
             ErrorKind::SchemaViolation => "schema_violation",
+            ErrorKind::SchemaRepaired => "schema_repaired",
+            ErrorKind::RewrittenByScript => "rewritten_by_script",
             ErrorKind::UnknownStep => "unknown_step",
             ErrorKind::HistoryDamaged => "history_damaged",
         }

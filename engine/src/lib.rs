@@ -19,6 +19,7 @@ mod instruction;
 mod limits;
 mod path;
 mod pathtext;
+mod random;
 mod schema;
 mod store;
 mod tree;
@@ -26,18 +27,21 @@ mod validate;
 mod value;
 
 pub use callback::{
-    CallbackArg, CallbackCall, CallbackHandler, CallbackSignature, HandlerError, HostEvent,
-    NoHandlers, Response, WatchCall,
+    AfterCall, BeforeCall, CallbackArg, CallbackCall, CallbackHandler, CallbackSignature,
+    HandlerError, HostEvent, NoHandlers, Response, Rewrite, RewriteNote, WatchCall,
 };
 pub use change::{Change, ReplayError, replay_backward, replay_forward};
 pub use error::{BatchError, BatchErrors, ErrorKind, Trail};
 pub use history::{HistoryLimits, StepId, StepRef, TimelineError, TrimmedStep};
 pub use instruction::{Batch, Instruction, Lenient, Op};
-pub use limits::{Limits, MissingParent, MissingTarget, OldMismatch, Policies, UnknownCallback};
+pub use limits::{
+    Limits, MissingParent, MissingTarget, OldMismatch, Policies, SchemaViolation, UnknownCallback,
+};
 pub use path::{
     Path, PointerError, Segment, decimal_index, escape_pointer_token, unescape_pointer_token,
 };
 pub use pathtext::{PathSpelling, PathSpellingError, parse_path};
+pub use random::{EmptyRange, Random};
 pub use schema::{SchemaError, StateSchema};
 pub use store::{
     ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder,

@@ -113,6 +113,21 @@ pub enum UnknownCallback {
     Skip,
 }
 
+/// What to do when the would-be state violates the state's schema.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaViolation {
+    /// The batch fails.
+    #[default]
+    Reject,
+    /// Violations the schema says how to mend are repaired (a number or boolean written as a string
+    /// is coerced, numbers are clamped to `minimum`/`maximum`, a missing required member takes its
+    /// `default`, a string matching an `enum` member up to case and surrounding spaces becomes that
+    /// member), each repair a change of the same step and a `schema_repaired` warning; anything else
+    /// still fails the batch.
+    Repair,
+}
+
 /// How a store treats the soft failures of SPEC §3. Set per store, overridable per batch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -125,6 +140,8 @@ pub struct Policies {
     pub missing_target: MissingTarget,
     /// Default `reject`.
     pub unknown_callback: UnknownCallback,
+    /// Default `reject`.
+    pub schema_violation: SchemaViolation,
 }
 
 impl Policies {

@@ -8,13 +8,15 @@
 //! root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never see later changes. This
 //! module must not do IO or parse text.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::budget;
 use crate::callback::{
-    CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers, Response, WatchCall,
+    AfterCall, BeforeCall, CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers,
+    Response, Rewrite, RewriteNote, WatchCall,
 };
 use crate::change::{Change, ReplayError, replay_forward};
 use crate::error::{BatchError, BatchErrors, ErrorKind, Trail};
@@ -24,8 +26,9 @@ use crate::history::{
     TrimmedStep,
 };
 use crate::instruction::{Batch, Instruction, Op};
-use crate::limits::{Limits, Policies, UnknownCallback};
+use crate::limits::{Limits, Policies, SchemaViolation, UnknownCallback};
 use crate::path::Path;
+use crate::random::Random;
 use crate::schema::StateSchema;
 use crate::validate::{DEFAULT_FORBIDDEN, Rules};
 use crate::value::Value;
@@ -45,6 +48,10 @@ pub struct ApplyOptions {
     /// Apply the instructions that succeed and report the others, instead of all-or-nothing. A failing
     /// instruction's own partial effects (and those of what its callbacks emitted) are rolled back.
     pub best_effort: bool,
+    /// The byte span in the reply of each instruction, when the batch came from a reply (one per
+    /// instruction, or empty). Only `before` hooks read them, to show and report where an instruction
+    /// they edit came from.
+    pub spans: Vec<Range<usize>>,
 }
 
 /// What a committed batch did.
@@ -165,6 +172,7 @@ pub struct StoreBuilder {
     schema: Option<StateSchema>,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
+    seed: u64,
 }
 
 impl std::fmt::Debug for StoreBuilder {
@@ -229,6 +237,14 @@ impl StoreBuilder {
         self
     }
 
+    /// The game's seed for scripts' random draws (default 0): a batch draws from
+    /// [`Random::for_step`] with this seed and the id its step will get, so the same seed replays the
+    /// same rolls.
+    pub fn seed(mut self, seed: u64) -> StoreBuilder {
+        self.seed = seed;
+        self
+    }
+
     /// Builds the store. Fails with every violation if the initial state does not satisfy the schema.
     pub fn build(self) -> Result<Store, BatchErrors> {
         if let Some(schema) = &self.schema {
@@ -245,6 +261,7 @@ impl StoreBuilder {
             schema: self.schema,
             handler: self.handler,
             forbidden: self.forbidden,
+            seed: self.seed,
         })
     }
 }
@@ -258,6 +275,7 @@ pub struct Store {
     schema: Option<StateSchema>,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
+    seed: u64,
 }
 
 impl std::fmt::Debug for Store {
@@ -286,7 +304,13 @@ impl Store {
             schema: None,
             handler: Box::new(NoHandlers),
             forbidden: DEFAULT_FORBIDDEN.iter().map(|s| (*s).to_owned()).collect(),
+            seed: 0,
         }
+    }
+
+    /// The game's seed for scripts' random draws ([`StoreBuilder::seed`]).
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// The current state. Time: O(1).
@@ -346,12 +370,6 @@ impl Store {
             limits: &self.limits,
             forbidden: &self.forbidden,
         };
-        let errors = rules.batch(&batch.instructions);
-        // Best effort skips invalid instructions, but a problem with the batch as a whole still rejects.
-        let tolerable = options.best_effort && errors.iter().all(|e| e.instruction.is_some());
-        if !errors.is_empty() && !tolerable {
-            return Outcome::Rejected(Rejection { errors });
-        }
         let (at, start) = match self.start_at(options.at.as_ref()) {
             Ok(start) => start,
             Err(error) => {
@@ -360,23 +378,71 @@ impl Store {
                 });
             }
         };
+        let mut random = Random::for_step(self.seed, self.history.next_id().get());
+        let rewrite = self.handler.before(BeforeCall {
+            instructions: &batch.instructions,
+            spans: &options.spans,
+            state: &start,
+            limits: rules.limits,
+            forbidden: rules.forbidden,
+            random: &mut random,
+        });
+        let (instructions, notes) = match rewrite {
+            Ok(None) => (&batch.instructions[..], Vec::new()),
+            Ok(Some(Rewrite {
+                ref instructions,
+                ref notes,
+            })) => (&instructions[..], notes.iter().map(rewritten).collect()),
+            Err(error) => {
+                return Outcome::Rejected(Rejection {
+                    errors: vec![BatchError::whole_batch(
+                        ErrorKind::CallbackFailed,
+                        None,
+                        format!("a before hook failed: {error}"),
+                    )],
+                });
+            }
+        };
+        // Once hooks rewrote the batch, instruction numbers are those of the batch they returned; a
+        // rejection says so and lists the edits, so that it can be read against the reply.
+        let reject = |mut errors: Vec<BatchError>| {
+            if !notes.is_empty() {
+                for error in &mut errors {
+                    if error.instruction.is_some() {
+                        error.message = format!(
+                            "{} (instruction numbers are those of the batch the before hooks returned)",
+                            error.message
+                        );
+                    }
+                }
+                errors.extend(notes.iter().cloned());
+            }
+            Outcome::Rejected(Rejection { errors })
+        };
+        let errors = rules.batch(instructions);
+        // Best effort skips invalid instructions, but a problem with the batch as a whole still rejects.
+        let tolerable = options.best_effort && errors.iter().all(|e| e.instruction.is_some());
+        if !errors.is_empty() && !tolerable {
+            return reject(errors);
+        }
         let policies = options.policies.unwrap_or(self.policies);
         // Every step knows its state's estimated size, so the budget starts from it without a walk.
         let size = self.history.size_at(at.unwrap_or(self.history.current()));
         let mut run = Run {
-            root: start,
+            root: start.clone(),
             size,
             policies,
             rules,
             handler: &mut *self.handler,
             changes: Vec::new(),
             events: Vec::new(),
-            warnings: Vec::new(),
+            warnings: notes.clone(),
             emitted: 0,
+            random,
         };
         // In best-effort mode, instructions that failed validation are skipped (a flag per instruction,
         // so a long batch with many invalid instructions stays linear).
-        let mut invalid = vec![false; batch.len()];
+        let mut invalid = vec![false; instructions.len()];
         for index in errors
             .iter()
             .filter_map(|e| e.instruction.as_ref()?.0.first())
@@ -384,8 +450,8 @@ impl Store {
             invalid[*index] = true;
         }
         run.warnings.extend(errors);
-        let mut results = Vec::with_capacity(batch.len());
-        for (index, instruction) in batch.instructions.iter().enumerate() {
+        let mut results = Vec::with_capacity(instructions.len());
+        for (index, instruction) in instructions.iter().enumerate() {
             if invalid[index] {
                 results.push(None);
                 continue;
@@ -411,16 +477,18 @@ impl Store {
                     run.warnings.extend(errors);
                     results.push(None);
                 }
-                Err(errors) => return Outcome::Rejected(Rejection { errors }),
+                Err(errors) => return reject(errors),
             }
         }
         if let Err(errors) = run.watch() {
-            return Outcome::Rejected(Rejection { errors });
+            return reject(errors);
+        }
+        if let Err(errors) = run.after(&start) {
+            return reject(errors);
         }
         if let Some(schema) = &self.schema {
-            let errors = schema.check_changes(&run.root, &run.changes);
-            if !errors.is_empty() {
-                return Outcome::Rejected(Rejection { errors });
+            if let Err(errors) = run.schema(schema) {
+                return reject(errors);
             }
         }
         let Run {
@@ -693,7 +761,27 @@ struct Run<'s> {
     events: Vec<HostEvent>,
     warnings: Vec<BatchError>,
     emitted: usize,
+    /// The batch's generator, handed to every handler call.
+    random: Random,
 }
+
+/// A `before` hook's edit, as the warning a commit or a rejection reports.
+fn rewritten(note: &RewriteNote) -> BatchError {
+    BatchError {
+        kind: ErrorKind::RewrittenByScript,
+        instruction: note.instruction.map(|index| Trail(vec![index])),
+        field: None,
+        path: None,
+        message: format!(
+            "rewritten by the before hook at {}: {}",
+            note.origin, note.message
+        ),
+    }
+}
+
+/// How many rounds of repairs one batch may take: a repair (a default) can bring a value whose own
+/// schema another round mends, and a bound keeps a schema that keeps asking from looping.
+const REPAIR_ROUNDS: usize = 4;
 
 impl Run<'_> {
     /// Runs an instruction at cascade `depth`; callbacks run their emitted instructions right after.
@@ -747,6 +835,7 @@ impl Run<'_> {
             depth,
             limits: self.rules.limits,
             forbidden: self.rules.forbidden,
+            random: &mut self.random,
         };
         let response = match self.handler.call(call) {
             Ok(response) => response,
@@ -865,6 +954,7 @@ impl Run<'_> {
                 depth,
                 limits: self.rules.limits,
                 forbidden: self.rules.forbidden,
+                random: &mut self.random,
             };
             let response = self.handler.watch(call).map_err(|error| {
                 vec![BatchError::whole_batch(
@@ -890,6 +980,98 @@ impl Run<'_> {
                 })?;
         }
         Ok(())
+    }
+}
+
+impl Run<'_> {
+    /// Offers the whole batch to `after` hooks, once, and runs what they emit (at cascade depth 0, so
+    /// callbacks they emit are bounded like any). Watchers do not see these changes: the hooks have
+    /// the last word before the schema check.
+    fn after(&mut self, before: &Value) -> Result<(), Vec<BatchError>> {
+        let call = AfterCall {
+            changes: &self.changes,
+            before,
+            state: &self.root,
+            limits: self.rules.limits,
+            forbidden: self.rules.forbidden,
+            random: &mut self.random,
+        };
+        let response = self.handler.after(call).map_err(|error| {
+            vec![BatchError::whole_batch(
+                ErrorKind::CallbackFailed,
+                None,
+                format!("an after hook failed: {error}"),
+            )]
+        })?;
+        self.follow(response, &Trail(Vec::new()), 0)
+            .map_err(|errors| {
+                errors
+                    .into_iter()
+                    .map(|mut error| {
+                        error.message = format!(
+                            "emitted by an after hook ({}): {}",
+                            error.instruction.take().unwrap_or_default(),
+                            error.message
+                        );
+                        error
+                    })
+                    .collect()
+            })
+    }
+
+    /// The incremental schema check; under `schema_violation = repair`, the violations the schema
+    /// says how to mend are repaired (each a change of this batch and a `schema_repaired` warning)
+    /// and the check runs again on what changed, up to [`REPAIR_ROUNDS`] times.
+    fn schema(&mut self, schema: &StateSchema) -> Result<(), Vec<BatchError>> {
+        let mut errors = schema.check_changes(&self.root, &self.changes);
+        if self.policies.schema_violation == SchemaViolation::Reject {
+            return if errors.is_empty() {
+                Ok(())
+            } else {
+                Err(errors)
+            };
+        }
+        for _ in 0..REPAIR_ROUNDS {
+            if errors.is_empty() {
+                return Ok(());
+            }
+            let repairs = schema.repairs(&self.root, &errors);
+            if repairs.is_empty() {
+                return Err(errors);
+            }
+            for repair in repairs {
+                let reason = format!("schema repair: {}", repair.rule);
+                let instruction =
+                    Instruction::assign(repair.path.clone(), repair.value).with_reason(reason);
+                let ran = exec::run(
+                    &mut self.root,
+                    &instruction,
+                    &Policies::default(),
+                    &mut self.changes,
+                )
+                .and_then(|_| {
+                    let from = self.changes.len() - 1;
+                    budget::check(&self.changes[from..], self.rules.limits, &mut self.size)
+                });
+                if let Err(failure) = ran {
+                    return Err(vec![to_error(failure, &Trail(Vec::new()))]);
+                }
+                self.warnings.push(BatchError::whole_batch(
+                    ErrorKind::SchemaRepaired,
+                    Some(repair.path.to_pointer()),
+                    format!(
+                        "repaired to the schema ({}): {}",
+                        repair.rule, repair.message
+                    ),
+                ));
+            }
+            errors = schema.check_changes(&self.root, &self.changes);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 }
 

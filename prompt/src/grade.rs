@@ -9,16 +9,16 @@
 //! `score` is 0 when the reply is invalid (an instruction with an `op` could not be read) or its batch
 //! would be rejected; otherwise the repair report's cleanliness score (100 only for exactly one clean
 //! JSON batch) times the fraction of expected-state checks that pass, rounded. Without checks the
-//! fraction is 1. A reply whose only JSON is `[]` ("nothing changed", as the rules ask) scores 100
-//! when bare and loses the report's penalties for any wrapping, instead of the report's 0 for a
-//! reply without instructions.
+//! fraction is 1. A reply whose only JSON is `[]` ("nothing changed", as the rules ask) is an empty
+//! batch to the repair report: it scores 100 when bare and loses the report's penalties for any
+//! wrapping.
 
 use serde::Serialize;
 use serde_json::Value as Json;
-use statecraft_engine::{Path, PointerError, StateSchema, Value};
-use statecraft_translators::RepairReport;
+use statecraft_engine::{BatchError, Path, PointerError, StateSchema, Value};
+use statecraft_translators::{Extraction, RepairReport, Severity};
 
-use crate::review::{Trial, cleanliness, extract_for, run, trial_store};
+use crate::review::{Trial, extract_for, run, trial_store};
 use crate::spec::InstructionSpec;
 
 /// One expected value in the state after the reply: a JSON Pointer and the value it should hold.
@@ -113,7 +113,8 @@ pub struct Grade {
     pub in_schema: bool,
     /// Instructions read.
     pub instructions: usize,
-    /// The engine's reasons when the batch would be rejected.
+    /// Why the reply would not be committed: the errors read in the text when it is invalid (each with
+    /// its line and column), else the engine's reasons when it would reject the batch.
     pub errors: Vec<String>,
     /// Expected-state checks, in the order given.
     pub checks: Vec<CheckOutcome>,
@@ -140,16 +141,17 @@ pub fn grade(
         Ok(mut store) => match extraction.applicable() {
             Some((batch, options)) => match run(&mut store, batch, &options) {
                 Trial::Committed => (true, Vec::new(), Some(store)),
-                Trial::Rejected(errors) => (false, errors, Some(store)),
+                Trial::Rejected(errors) => (false, to_strings(&errors), Some(store)),
             },
-            None => (false, Vec::new(), Some(store)),
+            // An invalid reply never runs: its reasons are the errors read in the text.
+            None => (false, reply_errors(&extraction), Some(store)),
         },
-        Err(errors) => (false, errors.0, None),
+        Err(errors) => (false, to_strings(&errors.0), None),
     };
     let after = store.as_ref().map_or(state, |s| s.state());
     let checks: Vec<CheckOutcome> = expected.iter().map(|e| e.check(after)).collect();
     let checks_passed = checks.iter().filter(|c| c.passed).count();
-    let cleanliness = cleanliness(text, &extraction);
+    let cleanliness = extraction.report.score;
     let score = if extraction.valid && applies {
         let fraction = if checks.is_empty() {
             1.0
@@ -167,11 +169,30 @@ pub fn grade(
         applies,
         in_schema: spec.accepts_batch(&batch_json),
         instructions: extraction.batch.len(),
-        errors: errors.iter().map(ToString::to_string).collect(),
+        errors,
         checks,
         checks_passed,
         report: extraction.report,
     }
+}
+
+fn to_strings(errors: &[BatchError]) -> Vec<String> {
+    errors.iter().map(ToString::to_string).collect()
+}
+
+/// Why an invalid reply was refused: each error diagnostic, with where it is in the reply.
+fn reply_errors(extraction: &Extraction) -> Vec<String> {
+    extraction
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| {
+            format!(
+                "line {}, column {}: {} [{}]",
+                d.line, d.column, d.message, d.kind
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use statecraft_engine::{
 };
 use statecraft_translators::mvu::MvuOptions;
 use statecraft_translators::{
-    DiagnosticKind, ExtractOptions, Extraction, Severity, extract, feedback, json_values,
+    DiagnosticKind, ExtractOptions, Extraction, Severity, extract, feedback,
 };
 
 use crate::rules::canonical;
@@ -114,17 +114,7 @@ impl Review {
 ///
 /// Time: O(reply) for extraction plus the trial run, which costs what applying the batch costs.
 pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review {
-    let mut extraction = extract_for(text, state);
-    if empty_batches(text) > 0 {
-        // `[]` is how the rules say "nothing changed"; the extractor reports it as a value without an
-        // `op` and as no instructions, which is not something the model should correct.
-        extraction.diagnostics.retain(|d| {
-            !matches!(
-                d.kind,
-                DiagnosticKind::NoInstructions | DiagnosticKind::NotAnInstruction
-            )
-        });
-    }
+    let extraction = extract_for(text, state);
     let spec = spec_for(state, schema);
     let mut problems: Vec<Problem> = extraction
         .diagnostics
@@ -250,41 +240,10 @@ pub fn review(text: &str, state: &Value, schema: Option<&StateSchema>) -> Review
         problems,
         message,
         corrected_batch,
-        score: cleanliness(text, &extraction),
+        score: extraction.report.score,
         batch: extraction.batch.to_json(),
         errors,
         extraction,
-    }
-}
-
-/// How many empty arrays the reply holds when every JSON value in it is one (the model wrote `[]`
-/// for "nothing changed", as the rules ask); 0 otherwise.
-pub(crate) fn empty_batches(text: &str) -> usize {
-    let values = json_values(text);
-    let all_empty = values
-        .iter()
-        .all(|v| v.as_array().is_some_and(Vec::is_empty));
-    if all_empty { values.len() } else { 0 }
-}
-
-/// The reply's cleanliness score: the repair report's, except that a reply whose only JSON is `[]`
-/// ("nothing changed") scores 100 when bare and loses only the report's penalties for its wrapping,
-/// where the report gives 0 to a reply without instructions.
-pub(crate) fn cleanliness(text: &str, extraction: &Extraction) -> u8 {
-    match empty_batches(text) {
-        0 => extraction.report.score,
-        count => {
-            let bare = serde_json::from_str::<Json>(text.trim()).is_ok_and(|v| v == json!([]));
-            if bare {
-                return 100;
-            }
-            // The formula scores the wrapping once the empty batch stands for an instruction and is
-            // no longer counted as a skipped value.
-            let mut report = extraction.report.clone();
-            report.instructions = 1;
-            report.skipped_values = report.skipped_values.saturating_sub(count);
-            report.cleanliness(false, true)
-        }
     }
 }
 

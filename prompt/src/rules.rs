@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{CallbackSignature, Op, Value};
 
-use crate::spec::{InstructionSpec, MAX_DESCRIBED_SEGMENTS, Shape, ShapeId};
+use crate::spec::{InstructionSpec, MAX_DESCRIBED_SEGMENTS, Shape, ShapeId, Target};
 
 /// The custom schema keyword that hides a subtree from the model when `false`.
 pub const VISIBLE_KEYWORD: &str = "x-statecraft-visible";
@@ -152,8 +152,8 @@ pub fn prompt(
         Lang::Zh => &ZH,
     };
     let mut rules = format!("{}\n{}\n{}\n", words.intro, words.shape, words.ops);
-    for op in TAUGHT {
-        if let Some(example) = example(&spec, &visible, op) {
+    for (op, example) in TAUGHT.into_iter().zip(examples(&spec, &visible)) {
+        if let Some(example) = example {
             rules.push_str(&format!(
                 "- {}{}{}{}{example}\n",
                 op.name(),
@@ -334,37 +334,44 @@ fn hidden(schema: &Json, root: &Json) -> bool {
     is_false(schema) || is_false(resolve(schema, root))
 }
 
-/// One example instruction for `op`: among the visible paths that allow it, the one that teaches most
-/// (see [`rank`]), the first in state order on a tie.
-fn example(spec: &InstructionSpec, state: &Json, op: Op) -> Option<String> {
-    let mut best: Option<(u8, String)> = None;
+/// One example instruction for each op of [`TAUGHT`], in its order: among the visible paths that allow
+/// the op, the one that teaches most (see [`rank`]), the first in state order on a tie.
+///
+/// Time: O(state nodes), with one target lookup per node.
+fn examples(spec: &InstructionSpec, state: &Json) -> [Option<String>; TAUGHT.len()] {
+    let mut best: [Option<(u8, String)>; TAUGHT.len()] = Default::default();
     walk(state, &mut Vec::new(), &mut |path, current| {
-        if let Some(text) = example_at(spec, path, current, op) {
-            let rank = rank(spec, path, current, op);
-            if best.as_ref().is_none_or(|(r, _)| rank < *r) {
-                best = Some((rank, text));
+        // One lookup per node, and an example's text only when it would be the best so far: the
+        // walk visits every node of the state, so what it does per node must stay small.
+        let Some(target) = spec.target_for(path) else {
+            return;
+        };
+        for (slot, op) in best.iter_mut().zip(TAUGHT) {
+            let rank = rank(spec, target, current, path, op);
+            if slot.as_ref().is_some_and(|(best, _)| *best <= rank) {
+                continue;
+            }
+            if let Some(text) = example_at(spec, target, path, current, op) {
+                *slot = Some((rank, text));
             }
         }
     });
-    best.map(|(_, text)| text)
+    best.map(|slot| slot.map(|(_, text)| text))
 }
 
 /// Lower is a better example: a change to a leaf rather than a whole container, a scalar item rather
 /// than an object (shorter), an array item or a leaf for `delete`, several members
 /// for `merge` (that is what merge is for).
-fn rank(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> u8 {
+fn rank(spec: &InstructionSpec, target: &Target, current: &Json, path: &[Json], op: Op) -> u8 {
     let scalar = |v: &Json| !v.is_object() && !v.is_array();
     match op {
-        Op::Assign => {
-            let shape = spec.target_for(path).map(|t| spec.shape(t.shape));
-            match (shape, current) {
-                (_, Json::Object(_) | Json::Array(_)) => 9,
-                (Some(Shape::Enum(options)), _) if options.len() > 1 => 0,
-                (_, Json::Number(_)) => 1,
-                (_, Json::Bool(_)) => 2,
-                _ => 3,
-            }
-        }
+        Op::Assign => match (spec.shape(target.shape), current) {
+            (_, Json::Object(_) | Json::Array(_)) => 9,
+            (Shape::Enum(options), _) if options.len() > 1 => 0,
+            (_, Json::Number(_)) => 1,
+            (_, Json::Bool(_)) => 2,
+            _ => 3,
+        },
         Op::Push | Op::Pop | Op::Splice => {
             let first = current.as_array().and_then(|items| items.first());
             u8::from(!first.is_none_or(scalar))
@@ -388,15 +395,17 @@ fn rank(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> u8 {
 }
 
 /// The example for `op` at `path`, if the op is allowed there and has something to act on.
-fn example_at(spec: &InstructionSpec, path: &[Json], current: &Json, op: Op) -> Option<String> {
+fn example_at(
+    spec: &InstructionSpec,
+    target: &Target,
+    path: &[Json],
+    current: &Json,
+    op: Op,
+) -> Option<String> {
     if path.is_empty() && op != Op::Merge {
         return None;
     }
-    let group = spec
-        .target_for(path)?
-        .groups
-        .iter()
-        .find(|g| g.ops.contains(&op))?;
+    let group = target.groups.iter().find(|g| g.ops.contains(&op))?;
     let value = match (op, group.operand) {
         (_, None) => {
             // Pop needs something to remove.

@@ -163,6 +163,35 @@ pub struct InstructionSpec {
     pub(crate) targets: Vec<Target>,
     /// Whether descent stopped at [`MAX_DESCRIBED_SEGMENTS`] or [`MAX_TARGETS`] with more schema below.
     pub(crate) partial: bool,
+    /// The targets by their first segment, kept beside `targets`.
+    index: TargetIndex,
+}
+
+/// The targets by their first segment, so that finding a path's target looks only at the few that
+/// can match it instead of at every target: the prompt looks up every node of the state.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct TargetIndex {
+    /// The targets whose first segment is this key, in target order.
+    by_key: HashMap<String, Vec<usize>>,
+    /// Every other target (the root, and paths that start with any key or any index), in order.
+    rest: Vec<usize>,
+}
+
+impl TargetIndex {
+    fn of(targets: &[Target]) -> TargetIndex {
+        let mut index = TargetIndex::default();
+        for (id, target) in targets.iter().enumerate() {
+            index.add(id, target);
+        }
+        index
+    }
+
+    fn add(&mut self, id: usize, target: &Target) {
+        match target.path.first() {
+            Some(SegmentPattern::Key(key)) => self.by_key.entry(key.clone()).or_default().push(id),
+            _ => self.rest.push(id),
+        }
+    }
 }
 
 /// Why an instruction is outside the language, for feedback.
@@ -252,7 +281,7 @@ impl InstructionSpec {
                 }
             };
             let shape = self.add_shape(Shape::Any);
-            self.targets.push(Target {
+            self.push_target(Target {
                 path: vec![SegmentPattern::Key(callback.name.clone())],
                 open_tail: false,
                 shape,
@@ -264,6 +293,11 @@ impl InstructionSpec {
             });
         }
         self
+    }
+
+    fn push_target(&mut self, target: Target) {
+        self.index.add(self.targets.len(), &target);
+        self.targets.push(target);
     }
 
     fn add_shape(&mut self, shape: Shape) -> ShapeId {
@@ -281,8 +315,25 @@ impl InstructionSpec {
     }
 
     /// The target whose path pattern matches `path` (a JSON array of segments), if any.
+    ///
+    /// Time: O(the targets that start with the path's first key or with no fixed key), not O(targets).
     pub fn target_for(&self, path: &[Json]) -> Option<&Target> {
-        self.targets.iter().find(|t| path_matches(t, path))
+        let keyed = path
+            .first()
+            .and_then(Json::as_str)
+            .and_then(|key| self.index.by_key.get(key))
+            .map_or(&[][..], Vec::as_slice);
+        let first = |ids: &[usize]| {
+            ids.iter()
+                .copied()
+                .find(|&id| path_matches(&self.targets[id], path))
+        };
+        // The first matching target in target order, as if every target were tried in turn.
+        let id = match (first(keyed), first(&self.index.rest)) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        self.targets.get(id)
     }
 
     /// Whether a batch (a JSON array of instructions) is in the language. Agrees with the tailored JSON
@@ -846,6 +897,7 @@ impl<'a> Builder<'a> {
         self.walk(root, &mut Vec::new(), false, &mut targets, &mut operands);
         InstructionSpec {
             shapes: self.shapes,
+            index: TargetIndex::of(&targets),
             targets,
             partial: self.partial,
         }

@@ -135,6 +135,9 @@ pub struct NewGame {
     pub history: HistoryLimits,
     /// Free-form metadata kept in the save (front end, card name, creation time).
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The seed of scripts' `ctx.random` (default 0): the same seed and the same turns draw the same
+    /// numbers.
+    pub seed: u64,
 }
 
 impl NewGame {
@@ -153,6 +156,12 @@ impl NewGame {
     /// Sets the history bounds.
     pub fn history(mut self, history: HistoryLimits) -> NewGame {
         self.history = history;
+        self
+    }
+
+    /// Sets the seed of scripts' `ctx.random`.
+    pub fn seed(mut self, seed: u64) -> NewGame {
+        self.seed = seed;
         self
     }
 
@@ -282,6 +291,7 @@ impl Game {
             scripts,
             history: setup.history,
             metadata: setup.metadata.clone(),
+            seed: Some(setup.seed),
         };
         format::push_record(&mut buf, &RecordRef::Base(&base))
             .map_err(|e| encode_error(path, e))?;
@@ -290,6 +300,7 @@ impl Game {
             state,
             compiled,
             setup.history,
+            setup.seed,
             options.setup,
             setup.scripts.as_deref(),
         )?
@@ -367,7 +378,7 @@ impl Game {
         // files already out there.
         let loaded = match version {
             1 => v1::read(path, &bytes, options.setup)?,
-            _ => read_v2(path, &bytes, options.setup)?,
+            _ => read_v2(path, &bytes, version, options.setup)?,
         };
         let torn = (loaded.good < bytes.len()).then(|| TornTail {
             offset: loaded.good as u64,
@@ -591,6 +602,7 @@ impl Game {
             scripts: self.scripts.as_deref().map(path_text),
             history: self.store.history_limits(),
             metadata: self.metadata.clone(),
+            seed: Some(self.store.seed()),
         };
         let records = TimelineRecord::all_of(&self.store);
         let mut buf = std::mem::take(&mut self.buf);
@@ -703,9 +715,23 @@ pub(crate) struct Loaded {
     pub(crate) records: usize,
 }
 
-/// Reads a format version 2 file: the base, then every timeline record replayed in order.
-fn read_v2(path: &Path, bytes: &[u8], setup: Option<Setup>) -> Result<Loaded, SaveError> {
+/// Reads a format version 2 or 3 file: the base, then every timeline record replayed in order. The
+/// versions differ only in the base's seed, which version 3 always holds and version 2 never does.
+fn read_v2(
+    path: &Path,
+    bytes: &[u8],
+    version: u32,
+    setup: Option<Setup>,
+) -> Result<Loaded, SaveError> {
     let (base, mut offset) = read_base(path, bytes, |record: Record| record.timeline().err())?;
+    if base.seed.is_some() != (version >= 3) {
+        let problem = if version >= 3 {
+            format!("a version {version} base snapshot must hold the game's seed")
+        } else {
+            format!("a version {version} base snapshot cannot hold a seed")
+        };
+        return Err(corrupt(path, FILE_HEADER_LEN, problem));
+    }
     let mut loaded = load_base(path, *base, setup)?;
     loop {
         let (payload, next) = match format::scan(bytes, offset) {
@@ -794,6 +820,7 @@ pub(crate) fn load_base(
         base.state,
         compiled,
         base.history,
+        base.seed.unwrap_or(0),
         setup,
         scripts.as_deref(),
     )?
@@ -823,6 +850,7 @@ fn store_builder(
     state: Value,
     schema: Option<StateSchema>,
     history: HistoryLimits,
+    seed: u64,
     setup: Option<Setup>,
     scripts: Option<&Path>,
 ) -> Result<StoreBuilder, SaveError> {
@@ -833,7 +861,7 @@ fn store_builder(
             error,
         })?;
     }
-    builder = builder.history_limits(history);
+    builder = builder.history_limits(history).seed(seed);
     if let Some(schema) = schema {
         builder = builder.schema(schema);
     }

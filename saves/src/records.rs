@@ -38,6 +38,10 @@ pub struct BaseRecord {
     /// Free-form metadata (creation time, front end, card name).
     #[serde(default)]
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The game's seed for scripts' `ctx.random`. Version 3 files always hold it and older ones never
+    /// do (their games draw with seed 0); a database row written before it has none either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// One record after the base. Externally tagged in JSON (`{"step": {...}}`), so that reading never

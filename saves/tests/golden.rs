@@ -28,7 +28,8 @@ fn write_basic(path: &Path) -> Game {
             max_steps: 50,
             max_bytes: 1 << 20,
         })
-        .metadata("card", json!("golden hall"));
+        .metadata("card", json!("golden hall"))
+        .seed(2024);
     let state =
         Value::from(json!({"hp": 10, "gold": 2.5, "bag": ["rope"], "flags": {"met_king": false}}));
     let mut game = Game::create_with(path, state, setup, unsynced()).unwrap();
@@ -153,6 +154,7 @@ fn expected_of(game: &Game) -> Json {
         "schema": game.schema(),
         "scripts": game.scripts(),
         "metadata": game.metadata(),
+        "seed": game.store().seed(),
     })
 }
 

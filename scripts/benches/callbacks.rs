@@ -9,7 +9,8 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use statecraft_engine::{
-    Batch, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, Limits, Store, Value,
+    Batch, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, HistoryLimits, Limits, Random, Store,
+    Value,
 };
 use statecraft_scripts::LuaHandlers;
 use statecraft_scripts::internals::Limiter;
@@ -60,6 +61,7 @@ fn round_trip(c: &mut Criterion) {
                 depth: 0,
                 limits: &limits,
                 forbidden: &forbidden,
+                random: &mut Random::for_step(0, 1),
             };
             black_box(direct.call(call).expect("handler runs"))
         })
@@ -76,6 +78,7 @@ fn round_trip(c: &mut Criterion) {
                     depth: 0,
                     limits: &limits,
                     forbidden: &forbidden,
+                    random: &mut Random::for_step(0, 1),
                 };
                 black_box(direct.call(call).expect("handler runs"))
             })
@@ -200,10 +203,67 @@ fn limiter(c: &mut Criterion) {
                 depth: 0,
                 limits: &limits,
                 forbidden: &forbidden,
+                random: &mut Random::for_step(0, 1),
             };
             black_box(handlers.call(call).expect("handler runs"))
         })
     });
+    group.finish();
+}
+
+/// A `before` hook on a 10-instruction batch, against the same batch with no hook (issue 17: the hook
+/// may add at most 20 µs). One hook reads every instruction and hands the batch back unchanged; the
+/// other also fixes one path, so its rewrite is reported.
+fn hooks(c: &mut Criterion) {
+    let mut group = c.benchmark_group("before hook, 10-instruction batch");
+    let instructions: Vec<_> = (0..10)
+        .map(|i| json!({"op": "assign", "path": ["player", format!("stat-{i}")], "value": i}))
+        .collect();
+    let batch = Batch::from_json(&json!(instructions)).expect("valid");
+    let limits = Limits::default();
+    let history = HistoryLimits {
+        max_steps: 64,
+        ..HistoryLimits::default()
+    };
+    let store_with = |scripts: &[(&str, &str)]| {
+        let handlers = LuaHandlers::from_sources(scripts.iter().copied(), &limits).expect("loads");
+        Store::builder(state())
+            .handler(handlers)
+            .limits(limits.clone())
+            .history_limits(history)
+            .build()
+            .expect("no schema")
+    };
+    const READS: &str = r#"
+before(function(ctx, batch)
+    for _, ins in ipairs(batch) do
+        if ins.path[2] == "max-hp" then ins.path[2] = "max_hp" end
+    end
+    return batch
+end)"#;
+    const EDITS: &str = r#"
+before(function(ctx, batch)
+    for _, ins in ipairs(batch) do
+        if ins.path[2] == "stat-3" then ins.path[2] = "stat_3" end
+    end
+    return batch
+end)"#;
+    for (name, scripts) in [
+        ("no hook (baseline)", &[][..]),
+        (
+            "hook reads every instruction, no edit",
+            &[("hook.lua", READS)][..],
+        ),
+        (
+            "hook edits one instruction (reported)",
+            &[("hook.lua", EDITS)][..],
+        ),
+    ] {
+        let mut store = store_with(scripts);
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(store.apply(&batch).is_committed()))
+        });
+    }
     group.finish();
 }
 
@@ -215,5 +275,5 @@ fn config() -> Criterion {
         .measurement_time(Duration::from_secs(3))
 }
 
-criterion_group! { name = benches; config = config(); targets = round_trip, ten_thousand, limiter }
+criterion_group! { name = benches; config = config(); targets = round_trip, ten_thousand, limiter, hooks }
 criterion_main!(benches);

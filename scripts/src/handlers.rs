@@ -18,14 +18,16 @@ use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use serde_json::Value as Json;
 use statecraft_engine::{
-    CallbackCall, CallbackHandler, CallbackSignature, Change, HandlerError, HostEvent, Instruction,
-    Limits, Path, Response, Segment, Value, WatchCall, find_forbidden_key,
+    AfterCall, BeforeCall, CallbackCall, CallbackHandler, CallbackSignature, Change, HandlerError,
+    HostEvent, Instruction, Limits, Path, Random, Response, Rewrite, Segment, Value, WatchCall,
+    find_forbidden_key,
 };
 
 use crate::convert::{ConvertError, Inbound, Outbound, path_from_lua, spelled, type_name};
 use crate::describe;
 use crate::error::LoadError;
 use crate::limiter::{Limiter, where_running};
+use crate::rewrite::{self, Entry};
 use crate::sandbox;
 
 /// A registered callback.
@@ -52,12 +54,32 @@ struct Registrations {
     /// What each handler says about itself, in registration order.
     signatures: Vec<CallbackSignature>,
     watchers: Vec<Watcher>,
+    /// `before` hooks, in registration order (file-name order, then call order).
+    befores: Vec<Registered>,
+    /// `after` hooks, in registration order.
+    afters: Vec<Registered>,
+}
+
+/// Which kind of call is running, for what `ctx` allows in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A callback or a watcher.
+    Handler,
+    /// A `before` hook: it returns the batch, and may not emit.
+    Before,
+    /// An `after` hook: it may read the state as the batch began.
+    After,
 }
 
 /// What the call in progress reads and queues.
 struct CallState {
     active: bool,
+    kind: Kind,
     state: Value,
+    /// The state as the batch began, for `ctx.get_before` in `after` hooks.
+    before: Option<Value>,
+    /// The batch's generator, copied in for the call and handed back after it.
+    random: Random,
     emitted: Vec<Instruction>,
     events: Vec<HostEvent>,
     out: Option<Outbound>,
@@ -76,7 +98,10 @@ impl CallState {
     fn idle(forbidden: Rc<[String]>) -> CallState {
         CallState {
             active: false,
+            kind: Kind::Handler,
             state: Value::Null,
+            before: None,
+            random: Random::for_step(0, 0),
             emitted: Vec::new(),
             events: Vec::new(),
             out: None,
@@ -94,6 +119,12 @@ impl CallState {
     }
 
     fn queue_instruction(&mut self, instruction: Instruction) -> Result<(), String> {
+        if self.kind == Kind::Before {
+            return Err(
+                "a before hook cannot emit instructions; it returns the batch to run instead"
+                    .to_owned(),
+            );
+        }
         if self.emitted.len() >= self.max_emitted {
             return Err(format!(
                 "more than {} instructions were emitted in one call",
@@ -115,6 +146,8 @@ pub struct LuaHandlers {
     handlers: HashMap<String, Registered>,
     signatures: Vec<CallbackSignature>,
     watchers: Vec<Watcher>,
+    befores: Vec<Registered>,
+    afters: Vec<Registered>,
     call: Rc<RefCell<CallState>>,
     limiter: Rc<Limiter>,
     ctx: Table,
@@ -230,6 +263,8 @@ impl LuaHandlers {
             handlers: registered.handlers.into_iter().collect(),
             signatures: registered.signatures,
             watchers: registered.watchers,
+            befores: registered.befores,
+            afters: registered.afters,
             call,
             limiter,
             ctx,
@@ -259,7 +294,19 @@ impl LuaHandlers {
         self.lua.used_memory()
     }
 
-    fn begin(&self, state: &Value, limits: &Limits, forbidden: &[String]) {
+    /// How many hooks were registered with `before` and with `after`.
+    pub fn hook_counts(&self) -> (usize, usize) {
+        (self.befores.len(), self.afters.len())
+    }
+
+    fn begin(
+        &self,
+        kind: Kind,
+        state: &Value,
+        random: Random,
+        limits: &Limits,
+        forbidden: &[String],
+    ) {
         self.limiter
             .start(limits.max_callback_steps, limits.max_callback_time);
         let mut call = self.call.borrow_mut();
@@ -270,7 +317,10 @@ impl LuaHandlers {
         };
         *call = CallState {
             active: true,
+            kind,
             state: state.clone(),
+            before: None,
+            random,
             emitted: Vec::new(),
             events: Vec::new(),
             out: Some(Outbound::new(
@@ -298,6 +348,17 @@ impl LuaHandlers {
         limits: &Limits,
         args: impl FnOnce(&Inbound<'_>) -> mlua::Result<Vec<LuaValue>>,
     ) -> Result<Option<Value>, String> {
+        self.invoke_with(function, limits, args, take_return)
+    }
+
+    /// [`LuaHandlers::invoke`] with its own reading of the returned value.
+    fn invoke_with<T>(
+        &self,
+        function: &Function,
+        limits: &Limits,
+        args: impl FnOnce(&Inbound<'_>) -> mlua::Result<Vec<LuaValue>>,
+        read: impl FnOnce(&mut CallState, &LuaValue) -> Result<T, String>,
+    ) -> Result<T, String> {
         let inbound = Inbound {
             lua: &self.lua,
             array_marker: &self.array_marker,
@@ -321,7 +382,7 @@ impl LuaHandlers {
             return Err(reason);
         }
         let returned = returned.map_err(|error| describe_error(&error, limits))?;
-        take_return(&mut state, &returned)
+        read(&mut state, &returned)
     }
 
     /// Turns a call's outcome into the engine's answer, collecting garbage after a failure so that the
@@ -331,8 +392,10 @@ impl LuaHandlers {
         label: &str,
         result: Result<Option<Value>, String>,
         limits: &Limits,
+        random: &mut Random,
     ) -> Result<Response, HandlerError> {
         let state = self.end();
+        *random = state.random;
         match result {
             Ok(value) => Ok(Response {
                 value,
@@ -357,11 +420,17 @@ impl CallbackHandler for LuaHandlers {
             return Err(HandlerError::Unknown);
         };
         let label = format!("handler \"{}\" ({})", call.name, handler.origin);
-        self.begin(call.state, call.limits, call.forbidden);
+        self.begin(
+            Kind::Handler,
+            call.state,
+            *call.random,
+            call.limits,
+            call.forbidden,
+        );
         let result = self.invoke(&handler.function, call.limits, |inbound| {
             call.args.iter().map(|arg| inbound.top(Some(arg))).collect()
         });
-        self.answer(&label, result, call.limits)
+        self.answer(&label, result, call.limits, call.random)
     }
 
     fn watch(&mut self, call: WatchCall<'_>) -> Result<Response, HandlerError> {
@@ -377,7 +446,13 @@ impl CallbackHandler for LuaHandlers {
             return Ok(Response::default());
         }
         // One budget for the whole round: a watcher that fires for many changes shares it.
-        self.begin(call.state, call.limits, call.forbidden);
+        self.begin(
+            Kind::Handler,
+            call.state,
+            *call.random,
+            call.limits,
+            call.forbidden,
+        );
         for (index, (path, old, new)) in hits {
             let watcher = &self.watchers[index];
             let result = self.invoke(&watcher.function, call.limits, |inbound| {
@@ -389,11 +464,220 @@ impl CallbackHandler for LuaHandlers {
             });
             if let Err(cause) = result {
                 let label = format!("watcher on \"{}\" ({})", watcher.spelled, watcher.origin);
-                return self.answer(&label, Err(cause), call.limits);
+                return self.answer(&label, Err(cause), call.limits, call.random);
             }
         }
-        self.answer("", Ok(None), call.limits)
+        self.answer("", Ok(None), call.limits, call.random)
     }
+
+    fn before(&mut self, call: BeforeCall<'_>) -> Result<Option<Rewrite>, HandlerError> {
+        if self.befores.is_empty() {
+            return Ok(None);
+        }
+        self.begin(
+            Kind::Before,
+            call.state,
+            *call.random,
+            call.limits,
+            call.forbidden,
+        );
+        let mut entries: Vec<Entry> = call
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(i, instruction)| Entry {
+                instruction: instruction.clone(),
+                span: call.spans.get(i).cloned(),
+            })
+            .collect();
+        if call.spans.len() != call.instructions.len() {
+            entries.iter_mut().for_each(|entry| entry.span = None);
+        }
+        let mut notes = Vec::new();
+        for hook in &self.befores {
+            self.limiter.start(
+                call.limits.max_callback_steps,
+                call.limits.max_callback_time,
+            );
+            let max_len = call.limits.max_batch_len;
+            let result = self.invoke_with(
+                &hook.function,
+                call.limits,
+                |inbound| Ok(vec![batch_to_lua(inbound, &entries)?]),
+                |state, returned| batch_from_lua(state, returned, max_len),
+            );
+            match result {
+                Ok(Some(returned)) => {
+                    notes.extend(rewrite::notes(&hook.origin, &entries, &returned));
+                    entries = returned;
+                }
+                Ok(None) => {}
+                Err(cause) => {
+                    let label = format!("before hook ({})", hook.origin);
+                    return self
+                        .answer(&label, Err(cause), call.limits, call.random)
+                        .map(|_| None);
+                }
+            }
+        }
+        self.answer("", Ok(None), call.limits, call.random)?;
+        if notes.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Rewrite {
+            instructions: entries.into_iter().map(|entry| entry.instruction).collect(),
+            notes,
+        }))
+    }
+
+    fn after(&mut self, call: AfterCall<'_>) -> Result<Response, HandlerError> {
+        if self.afters.is_empty() {
+            return Ok(Response::default());
+        }
+        self.begin(
+            Kind::After,
+            call.state,
+            *call.random,
+            call.limits,
+            call.forbidden,
+        );
+        self.call.borrow_mut().before = Some(call.before.clone());
+        for hook in &self.afters {
+            self.limiter.start(
+                call.limits.max_callback_steps,
+                call.limits.max_callback_time,
+            );
+            let result = self.invoke(&hook.function, call.limits, |inbound| {
+                Ok(vec![changes_to_lua(inbound, call.changes)?])
+            });
+            let result = match result {
+                Ok(Some(_)) => Err(
+                    "an after hook returns nothing or instructions; it returned another value"
+                        .to_owned(),
+                ),
+                other => other,
+            };
+            if let Err(cause) = result {
+                let label = format!("after hook ({})", hook.origin);
+                return self.answer(&label, Err(cause), call.limits, call.random);
+            }
+        }
+        self.answer("", Ok(None), call.limits, call.random)
+    }
+}
+
+/// The batch as `before` hooks receive it: a list of instruction tables, each with the `span` of its
+/// text in the reply (`{start, stop}`, byte offsets, 0-based, `stop` excluded) when it is known.
+fn batch_to_lua(inbound: &Inbound<'_>, entries: &[Entry]) -> mlua::Result<LuaValue> {
+    let list = inbound.lua.create_table_with_capacity(entries.len(), 0)?;
+    for (i, entry) in entries.iter().enumerate() {
+        let item = inbound.nested(&Value::from_json(&entry.instruction.to_json()))?;
+        if let (LuaValue::Table(table), Some(span)) = (&item, &entry.span) {
+            let pair = inbound.lua.create_table_with_capacity(2, 0)?;
+            pair.raw_set(1, span.start as f64)?;
+            pair.raw_set(2, span.end as f64)?;
+            pair.set_metatable(Some(inbound.array_marker.clone()))?;
+            table.raw_set("span", pair)?;
+        }
+        list.raw_set(i + 1, item)?;
+    }
+    list.set_metatable(Some(inbound.array_marker.clone()))?;
+    Ok(LuaValue::Table(list))
+}
+
+/// Reads what a `before` hook returned: `nil` keeps the batch, a list of instruction tables (or one
+/// instruction table) replaces it. A `span` member is read back as the instruction's span and is not
+/// part of the instruction.
+fn batch_from_lua(
+    state: &mut CallState,
+    returned: &LuaValue,
+    max_len: usize,
+) -> Result<Option<Vec<Entry>>, String> {
+    let table = match returned {
+        LuaValue::Nil => return Ok(None),
+        LuaValue::Table(table) => table,
+        other => {
+            return Err(format!(
+                "a before hook returns the batch (a list of instruction tables) or nil; it returned a \
+                 value of type {}",
+                type_name(other)
+            ));
+        }
+    };
+    if has_op(table) {
+        return entry_from_lua(state, returned)
+            .map(|entry| Some(vec![entry]))
+            .map_err(|e| format!("the returned instruction {e}"));
+    }
+    let len = table.raw_len();
+    let pairs = table.clone().pairs::<LuaValue, LuaValue>().count();
+    if pairs != len {
+        return Err(
+            "a before hook returns the batch as a list (keys 1..n) of instruction tables; the table \
+             returned has other keys"
+                .to_owned(),
+        );
+    }
+    if len > max_len {
+        return Err(format!(
+            "the returned batch has {len} instructions; the limit is {max_len}"
+        ));
+    }
+    let mut entries = Vec::with_capacity(len);
+    for i in 1..=len {
+        let item: LuaValue = table.raw_get(i).unwrap_or(LuaValue::Nil);
+        let entry = entry_from_lua(state, &item)
+            .map_err(|e| format!("returned instruction {} {e}", i - 1))?;
+        entries.push(entry);
+    }
+    Ok(Some(entries))
+}
+
+/// One returned instruction table and its `span`.
+fn entry_from_lua(state: &mut CallState, value: &LuaValue) -> Result<Entry, String> {
+    let LuaValue::Table(table) = value else {
+        return Err(format!("is of type {}, not a table", type_name(value)));
+    };
+    let span = match table.raw_get::<LuaValue>("span") {
+        Ok(LuaValue::Table(pair)) => {
+            let start: Option<f64> = pair.raw_get(1).ok();
+            let stop: Option<f64> = pair.raw_get(2).ok();
+            match (start, stop) {
+                (Some(start), Some(stop)) if 0.0 <= start && start <= stop && stop < 1e15 => {
+                    Some(start as usize..stop as usize)
+                }
+                _ => return Err("has a span that is not {start, stop}".to_owned()),
+            }
+        }
+        Ok(LuaValue::Nil) => None,
+        _ => return Err("has a span that is not {start, stop}".to_owned()),
+    };
+    let instruction = instruction_from(state, value, true)?;
+    Ok(Entry { instruction, span })
+}
+
+/// The change log as `after` hooks receive it: a list of `{path, old, new, op, reason}` tables (`old`
+/// absent where a key or element was created, `new` where it was removed).
+fn changes_to_lua(inbound: &Inbound<'_>, changes: &[Change]) -> mlua::Result<LuaValue> {
+    let lua = inbound.lua;
+    let list = lua.create_table_with_capacity(changes.len(), 0)?;
+    for (i, change) in changes.iter().enumerate() {
+        let item = lua.create_table_with_capacity(0, 5)?;
+        item.raw_set("path", inbound.path(&change.path)?)?;
+        if let Some(old) = &change.old {
+            item.raw_set("old", inbound.nested(old)?)?;
+        }
+        if let Some(new) = &change.new {
+            item.raw_set("new", inbound.nested(new)?)?;
+        }
+        item.raw_set("op", change.op.name())?;
+        if let Some(reason) = &change.reason {
+            item.raw_set("reason", &**reason)?;
+        }
+        list.raw_set(i + 1, item)?;
+    }
+    list.set_metatable(Some(inbound.array_marker.clone()))?;
+    Ok(LuaValue::Table(list))
 }
 
 /// Which part of `change` a watcher on `watch` sees: the changed path and its old and new values. A
@@ -482,6 +766,16 @@ fn value_out(state: &mut CallState, value: &LuaValue, what: &str) -> Result<Valu
 /// string path not starting with `/` is read in its SPEC §1 spelling, like `ctx.get`'s; a JSON
 /// Pointer is left to the engine, which reads it by the same rules (and keeps RFC 6902 ops' pointers).
 fn instruction_out(state: &mut CallState, value: &LuaValue) -> Result<Instruction, String> {
+    instruction_from(state, value, false)
+}
+
+/// [`instruction_out`], leaving out a `span` member when `without_span` (a `before` hook's tables
+/// carry their reply span).
+fn instruction_from(
+    state: &mut CallState,
+    value: &LuaValue,
+    without_span: bool,
+) -> Result<Instruction, String> {
     if !matches!(value, LuaValue::Table(_)) {
         return Err(format!("is a {}, not a table", type_name(value)));
     }
@@ -499,6 +793,9 @@ fn instruction_out(state: &mut CallState, value: &LuaValue) -> Result<Instructio
         },
         _ => None,
     };
+    if let (true, Json::Object(map)) = (without_span, &mut json) {
+        map.remove("span");
+    }
     if let (Some(path), Json::Object(map)) = (spelled_path, &mut json) {
         let keys = path
             .segments()
@@ -607,9 +904,86 @@ fn make_ctx(
         })?,
     )?;
 
+    let shared = Rc::clone(call);
+    let marker = array_marker.clone();
+    ctx.raw_set(
+        "get_before",
+        lua.create_function(move |lua, path: LuaValue| {
+            let state = shared.borrow();
+            let _relaxed = Relaxed::new(lua, state.memory_limit);
+            let before = match (&state.before, state.active) {
+                (Some(before), true) => before,
+                _ => {
+                    return Err(raised(
+                        lua,
+                        "ctx.get_before: only after hooks see the state as the batch began",
+                    ));
+                }
+            };
+            let path =
+                path_from_lua(&path).map_err(|e| raised(lua, &format!("ctx.get_before: {e}")))?;
+            Inbound {
+                lua,
+                array_marker: &marker,
+            }
+            .top(before.lookup(path.segments()))
+        })?,
+    )?;
+
+    let shared = Rc::clone(call);
+    ctx.raw_set(
+        "random",
+        lua.create_function(move |lua, (low, high): (LuaValue, LuaValue)| {
+            let mut state = shared.borrow_mut();
+            if !state.active {
+                return Err(raised(
+                    lua,
+                    "ctx.random: ctx can only be used while a handler runs",
+                ));
+            }
+            let bound = |value: &LuaValue, which: &str| -> Result<i64, mlua::Error> {
+                let number = match value {
+                    LuaValue::Integer(n) => *n as f64,
+                    LuaValue::Number(n) => *n,
+                    other => {
+                        return Err(raised(
+                            lua,
+                            &format!(
+                                "ctx.random: the {which} bound must be a number, not a {}",
+                                type_name(other)
+                            ),
+                        ));
+                    }
+                };
+                if number.fract() != 0.0 || number.abs() > MAX_EXACT {
+                    return Err(raised(
+                        lua,
+                        &format!(
+                            "ctx.random: the {which} bound must be a whole number within ±2^53, not {number}"
+                        ),
+                    ));
+                }
+                Ok(number as i64)
+            };
+            let (low, high) = match (&low, &high) {
+                (LuaValue::Nil, LuaValue::Nil) => return Ok(state.random.unit()),
+                (_, LuaValue::Nil) => (1, bound(&low, "upper")?),
+                _ => (bound(&low, "lower")?, bound(&high, "upper")?),
+            };
+            state
+                .random
+                .range(low, high)
+                .map(|n| n as f64)
+                .map_err(|e| raised(lua, &format!("ctx.random: {e}")))
+        })?,
+    )?;
+
     ctx.set_readonly(true);
     Ok(ctx)
 }
+
+/// The largest whole number a Luau number holds exactly: `ctx.random`'s bounds stay within it.
+const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// Lifts the VM's memory limit while host code (not the script) builds or reads Lua values, and puts
 /// it back when dropped. With a limit set, mlua runs every allocating API call in protected mode,
@@ -790,6 +1164,39 @@ fn install_globals(
             Ok(())
         })?,
     )?;
+
+    for (global, after) in [("before", false), ("after", true)] {
+        let shared = Rc::clone(registrations);
+        globals.raw_set(
+            global,
+            lua.create_function(move |lua, function: LuaValue| {
+                let mut registered = shared.borrow_mut();
+                if !registered.open {
+                    return Err(raised(
+                        lua,
+                        &format!("{global}: hooks can only be registered while the scripts load"),
+                    ));
+                }
+                let LuaValue::Function(function) = function else {
+                    return Err(raised(
+                        lua,
+                        &format!(
+                            "{global}: the hook must be a function, not a {}",
+                            type_name(&function)
+                        ),
+                    ));
+                };
+                let origin = origin(&function);
+                let hook = Registered { function, origin };
+                if after {
+                    registered.afters.push(hook);
+                } else {
+                    registered.befores.push(hook);
+                }
+                Ok(())
+            })?,
+        )?;
+    }
 
     let marker = array_marker.clone();
     globals.raw_set(

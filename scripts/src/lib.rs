@@ -33,6 +33,11 @@
 //!   payload)` queues a host event, delivered only if the batch commits. A handler may also return a
 //!   list of instruction tables (or one), which run after the emitted ones; any other returned value
 //!   is the callback's result.
+//! - `before(function(ctx, batch) ... end)` runs once per batch before validation and returns the
+//!   batch to run (`nil` keeps it); each edit is reported as a `rewritten_by_script` warning with the
+//!   hook's file and line. `after(function(ctx, changes) ... end)` runs once after watchers, before
+//!   the schema check, reads `ctx.get_before(path)` and may emit. `ctx.random(m, n)` draws from the
+//!   batch's generator, keyed by the game's seed and the step. `docs/callbacks.md` has the details.
 //! - Paths are lists of keys and 0-based indexes (`{"inventory", 0}`), as in instructions, or strings
 //!   in any spelling of SPEC §1, read by the engine's `parse_path` exactly as model output is read:
 //!   `"player.hp"`, `"inventory[0].name"`, `"a['x.y']"`, `"/player/hp"`. A malformed spelling (an
@@ -58,6 +63,7 @@ mod describe;
 mod error;
 mod handlers;
 mod limiter;
+mod rewrite;
 mod sandbox;
 
 pub use error::LoadError;

@@ -384,3 +384,61 @@ fn the_host_globals_of_the_contract_cannot_be_replaced_for_other_files() {
         );
     });
 }
+
+/// The hooks are entry points of their own: an attack in a `before` or `after` hook (run only when
+/// the batch's first instruction writes `attack`) rejects that batch with the hook named, leaves the
+/// state as it was, and the same VM then runs an honest batch and handler.
+#[rstest]
+fn hooks_survive_attacks(
+    #[values("before", "after")] hook: &'static str,
+    #[values(
+        ("while true do end", "step limit"),
+        ("while true do pcall(function() while true do end end) end", "step limit"),
+        ("local function f(n) return 1 + f(n + 1) end return f(1)", "stack overflow"),
+        (r#"local s = "x" while true do s = s .. s end"#, "memory limit"),
+        (r#"local t = {} while true do t[#t + 1] = ctx.get("") end"#, "limit"),
+        (r#"return io.open("/etc/passwd"):read("*a")"#, "attempt to index nil"),
+        (r#"string.upper = function() return "pwned" end"#, "readonly"),
+        ("local t = {} t.self = t return {t}", "cyclic table"),
+        (r#"local t = {} for i = 1, 20000 do t[i] = {op = "assign", path = "hp", value = i} end return t"#, "10000"),
+        ("error(setmetatable({}, {__tostring = function() while true do end end}))", "step limit"),
+    )]
+    attack: (&'static str, &'static str),
+) {
+    let (body, expected) = attack;
+    watchdog(60, move || {
+        let trigger = if hook == "before" {
+            "batch[1] and batch[1].path[1] == \"attack\""
+        } else {
+            "changes[1] and changes[1].path[1] == \"attack\""
+        };
+        let arg = if hook == "before" { "batch" } else { "changes" };
+        let script = format!("{hook}(function(ctx, {arg})\nif {trigger} then\n{body}\nend\nend)");
+        let mut store = store_with(
+            &[("attack.lua", &script), ("ping.lua", PING)],
+            json!({"hp": 10}),
+            test_limits(),
+        );
+        let before = store.state().clone();
+        let message = reject(
+            &mut store,
+            &batch(json!([{"op": "assign", "path": ["attack"], "value": 1}])),
+        );
+        assert!(
+            message.contains(expected),
+            "expected {expected:?} in: {message}"
+        );
+        assert!(
+            message.contains(&format!("{hook} hook (attack.lua:1)")),
+            "the hook is named: {message}"
+        );
+        assert!(
+            message.len() < 2 * test_limits().max_error_text,
+            "the message is bounded: {}",
+            message.len()
+        );
+        assert!(store.state().ptr_eq(&before), "the state is untouched");
+        commit(&mut store, &callback("ping", json!([])));
+        assert_eq!(state(&store), json!({"hp": 10, "ok": "OK!1"}));
+    });
+}

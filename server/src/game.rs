@@ -109,7 +109,8 @@ pub(crate) fn build_store(
 ) -> Result<(Store, usize), ApiError> {
     let mut builder = Store::builder(state)
         .limits(limits.clone())
-        .history_limits(base.history);
+        .history_limits(base.history)
+        .seed(base.seed.unwrap_or(0));
     if let Some(schema) = schema {
         builder = builder.schema(schema.clone());
     }
@@ -360,6 +361,7 @@ impl Game {
             at: at.map(StepRef::Id),
             policies: Some(policies(reading.policies, request.policies.as_ref())?),
             best_effort: request.best_effort,
+            spans: reading.spans(),
         };
         if request.dry_run {
             return self.dry_run(&reading, options);
@@ -418,6 +420,16 @@ impl Game {
                 Ok(Done::read(&body))
             }
         }
+    }
+}
+
+impl Reading {
+    /// The byte span of each instruction in the reply, for `before` hooks (none for a JSON batch).
+    fn spans(&self) -> Vec<std::ops::Range<usize>> {
+        self.extraction
+            .as_ref()
+            .map(|extraction| extraction.spans.clone())
+            .unwrap_or_default()
     }
 }
 

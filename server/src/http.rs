@@ -318,6 +318,7 @@ fn create(
         scripts: None,
         history: statecraft_engine::HistoryLimits::default(),
         metadata: serde_json::Map::new(),
+        seed: Some(request.seed),
     };
     // Building the store checks the state against the schema and loads the scripts.
     build_store(

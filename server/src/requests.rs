@@ -47,6 +47,9 @@ pub(crate) struct CreateRequest {
     /// The id to give the game; the server makes one when absent.
     #[serde(default)]
     pub(crate) id: Option<String>,
+    /// The seed of scripts' `ctx.random` (default 0), kept with the game.
+    #[serde(default)]
+    pub(crate) seed: u64,
 }
 
 /// `POST /v1/games/{id}/apply`.

@@ -8,6 +8,7 @@
 //! translators do) or render diagnostics (the command line does).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
@@ -35,6 +36,8 @@ pub enum DiagnosticKind {
     WrapperUnwrapped,
     /// A block had more repairs than are listed one by one.
     RepairsElided,
+    /// More diagnostics of one kind than are listed one by one; this one counts the rest.
+    DiagnosticsElided,
     /// One block mixed JSON Patch ops with instruction ops.
     MixedBatch,
     /// Tool-call arguments sent as a JSON string needed repairs.
@@ -123,6 +126,7 @@ impl DiagnosticKind {
             DiagnosticKind::NotAnInstruction => "not_an_instruction",
             DiagnosticKind::WrapperUnwrapped => "wrapper_unwrapped",
             DiagnosticKind::RepairsElided => "repairs_elided",
+            DiagnosticKind::DiagnosticsElided => "diagnostics_elided",
             DiagnosticKind::MixedBatch => "mixed_batch",
             DiagnosticKind::ArgumentsRepaired => "arguments_repaired",
             DiagnosticKind::TruncatedInstruction => "truncated_instruction",
@@ -300,6 +304,7 @@ impl DiagnosticKind {
             | DiagnosticKind::UnclosedTag
             | DiagnosticKind::UnclosedFence
             | DiagnosticKind::RepairsElided
+            | DiagnosticKind::DiagnosticsElided
             | DiagnosticKind::PointerRepaired
             | DiagnosticKind::JsonPatchNotJson
             | DiagnosticKind::JsonPatchInvalid
@@ -469,11 +474,21 @@ pub(crate) fn unplaced(
     }
 }
 
-/// Sorts diagnostics by position and fills every line and column in one pass over `text`.
-/// [`Diagnostic::new`] scans from the start of the text for each diagnostic, which is quadratic for a
-/// long text with many diagnostics; translators that report many build them unplaced and call this.
-/// Time: O(n + d log d).
-pub(crate) fn place(text: &str, diagnostics: &mut [Diagnostic]) {
+/// How many diagnostics of one kind a translation lists one by one. The rest are counted by one
+/// [`DiagnosticKind::DiagnosticsElided`] diagnostic per kind, so that what a reply's diagnostics cost
+/// to print, store or send stays bounded however many times it repeats a mistake.
+pub(crate) const MAX_DIAGNOSTICS_PER_KIND: usize = 100;
+
+/// Sorts diagnostics by position, keeps the first [`MAX_DIAGNOSTICS_PER_KIND`] of each kind (the rest
+/// become one summary per kind, at the first one left out), and fills every line and column in one
+/// pass over `text`. [`Diagnostic::new`] scans from the start of the text for each diagnostic, which
+/// is quadratic for a long text with many diagnostics; translators that report many build them
+/// unplaced and call this, once, as their last step. Time: O(n + d log d).
+pub(crate) fn place(text: &str, diagnostics: &mut Vec<Diagnostic>) {
+    summarise(diagnostics);
+    for diagnostic in diagnostics.iter_mut() {
+        cap_message(&mut diagnostic.message);
+    }
     // Translators push most diagnostics in text order; a stable sort would still allocate a buffer.
     if !diagnostics.is_sorted_by_key(|d| d.span.start) {
         diagnostics.sort_by_key(|d| d.span.start);
@@ -483,6 +498,68 @@ pub(crate) fn place(text: &str, diagnostics: &mut [Diagnostic]) {
     for diagnostic in diagnostics {
         (diagnostic.line, diagnostic.column) = position.advance(text, diagnostic.span.start);
     }
+}
+
+/// The longest message a diagnostic keeps, in bytes. Messages that quote the text (a skipped `{word}`)
+/// are cut here, so a diagnostic's size does not grow with what it quotes.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 300;
+
+/// Cuts a message longer than [`MAX_MESSAGE_BYTES`] at a character boundary and marks the cut with `…`.
+fn cap_message(message: &mut Cow<'static, str>) {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return;
+    }
+    let mut cut = MAX_MESSAGE_BYTES;
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut short = message[..cut].to_owned();
+    short.push('…');
+    *message = Cow::Owned(short);
+}
+
+/// Keeps the first [`MAX_DIAGNOSTICS_PER_KIND`] diagnostics of each kind, in text order, and replaces
+/// the rest of each kind by one summary that says how many were left out and is as severe as the
+/// worst of them. Time: O(d log d).
+fn summarise(diagnostics: &mut Vec<Diagnostic>) {
+    if diagnostics.len() <= MAX_DIAGNOSTICS_PER_KIND {
+        return;
+    }
+    if !diagnostics.is_sorted_by_key(|d| d.span.start) {
+        diagnostics.sort_by_key(|d| d.span.start);
+    }
+    /// How many of a kind were seen, and for those left out the first one's span and the worst severity.
+    type Seen = (usize, Option<(Range<usize>, Severity)>);
+    let mut kinds: HashMap<DiagnosticKind, Seen> = HashMap::new();
+    diagnostics.retain(|d| {
+        let (seen, left_out) = kinds.entry(d.kind).or_insert((0, None));
+        *seen += 1;
+        if *seen <= MAX_DIAGNOSTICS_PER_KIND {
+            return true;
+        }
+        let (_, worst) = left_out.get_or_insert((d.span.clone(), d.severity));
+        *worst = (*worst).max(d.severity);
+        false
+    });
+    let mut summaries: Vec<Diagnostic> = kinds
+        .into_iter()
+        .filter_map(|(kind, (seen, left_out))| {
+            let (span, severity) = left_out?;
+            let more = seen - MAX_DIAGNOSTICS_PER_KIND;
+            Some(unplaced(
+                DiagnosticKind::DiagnosticsElided,
+                severity,
+                span,
+                format!("and {more} more {kind} diagnostics from here on, not listed one by one"),
+            ))
+        })
+        .collect();
+    if summaries.is_empty() {
+        return;
+    }
+    summaries.sort_by_key(|d| d.span.start);
+    diagnostics.extend(summaries);
+    diagnostics.sort_by_key(|d| d.span.start);
 }
 
 /// Diagnostics as one JSON value, the form every JSON output uses:

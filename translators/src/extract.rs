@@ -17,7 +17,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 use statecraft_engine::{
     ApplyOptions, Batch, BatchError, ErrorKind, Instruction, JsonTree, Limits, NodeKind, Policies,
-    parse_path,
+    escape_pointer_token, parse_path,
 };
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity, unplaced};
@@ -43,6 +43,9 @@ pub struct Extraction {
     /// The instructions, in text order. When [`Extraction::valid`] is `false` it holds only the
     /// instructions that decoded, and must not be applied.
     pub batch: Batch,
+    /// The byte range in the reply of each instruction of `batch` (its JSON value, or its MVU
+    /// command line), for `before` hooks and their notes.
+    pub spans: Vec<Range<usize>>,
     /// Everything noticed, repaired, skipped or refused, with byte spans into the reply.
     pub diagnostics: Vec<Diagnostic>,
     /// What was cleaned, and the cleanliness score.
@@ -64,6 +67,7 @@ impl Extraction {
         self.valid.then(|| {
             let options = ApplyOptions {
                 policies: Some(self.policies),
+                spans: self.spans.clone(),
                 ..ApplyOptions::default()
             };
             (&self.batch, options)
@@ -107,6 +111,8 @@ pub(crate) struct PatchBlock {
     pub(crate) start: usize,
     /// The operations it holds, decoded.
     pub(crate) instructions: Vec<Instruction>,
+    /// The byte range in the text of each operation.
+    pub(crate) spans: Vec<Range<usize>>,
 }
 
 /// Reads every `<JSONPatch>` (or `<json_patch>`) block of `text` exactly as [`extract`] reads one: the
@@ -135,6 +141,7 @@ pub(crate) fn patch_blocks(
         blocks.push(PatchBlock {
             start: at,
             instructions: std::mem::take(&mut walker.instructions),
+            spans: std::mem::take(&mut walker.spans),
         });
         pos = end.max(at + 1);
     }
@@ -169,6 +176,8 @@ struct Walker<'a> {
     b: &'a [u8],
     options: &'a ExtractOptions,
     instructions: Vec<Instruction>,
+    /// The byte range of each of `instructions` in the text.
+    spans: Vec<Range<usize>>,
     diagnostics: Vec<Diagnostic>,
     report: RepairReport,
     valid: bool,
@@ -206,6 +215,7 @@ impl<'a> Walker<'a> {
             b: text.as_bytes(),
             options,
             instructions: Vec::new(),
+            spans: Vec::new(),
             diagnostics: Vec::new(),
             report: RepairReport::default(),
             valid: true,
@@ -474,6 +484,12 @@ impl<'a> Walker<'a> {
         }
         self.report.instructions += translation.instructions.len();
         self.instructions.extend(translation.instructions);
+        self.spans.extend(
+            translation
+                .spans
+                .into_iter()
+                .map(|span| span.start + at..span.end + at),
+        );
         Some(region_end)
     }
 
@@ -703,6 +719,14 @@ impl<'a> Walker<'a> {
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         let wrapper = self.candidates(value, parsed, &mut candidates);
+        let root = parsed.document.node(value);
+        if parsed.complete && root.kind() == NodeKind::Array && root.items().next().is_none() {
+            // `[]` is the batch the rules ask for when nothing changed: a block, not a skipped value.
+            self.report.blocks += 1;
+            self.report.empty_batches += 1;
+            self.candidates = candidates;
+            return;
+        }
         if candidates.is_empty() {
             self.report.skipped_values += 1;
             self.diag(
@@ -761,6 +785,14 @@ impl<'a> Walker<'a> {
         let mut first_form = None;
         let mut odd = None;
         for candidate in candidates.drain(..) {
+            let too_deep = parsed
+                .repairs
+                .iter()
+                .find(|r| r.kind == RepairKind::TooDeep && candidate.span.contains(&r.span.start));
+            if let Some(too_deep) = too_deep {
+                self.refuse_too_deep(&parsed.document, &candidate, too_deep.span.clone());
+                continue;
+            }
             if let Some((patch, span)) = self.instruction(&mut parsed.document, candidate, mode) {
                 match first_form {
                     None => first_form = Some(patch),
@@ -888,6 +920,40 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// Refuses an instruction holding a value nested deeper than the parser builds, as the engine
+    /// refuses any value deeper than its limit: the reply is invalid. The text around it was complete,
+    /// so this is not an instruction cut by the end of the text, and it is never dropped while the
+    /// rest of the reply commits.
+    fn refuse_too_deep(
+        &mut self,
+        document: &Document<'a>,
+        candidate: &Candidate,
+        deep: Range<usize>,
+    ) {
+        self.valid = false;
+        self.report.invalid_instructions += 1;
+        let field = document
+            .node(candidate.node)
+            .members()
+            .find(|(_, member)| member.span().contains(&deep.start))
+            .map(|(name, _)| name);
+        let reason = format!(
+            "the value nests more than {} levels deep; the limit is {}",
+            crate::repair::MAX_PARSE_NESTING,
+            self.options.limits.max_value_depth
+        );
+        let message = match field {
+            Some(field) => format!("/{}: {reason}", escape_pointer_token(field)),
+            None => reason,
+        };
+        self.diag(
+            DiagnosticKind::InvalidInstruction,
+            Severity::Error,
+            deep,
+            message,
+        );
+    }
+
     /// Decodes one candidate; returns whether it is a JSON Patch op and its span when it decoded.
     fn instruction(
         &mut self,
@@ -969,6 +1035,7 @@ impl<'a> Walker<'a> {
                 }
                 self.report.instructions += 1;
                 self.instructions.push(instruction);
+                self.spans.push(span.clone());
                 Some((patch, span))
             }
             Err(errors) => {
@@ -1022,6 +1089,7 @@ impl<'a> Walker<'a> {
         };
         Extraction {
             batch: Batch::from(self.instructions),
+            spans: self.spans,
             diagnostics: self.diagnostics,
             report: self.report,
             valid: self.valid,

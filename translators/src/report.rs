@@ -10,7 +10,8 @@
 //! - **100** only when the reply, apart from surrounding whitespace, was exactly one valid JSON batch:
 //!   one bare value, no fence, tag, prose or `<think>`, no repair, no path normalised, no unknown member,
 //!   no skipped value, and every instruction valid.
-//! - **0** when no instruction at all could be read from the reply.
+//! - **0** when no instruction at all could be read from the reply, and it held no empty batch `[]`
+//!   (the batch the rules ask for when nothing changed, which scores like any other batch).
 //! - Otherwise `100` minus penalties, clamped to `1..=99`:
 //!   - 2 for each fence, tag and `<think>` section, and 3 each for prose before and after the blocks;
 //!   - 5 for each MVU command block (it is not JSON);
@@ -34,6 +35,8 @@ pub struct RepairReport {
     pub blocks: usize,
     /// Instructions read.
     pub instructions: usize,
+    /// Empty batches (`[]`, "nothing changed"), which are blocks without instructions.
+    pub empty_batches: usize,
     /// Markdown fences opened.
     pub fences: usize,
     /// Tags opened (`<UpdateVariable>`, `<tool_call>`, `<JSONPatch>`).
@@ -73,7 +76,7 @@ impl RepairReport {
         if exact && valid {
             return 100;
         }
-        if self.instructions == 0 && self.invalid_instructions == 0 {
+        if self.instructions == 0 && self.invalid_instructions == 0 && self.empty_batches == 0 {
             return 0;
         }
         let mut penalty = 2 * (self.fences + self.tags + self.think_sections) + 5 * self.mvu_blocks;

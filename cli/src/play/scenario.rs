@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Deserializer};
-use statecraft_engine::{StepId, StepRef, Store};
+use statecraft_engine::{SchemaViolation, StepId, StepRef, Store};
 use statecraft_prompt::Expectation;
 
 use crate::apply::build_store;
@@ -27,6 +27,8 @@ pub(super) struct Scenario {
     pub(super) title: String,
     /// SillyTavern macros for MVU text: `{"user": "小林"}` replaces `<user>` and `{{user}}`.
     pub(super) macros: BTreeMap<String, String>,
+    /// What every turn does with a schema violation (`scenario.json`'s `schema_violation`).
+    pub(super) schema_violation: SchemaViolation,
     /// The replies, in name order.
     pub(super) turns: Vec<Turn>,
 }
@@ -93,6 +95,8 @@ pub(super) struct Expect {
     /// Commit on this step instead of the current one: a swipe (on the step before the regenerated
     /// message) or an edit (on the step before the edited one).
     pub(super) at: Option<Target>,
+    /// The `schema_violation` policy for this turn's batch, instead of the scenario's.
+    pub(super) schema_violation: Option<SchemaViolation>,
     /// `"committed"` or `"rejected"`.
     pub(super) outcome: Option<Expected>,
     /// JSON Pointer → the value expected there after the turn, checked as the prompt kit's `grade`
@@ -132,6 +136,7 @@ impl Expect {
             ("regenerates", self.regenerates),
             ("label", self.label.is_some()),
             ("at", self.at.is_some()),
+            ("schema_violation", self.schema_violation.is_some()),
             ("outcome", self.outcome.is_some()),
             ("errors", !self.errors.is_empty()),
             ("warnings", !self.warnings.is_empty()),
@@ -160,6 +165,12 @@ pub(super) enum Expected {
 struct Settings {
     #[serde(default)]
     macros: BTreeMap<String, String>,
+    /// The seed of scripts' `ctx.random` (default 0).
+    #[serde(default)]
+    seed: u64,
+    /// `reject` (the default) or `repair`.
+    #[serde(default)]
+    schema_violation: SchemaViolation,
 }
 
 /// `values` as the prompt kit's expectations: an object of JSON Pointers, each checked to be one.
@@ -211,11 +222,12 @@ impl Scenario {
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let store = build_store(state, schema, scripts)?;
+        let store = build_store(state, schema, scripts, settings.seed)?;
         let scenario = Scenario {
             dir: dir.to_owned(),
             title,
             macros: settings.macros,
+            schema_violation: settings.schema_violation,
             turns,
         };
         Ok((scenario, store))

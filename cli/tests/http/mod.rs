@@ -361,3 +361,30 @@ fn psql(url: &str, sql: &str) -> Result<(), String> {
 pub(crate) fn increment_gold() -> Json {
     json!({"batch": [{"op": "increment", "path": ["player", "gold"], "value": 1}]})
 }
+
+/// Rolls `ctx.random` in a new game with `seed` on the server, then again after a restart (the game
+/// rebuilt from its rows): the seed is kept with the game.
+pub(crate) fn seeded_rolls_survive_a_restart(db: &str) {
+    let dice = r#"on("roll", function(ctx) ctx.emit({op = "push", path = "rolls", value = ctx.random(1, 1000000)}) end)"#;
+    let roll = json!({"batch": [{"op": "callback", "path": ["roll"]}]});
+    let server = Server::start(&["--db", db]);
+    let make = |seed: u64| {
+        create(
+            &server,
+            &json!({"state": {"rolls": []}, "scripts": {"dice.lua": dice}, "seed": seed}),
+        )
+    };
+    let (a, b, other) = (make(9), make(9), make(10));
+    for id in [&a, &b, &other] {
+        apply_ok(&server, id, &roll);
+    }
+    server.stop();
+    let server = Server::start(&["--db", db]);
+    for id in [&a, &b, &other] {
+        apply_ok(&server, id, &roll);
+    }
+    let rolls = |id: &str| state(&server, id)["rolls"].clone();
+    assert_eq!(rolls(&a), rolls(&b), "the same seed rolls the same");
+    assert_ne!(rolls(&a), rolls(&other), "another seed rolls otherwise");
+    assert_eq!(rolls(&a).as_array().map(Vec::len), Some(2));
+}

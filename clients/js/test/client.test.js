@@ -88,6 +88,25 @@ test("a rejected batch carries errors, diagnostics and feedback", async () => {
   assert.deepEqual((await client.getGame(id)).state, { hp: 100 });
 });
 
+test("schema repair per request, and a seeded ctx.random", async () => {
+  const { id } = await client.createGame({ state: { hp: 100 }, schema });
+  const repaired = await client.apply(id, {
+    batch: [{ op: "assign", path: ["hp"], value: "500" }],
+    policies: { schema_violation: "repair" },
+  });
+  assert.equal(repaired.committed, true);
+  assert.deepEqual(repaired.warnings.map((w) => [w.kind, w.path]), [["schema_repaired", "/hp"]]);
+  assert.deepEqual((await client.getGame(id)).state, { hp: 100 });
+  const dice = { "dice.lua": 'on("roll", function(ctx) ctx.emit({op = "assign", path = "n", value = ctx.random(1, 1000000)}) end)' };
+  const roll = async (seed) => {
+    const game = await client.createGame({ state: {}, scripts: dice, seed });
+    await client.apply(game.id, { batch: [{ op: "callback", path: ["roll"] }] });
+    return (await client.getGame(game.id)).state.n;
+  };
+  assert.equal(await roll(11), await roll(11));
+  assert.notEqual(await roll(11), await roll(12));
+});
+
 test("dry runs, expected steps and idempotency keys", async () => {
   const { id } = await client.createGame({ state: { n: 0 } });
   const dry = await client.apply(id, { batch: [{ op: "increment", path: ["n"], value: 1 }], dryRun: true });

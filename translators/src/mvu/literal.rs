@@ -69,14 +69,16 @@ impl Read {
 /// Reads a trimmed argument text.
 pub(crate) fn read_value(text: &str, macros: &BTreeMap<String, String>) -> Read {
     let string = |text: &str| Json::String(expand(text, macros).into_owned());
+    // A string already read into its own buffer keeps that buffer unless a macro changes it.
+    let owned = |value: String| Json::String(expand_owned(value, macros));
     match text.as_bytes().first() {
         // JSON first; a string JSON refuses goes to YAML's double quotes.
         Some(b'"') => {
             if let Ok(Json::String(value)) = serde_json::from_str::<Json>(text) {
-                return Read::literal(string(&value));
+                return Read::literal(owned(value));
             }
             if let yaml::Reading::Value(Json::String(value)) = yaml::read(text) {
-                return Read::literal(string(&value));
+                return Read::literal(owned(value));
             }
             return trimmed(text, macros);
         }
@@ -84,7 +86,7 @@ pub(crate) fn read_value(text: &str, macros: &BTreeMap<String, String>) -> Read 
         // MVU cannot round, so MVU's reading is YAML's.
         Some(b'\'') => {
             if let yaml::Reading::Value(Json::String(value)) = yaml::read(text) {
-                return Read::literal(string(&value));
+                return Read::literal(owned(value));
             }
             return trimmed(text, macros);
         }
@@ -162,7 +164,7 @@ pub(crate) fn read_value(text: &str, macros: &BTreeMap<String, String>) -> Read 
     }
     match yaml::read(text) {
         yaml::Reading::Value(Json::String(value)) => Read::noted(
-            string(&value),
+            owned(value),
             DiagnosticKind::MvuBareText,
             Severity::Note,
             "unquoted text, read as a string",
@@ -222,7 +224,7 @@ fn expand_strings(value: Json, macros: &BTreeMap<String, String>) -> Json {
         return value;
     }
     match value {
-        Json::String(text) => Json::String(expand(&text, macros).into_owned()),
+        Json::String(text) => Json::String(expand_owned(text, macros)),
         Json::Array(items) => Json::Array(
             items
                 .into_iter()
@@ -296,6 +298,14 @@ pub(crate) fn expand<'t>(text: &'t str, macros: &BTreeMap<String, String>) -> Co
     }
     out.push_str(rest);
     Cow::Owned(out)
+}
+
+/// [`expand`] of a string the caller owns: the same buffer back when no macro applies.
+fn expand_owned(text: String, macros: &BTreeMap<String, String>) -> String {
+    match expand(&text, macros) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(expanded) => expanded,
+    }
 }
 
 fn floor_boundary(text: &str, mut at: usize) -> usize {
@@ -447,10 +457,7 @@ impl<'t> Parser<'t, '_> {
             self.at += stop;
             if self.bytes[self.at] == quote {
                 self.at += 1;
-                return Some(match expand(&out, self.macros) {
-                    Cow::Borrowed(_) => out,
-                    Cow::Owned(expanded) => expanded,
-                });
+                return Some(expand_owned(out, self.macros));
             }
             self.at += 1;
             let escaped = self.text[self.at..].chars().next()?;

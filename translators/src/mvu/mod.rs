@@ -76,6 +76,8 @@ impl Unrunnable {
 pub struct MvuTranslation {
     /// The instructions, in text order.
     pub instructions: Vec<Instruction>,
+    /// The byte range in the translated text of each instruction's command or patch operation.
+    pub spans: Vec<Range<usize>>,
     /// What was noticed, skipped or guessed; spans are byte ranges of the translated text.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -210,13 +212,20 @@ pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
         .into_iter()
         .peekable();
     let mut instructions = Vec::with_capacity(commands.len());
-    for command in &commands {
+    let mut spans = Vec::with_capacity(commands.len());
+    for command in commands {
         while let Some(block) = patches.next_if(|block| block.start < command.span.start) {
             instructions.extend(block.instructions);
+            spans.extend(block.spans);
         }
+        let span = command.span.clone();
         resolve::resolve(command, options, &mut instructions, &mut diagnostics);
+        spans.resize(instructions.len(), span);
     }
-    instructions.extend(patches.flat_map(|block| block.instructions));
+    for block in patches {
+        instructions.extend(block.instructions);
+        spans.extend(block.spans);
+    }
     let explained = diagnostics.iter().any(|d| d.severity >= Severity::Warning);
     if instructions.is_empty() && !explained && !text.trim().is_empty() {
         diagnostics.push(unplaced(
@@ -229,6 +238,7 @@ pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
     place(text, &mut diagnostics);
     MvuTranslation {
         instructions,
+        spans,
         diagnostics,
     }
 }

@@ -6,6 +6,8 @@
 //! module owns those rules and MVU's `[value, "description"]` convention. It must not read text (the
 //! command arrives parsed) and must not run anything: looking at the state is its only contact with it.
 
+use std::borrow::Cow;
+
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Instruction, Key, Op, Path, Segment, Value};
 
@@ -14,14 +16,58 @@ use crate::diagnostic::unplaced;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use statecraft_engine::{PathSpelling, parse_path};
 
-/// Appends the instructions `command` stands for.
+/// A `no state given: guessed that …` message for the command `name`, written without formatting for
+/// the command names that reach it: every command resolved without a state reports one.
+macro_rules! guessed {
+    ($name:expr, $before:literal, $after:literal) => {
+        match $name {
+            "insert" => Cow::Borrowed(concat!(
+                "no state given: guessed that ",
+                $before,
+                "insert",
+                $after
+            )),
+            "assign" => Cow::Borrowed(concat!(
+                "no state given: guessed that ",
+                $before,
+                "assign",
+                $after
+            )),
+            "remove" => Cow::Borrowed(concat!(
+                "no state given: guessed that ",
+                $before,
+                "remove",
+                $after
+            )),
+            "unset" => Cow::Borrowed(concat!(
+                "no state given: guessed that ",
+                $before,
+                "unset",
+                $after
+            )),
+            "delete" => Cow::Borrowed(concat!(
+                "no state given: guessed that ",
+                $before,
+                "delete",
+                $after
+            )),
+            other => Cow::Owned(format!(
+                "no state given: guessed that {}{other}{}",
+                $before, $after
+            )),
+        }
+    };
+}
+
+/// Appends the instructions `command` stands for. It takes the command so that its reason moves into
+/// the instruction instead of being copied.
 pub(crate) fn resolve(
-    command: &MvuCommand,
+    command: MvuCommand,
     options: &MvuOptions,
     out: &mut Vec<Instruction>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let mut report = |kind: DiagnosticKind, severity: Severity, message: String| {
+    let mut report = |kind: DiagnosticKind, severity: Severity, message: Cow<'static, str>| {
         diagnostics.push(unplaced(kind, severity, command.span.clone(), message));
     };
     let name = command.name.name();
@@ -34,7 +80,8 @@ pub(crate) fn resolve(
                     format!(
                         "the path \"{}\" starts with '/' and was read as a json pointer",
                         command.path
-                    ),
+                    )
+                    .into(),
                 );
             }
             path
@@ -43,7 +90,7 @@ pub(crate) fn resolve(
             report(
                 DiagnosticKind::MvuInvalidPath,
                 options.unrunnable.severity(),
-                format!("`_.{name}` skipped: {message}"),
+                format!("`_.{name}` skipped: {message}").into(),
             );
             return;
         }
@@ -51,22 +98,24 @@ pub(crate) fn resolve(
     let args = &command.args;
     let state = options.state.as_ref();
     let target = state.and_then(|state| state.lookup(path.segments()));
-    let reasoned = |instruction: Instruction| match &command.reason {
-        Some(reason) => instruction.with_reason(reason.clone()),
+    let reason = command.reason;
+    let reasoned = |instruction: Instruction| match reason {
+        Some(reason) => instruction.with_reason(reason),
         None => instruction,
     };
-    let extra = |used: usize, report: &mut dyn FnMut(DiagnosticKind, Severity, String)| {
-        if args.len() > used {
-            report(
+    let extra =
+        |used: usize, report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>)| {
+            if args.len() > used {
+                report(
                 DiagnosticKind::MvuExtraArguments,
                 Severity::Warning,
                 format!(
                     "`_.{name}` uses {used} argument(s) after the path; mvu ignores the other {}",
                     args.len() - used
-                ),
+                ).into(),
             );
-        }
-    };
+            }
+        };
     match command.name {
         CommandName::Set => {
             extra(2, &mut report);
@@ -94,7 +143,7 @@ pub(crate) fn resolve(
                 report(
                     DiagnosticKind::MvuAddNotANumber,
                     options.unrunnable.severity(),
-                    format!("`_.add` skipped: the delta {delta} is not a number"),
+                    format!("`_.add` skipped: the delta {delta} is not a number").into(),
                 );
                 return;
             }
@@ -115,9 +164,7 @@ pub(crate) fn resolve(
                     report(
                         DiagnosticKind::MvuGuessed,
                         Severity::Warning,
-                        format!(
-                            "no state given: guessed that `_.{name}` with one value appends to an array (push)"
-                        ),
+                        guessed!(name, "`_.", "` with one value appends to an array (push)"),
                     );
                     Some(Instruction::new(Op::Push, path).with_value(Value::from_json(&args[0])))
                 }
@@ -141,7 +188,8 @@ pub(crate) fn resolve(
                         report(
                             DiagnosticKind::MvuMissingTarget,
                             Severity::Warning,
-                            format!("`_.{name}` skipped: nothing at {path}, mvu skips it too"),
+                            format!("`_.{name}` skipped: nothing at {path}, mvu skips it too")
+                                .into(),
                         );
                         None
                     } else {
@@ -184,7 +232,7 @@ fn insert_value_exact(
     target: Option<&Value>,
     value: &Json,
     name: &str,
-    report: &mut dyn FnMut(DiagnosticKind, Severity, String),
+    report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
 ) -> Option<Instruction> {
     let operand = Value::from_json(value);
     match target {
@@ -202,7 +250,7 @@ fn insert_value_exact(
                 Severity::Warning,
                 format!(
                     "`_.{name}` skipped: only an object can be merged into the object at {path}, as in mvu"
-                ),
+                ).into(),
             );
             None
         }
@@ -210,7 +258,7 @@ fn insert_value_exact(
             report(
                 DiagnosticKind::MvuInsertType,
                 Severity::Warning,
-                not_a_collection(name, path, other),
+                not_a_collection(name, path, other).into(),
             );
             None
         }
@@ -233,7 +281,7 @@ fn insert_at(
     key: &Json,
     value: &Json,
     name: &str,
-    report: &mut dyn FnMut(DiagnosticKind, Severity, String),
+    report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
 ) -> Option<Instruction> {
     let operand = Value::from_json(value);
     let index = key.as_i64();
@@ -244,21 +292,17 @@ fn insert_at(
             report(
                 DiagnosticKind::MvuInsertType,
                 Severity::Warning,
-                not_a_collection(name, path, other),
+                not_a_collection(name, path, other).into(),
             );
             return None;
         }
         (false, _) => {
             let guess = if index.is_some() || key == "-" {
-                "an array (splice)"
+                guessed!(name, "the target of `_.", "` is an array (splice)")
             } else {
-                "an object (assign a key)"
+                guessed!(name, "the target of `_.", "` is an object (assign a key)")
             };
-            report(
-                DiagnosticKind::MvuGuessed,
-                Severity::Warning,
-                format!("no state given: guessed that the target of `_.{name}` is {guess}"),
-            );
+            report(DiagnosticKind::MvuGuessed, Severity::Warning, guess);
             index.is_some() || key == "-"
         }
     };
@@ -293,20 +337,24 @@ fn remove_from(
     known: bool,
     which: &Json,
     name: &str,
-    report: &mut dyn FnMut(DiagnosticKind, Severity, String),
+    report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
 ) -> Option<Instruction> {
     let index = which.as_u64().and_then(|i| usize::try_from(i).ok());
     if !known {
         let guess = if index.is_some() {
-            "an array (delete the element at that index)"
+            guessed!(
+                name,
+                "the target of `_.",
+                "` is an array (delete the element at that index)"
+            )
         } else {
-            "an object (delete that key)"
+            guessed!(
+                name,
+                "the target of `_.",
+                "` is an object (delete that key)"
+            )
         };
-        report(
-            DiagnosticKind::MvuGuessed,
-            Severity::Warning,
-            format!("no state given: guessed that the target of `_.{name}` is {guess}"),
-        );
+        report(DiagnosticKind::MvuGuessed, Severity::Warning, guess);
         return Some(match index {
             Some(index) => Instruction::new(Op::Delete, path.child(index)),
             None => Instruction::new(Op::Delete, path.child(Segment::Key(key_text(which)))),
@@ -324,7 +372,7 @@ fn remove_from(
                     report(
                         DiagnosticKind::MvuMissingTarget,
                         Severity::Warning,
-                        format!("`_.{name}` skipped: the array at {path} holds no {which}"),
+                        format!("`_.{name}` skipped: the array at {path} holds no {which}").into(),
                     );
                     None
                 }
@@ -338,7 +386,7 @@ fn remove_from(
                 report(
                     DiagnosticKind::MvuMissingTarget,
                     Severity::Warning,
-                    format!("`_.{name}` skipped: the object at {path} has no key {which}"),
+                    format!("`_.{name}` skipped: the object at {path} has no key {which}").into(),
                 );
                 None
             }
@@ -347,7 +395,8 @@ fn remove_from(
             report(
                 DiagnosticKind::MvuMissingTarget,
                 Severity::Warning,
-                format!("`_.{name}` skipped: no array or object at {path}, mvu skips it too"),
+                format!("`_.{name}` skipped: no array or object at {path}, mvu skips it too")
+                    .into(),
             );
             None
         }

@@ -101,7 +101,8 @@ pub(crate) fn scan(
         .saturating_mul(SCAN_BUDGET_FACTOR)
         .saturating_add(4096);
     let mut at = 0;
-    while let Some(found) = find_from(text, at, "_.") {
+    let finder = memchr::memmem::Finder::new("_.");
+    while let Some(found) = finder.find(&bytes[at..]).map(|i| i + at) {
         let start = found;
         let after_dot = start + 2;
         let Some((name, name_end)) = command_name(bytes, after_dot) else {
@@ -200,11 +201,6 @@ pub(crate) fn scan(
     commands
 }
 
-/// The next occurrence of `needle` at or after `from`.
-fn find_from(text: &str, from: usize, needle: &str) -> Option<usize> {
-    text.get(from..)?.find(needle).map(|i| i + from)
-}
-
 fn command_name(bytes: &[u8], at: usize) -> Option<(CommandName, usize)> {
     let rest = bytes.get(at..)?;
     CommandName::ALL
@@ -250,6 +246,19 @@ fn close_paren(bytes: &[u8], open: usize, budget: &mut usize) -> Option<Scanned>
         let b = bytes[i];
         match quote {
             Some(q) => {
+                // Inside a string only its quote and backslashes matter: jump to the next one,
+                // charging the bytes passed over to the budget as the byte-by-byte walk would.
+                let Some(skip) = memchr::memchr2(q, b'\\', &bytes[i..]) else {
+                    *budget = budget.saturating_sub(bytes.len() - i - 1);
+                    return None;
+                };
+                if *budget < skip {
+                    *budget = 0;
+                    return None;
+                }
+                *budget -= skip;
+                i += skip;
+                let b = bytes[i];
                 if b == b'\\' {
                     // An escaped character never ends the string.
                     i += 1;

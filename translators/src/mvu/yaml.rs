@@ -9,6 +9,8 @@
 //! `#`, which is its accident, so [`Reading::Block`] tells the caller to keep the text and say so. It
 //! must not know about commands, macros or the other readings.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Number, Value as Json};
 
 /// How deeply flow collections may nest; deeper text is not read as YAML.
@@ -177,7 +179,7 @@ impl Flow<'_> {
                 b'\'' => self.single_quoted()?,
                 b'"' => self.double_quoted()?,
                 b'[' | b'{' => return None,
-                _ => fold(self.plain()?),
+                _ => fold(self.plain()?).into_owned(),
             };
             self.blank();
             let value = if self.peek()? == b':' {
@@ -256,7 +258,10 @@ impl Flow<'_> {
                 raw.push('\'');
                 self.at += 1;
             } else {
-                return Some(fold(&raw));
+                return Some(match fold(&raw) {
+                    Cow::Borrowed(_) => raw,
+                    Cow::Owned(folded) => folded,
+                });
             }
         }
     }
@@ -324,9 +329,10 @@ impl Flow<'_> {
 
 /// YAML's line folding: each line is trimmed, a single line break becomes a space, and each empty line
 /// between two lines becomes a line break.
-fn fold(raw: &str) -> String {
+/// Text without a line break is its own folding and is not copied.
+fn fold(raw: &str) -> Cow<'_, str> {
     if !raw.contains('\n') {
-        return raw.to_owned();
+        return Cow::Borrowed(raw);
     }
     let lines: Vec<&str> = raw.split('\n').collect();
     let last = lines.len() - 1;
@@ -352,7 +358,7 @@ fn fold(raw: &str) -> String {
         empty_run = 0;
         out.push_str(line);
     }
-    out
+    Cow::Owned(out)
 }
 
 /// A plain scalar resolved by YAML 1.2's core schema.
