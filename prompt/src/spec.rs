@@ -35,6 +35,7 @@
 //!   alphabetical order (the order `serde_json` writes them, so examples match), then undeclared keys.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hasher;
 
 use serde_json::{Map, Value as Json};
 use statecraft_engine::{CallbackSignature, Op, Value, escape_pointer_token};
@@ -163,17 +164,24 @@ pub struct InstructionSpec {
     pub(crate) targets: Vec<Target>,
     /// Whether descent stopped at [`MAX_DESCRIBED_SEGMENTS`] or [`MAX_TARGETS`] with more schema below.
     pub(crate) partial: bool,
-    /// The targets by their first segment, kept beside `targets`.
+    /// The targets by their literal path and by their first segment, kept beside `targets`.
     index: TargetIndex,
 }
 
-/// The targets by their first segment, so that finding a path's target looks only at the few that
-/// can match it instead of at every target: the prompt looks up every node of the state.
+/// The targets by their literal path, so that finding a path's target is one hash lookup for the
+/// usual target (every segment a fixed key, no open tail) instead of a scan of the targets that share
+/// its first key: the prompt looks up every node of the state, and in a typical state every target
+/// starts with the same key.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct TargetIndex {
-    /// The targets whose first segment is this key, in target order.
+    /// The literal targets by [`literal_hash`] of their keys, in target order (a hash may collide, so
+    /// a hit is still checked).
+    by_path: HashMap<u64, Vec<usize>>,
+    /// The other targets (with any key, any index or an open tail) whose first segment is this key,
+    /// in target order.
     by_key: HashMap<String, Vec<usize>>,
-    /// Every other target (the root, and paths that start with any key or any index), in order.
+    /// Every other target (paths that start with any key or any index, or the root's open tail), in
+    /// order.
     rest: Vec<usize>,
 }
 
@@ -187,11 +195,36 @@ impl TargetIndex {
     }
 
     fn add(&mut self, id: usize, target: &Target) {
-        match target.path.first() {
-            Some(SegmentPattern::Key(key)) => self.by_key.entry(key.clone()).or_default().push(id),
+        let keys: Option<Vec<&str>> = target
+            .path
+            .iter()
+            .map(|segment| match segment {
+                SegmentPattern::Key(key) => Some(key.as_str()),
+                _ => None,
+            })
+            .collect();
+        match (keys, target.open_tail, target.path.first()) {
+            (Some(keys), false, _) => self
+                .by_path
+                .entry(literal_hash(keys.into_iter()))
+                .or_default()
+                .push(id),
+            (_, _, Some(SegmentPattern::Key(key))) => {
+                self.by_key.entry(key.clone()).or_default().push(id)
+            }
             _ => self.rest.push(id),
         }
     }
+}
+
+/// A hash of a path of keys, the same for a target's keys and for the JSON strings of a state path.
+fn literal_hash<'a>(keys: impl Iterator<Item = &'a str>) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    for key in keys {
+        hasher.write(key.as_bytes());
+        hasher.write_u8(0xff);
+    }
+    hasher.finish()
 }
 
 /// Why an instruction is outside the language, for feedback.
@@ -316,23 +349,31 @@ impl InstructionSpec {
 
     /// The target whose path pattern matches `path` (a JSON array of segments), if any.
     ///
-    /// Time: O(the targets that start with the path's first key or with no fixed key), not O(targets).
+    /// Time: O(path length + the targets with a pattern segment or an open tail that start with the
+    /// path's first key or with no fixed key), not O(targets).
     pub fn target_for(&self, path: &[Json]) -> Option<&Target> {
-        let keyed = path
-            .first()
-            .and_then(Json::as_str)
-            .and_then(|key| self.index.by_key.get(key))
-            .map_or(&[][..], Vec::as_slice);
         let first = |ids: &[usize]| {
             ids.iter()
                 .copied()
                 .find(|&id| path_matches(&self.targets[id], path))
         };
+        // Only a path of strings can match a literal target (a key never matches an index).
+        let literal = path
+            .iter()
+            .all(Json::is_string)
+            .then(|| literal_hash(path.iter().filter_map(Json::as_str)))
+            .and_then(|hash| self.index.by_path.get(&hash))
+            .and_then(|ids| first(ids));
+        let keyed = path
+            .first()
+            .and_then(Json::as_str)
+            .and_then(|key| self.index.by_key.get(key))
+            .and_then(|ids| first(ids));
         // The first matching target in target order, as if every target were tried in turn.
-        let id = match (first(keyed), first(&self.index.rest)) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b)?,
-        };
+        let id = [literal, keyed, first(&self.index.rest)]
+            .into_iter()
+            .flatten()
+            .min()?;
         self.targets.get(id)
     }
 
