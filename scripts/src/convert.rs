@@ -13,7 +13,7 @@ use std::fmt;
 
 use mlua::{Lua, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value as Json};
-use statecraft_engine::{Key, Path, Segment, Value, escape_pointer_token, parse_path};
+use statecraft_engine::{Instruction, Key, Path, Segment, Value, escape_pointer_token, parse_path};
 
 /// Integers beyond this magnitude cannot be told from their neighbours as Lua doubles.
 const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
@@ -320,6 +320,30 @@ impl Inbound<'_> {
                 LuaValue::Table(table)
             }
         })
+    }
+
+    /// An instruction as the table a script sees: its canonical JSON form (`Instruction::to_json`,
+    /// paths as lists) built directly, without going through JSON.
+    pub(crate) fn instruction(&self, instruction: &Instruction) -> mlua::Result<Table> {
+        let table = self.lua.create_table_with_capacity(0, 8)?;
+        table.raw_set("op", instruction.op.name())?;
+        table.raw_set("path", self.path(&instruction.path)?)?;
+        if let Some(from) = &instruction.from {
+            table.raw_set("from", self.path(from)?)?;
+        }
+        for (key, value) in [
+            ("value", &instruction.value),
+            ("old", &instruction.old),
+            ("metadata", &instruction.metadata),
+        ] {
+            if let Some(value) = value {
+                table.raw_set(key, self.nested(value)?)?;
+            }
+        }
+        if let Some(reason) = &instruction.reason {
+            table.raw_set("reason", reason.as_str())?;
+        }
+        Ok(table)
     }
 
     /// A path as a Lua list (indexes stay 0-based, as in instructions).

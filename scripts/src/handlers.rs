@@ -571,15 +571,15 @@ impl CallbackHandler for LuaHandlers {
 fn batch_to_lua(inbound: &Inbound<'_>, entries: &[Entry]) -> mlua::Result<LuaValue> {
     let list = inbound.lua.create_table_with_capacity(entries.len(), 0)?;
     for (i, entry) in entries.iter().enumerate() {
-        let item = inbound.nested(&Value::from_json(&entry.instruction.to_json()))?;
-        if let (LuaValue::Table(table), Some(span)) = (&item, &entry.span) {
+        let table = inbound.instruction(&entry.instruction)?;
+        if let Some(span) = &entry.span {
             let pair = inbound.lua.create_table_with_capacity(2, 0)?;
             pair.raw_set(1, span.start as f64)?;
             pair.raw_set(2, span.end as f64)?;
             pair.set_metatable(Some(inbound.array_marker.clone()))?;
             table.raw_set("span", pair)?;
         }
-        list.raw_set(i + 1, item)?;
+        list.raw_set(i + 1, table)?;
     }
     list.set_metatable(Some(inbound.array_marker.clone()))?;
     Ok(LuaValue::Table(list))
