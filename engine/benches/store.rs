@@ -12,10 +12,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value as Json, json};
-use statecraft_engine::{
-    Batch, HistoryLimits, Instruction, Path, Policies, SchemaViolation, Segment, StateSchema,
-    Store, Value,
-};
+use statecraft_engine::{Batch, Policies, SchemaViolation, StateSchema, Store, Value};
 
 use common::{ENTITIES, FIELDS, engine_batch, state_json, unbounded, writes};
 
