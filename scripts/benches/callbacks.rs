@@ -156,10 +156,12 @@ fn limiter(c: &mut Criterion) {
     let limited = mlua::Lua::new();
     let budget = Limiter::install(&limited);
     let bare = mlua::Lua::new();
+    let limits = Limits::default();
+    // An installed limiter starts with no budget: loading the functions needs one too.
+    budget.start(limits.max_callback_steps, limits.max_callback_time);
     for lua in [&limited, &bare] {
         lua.load(source).exec().expect("bench functions load");
     }
-    let limits = Limits::default();
     let function = |lua: &mlua::Lua, name: &str| -> mlua::Function {
         lua.globals().get(name).expect("defined")
     };

@@ -13,7 +13,7 @@ use std::fmt;
 
 use mlua::{Lua, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value as Json};
-use statecraft_engine::{Key, Path, Segment, Value, escape_pointer_token, parse_path};
+use statecraft_engine::{Instruction, Key, Path, Segment, Value, escape_pointer_token, parse_path};
 
 /// Integers beyond this magnitude cannot be told from their neighbours as Lua doubles.
 const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
@@ -267,6 +267,114 @@ pub(crate) fn number_to_json(n: f64) -> Result<Number, ConvertError> {
         .ok_or_else(|| ConvertError::new(format!("the number {n} cannot be represented")))
 }
 
+/// Whether `table`, an instruction table a script returned, still holds exactly `instruction` as
+/// [`Inbound::instruction`] built it (plus a `span` member when `with_span`): then decoding it again
+/// would give `instruction` back, and the caller may reuse it. Any doubt (a string path, an integer
+/// where a float was, a member more or less, a metatable) answers `false` and the table is decoded.
+/// Reads raw, like [`Outbound`].
+pub(crate) fn holds_instruction(
+    table: &Table,
+    instruction: &Instruction,
+    array_marker: &Table,
+    with_span: bool,
+) -> bool {
+    let marker = array_marker.to_pointer();
+    let members = 2
+        + usize::from(with_span)
+        + usize::from(instruction.from.is_some())
+        + usize::from(instruction.value.is_some())
+        + usize::from(instruction.old.is_some())
+        + usize::from(instruction.reason.is_some())
+        + usize::from(instruction.metadata.is_some());
+    let field = |key: &str| table.raw_get::<LuaValue>(key).unwrap_or(LuaValue::Nil);
+    let same_value = |key: &str, value: &Option<Value>| match value {
+        Some(value) => holds_value(&field(key), value, marker),
+        None => true,
+    };
+    table.metatable().is_none()
+        && count_pairs(table) == Some(members)
+        && matches!(field("op"), LuaValue::String(op) if op.as_bytes() == instruction.op.name().as_bytes())
+        && holds_path(&field("path"), &instruction.path, marker)
+        && instruction
+            .from
+            .as_ref()
+            .is_none_or(|from| holds_path(&field("from"), from, marker))
+        && same_value("value", &instruction.value)
+        && same_value("old", &instruction.old)
+        && same_value("metadata", &instruction.metadata)
+        && instruction.reason.as_ref().is_none_or(|reason| {
+            matches!(field("reason"), LuaValue::String(text) if text.as_bytes() == reason.as_bytes())
+        })
+}
+
+/// How many members a table has, read raw (`None` if it cannot be read).
+fn count_pairs(table: &Table) -> Option<usize> {
+    let mut count = 0;
+    table
+        .for_each::<LuaValue, LuaValue>(|_, _| {
+            count += 1;
+            Ok(())
+        })
+        .ok()?;
+    Some(count)
+}
+
+/// Whether `value` is a marked list of exactly `len` items.
+fn is_list(value: &LuaValue, len: usize, marker: *const c_void) -> Option<&Table> {
+    let LuaValue::Table(table) = value else {
+        return None;
+    };
+    let marked = table
+        .metatable()
+        .is_some_and(|meta| meta.to_pointer() == marker);
+    (marked && table.raw_len() == len && count_pairs(table) == Some(len)).then_some(table)
+}
+
+/// Whether `value` is the list [`Inbound::path`] makes of `path`.
+fn holds_path(value: &LuaValue, path: &Path, marker: *const c_void) -> bool {
+    let Some(table) = is_list(value, path.len(), marker) else {
+        return false;
+    };
+    path.segments().iter().enumerate().all(|(i, segment)| {
+        match (segment, table.raw_get::<LuaValue>(i + 1)) {
+            (Segment::Key(key), Ok(LuaValue::String(text))) => text.as_bytes() == key.as_bytes(),
+            (Segment::Index(index), Ok(LuaValue::Number(n))) => n == *index as f64,
+            (Segment::Index(index), Ok(LuaValue::Integer(n))) => {
+                usize::try_from(n).is_ok_and(|n| n == *index)
+            }
+            _ => false,
+        }
+    })
+}
+
+/// Whether `lua` converts back (see [`Outbound`]) to exactly `value`.
+fn holds_value(lua: &LuaValue, value: &Value, marker: *const c_void) -> bool {
+    match (value, lua) {
+        (Value::Null, LuaValue::LightUserData(data)) => data.0.is_null(),
+        (Value::Bool(a), LuaValue::Boolean(b)) => a == b,
+        (Value::Number(a), LuaValue::Number(b)) => number_to_json(*b).is_ok_and(|b| *a == b),
+        (Value::Number(a), LuaValue::Integer(b)) => *a == Number::from(*b),
+        (Value::String(a), LuaValue::String(b)) => b.as_bytes() == a.as_bytes(),
+        (Value::Array(items), _) => is_list(lua, items.len(), marker).is_some_and(|table| {
+            items.into_iter().enumerate().all(|(i, item)| {
+                table
+                    .raw_get::<LuaValue>(i + 1)
+                    .is_ok_and(|got| holds_value(&got, item, marker))
+            })
+        }),
+        (Value::Object(map), LuaValue::Table(table)) => {
+            table.metatable().is_none()
+                && count_pairs(table) == Some(map.len())
+                && map.iter().all(|(key, item)| {
+                    table
+                        .raw_get::<LuaValue>(key.as_str())
+                        .is_ok_and(|got| holds_value(&got, item, marker))
+                })
+        }
+        _ => false,
+    }
+}
+
 /// A short type name for messages.
 pub(crate) fn type_name(value: &LuaValue) -> &'static str {
     match value {
@@ -320,6 +428,30 @@ impl Inbound<'_> {
                 LuaValue::Table(table)
             }
         })
+    }
+
+    /// An instruction as the table a script sees: its canonical JSON form (`Instruction::to_json`,
+    /// paths as lists) built directly, without going through JSON.
+    pub(crate) fn instruction(&self, instruction: &Instruction) -> mlua::Result<Table> {
+        let table = self.lua.create_table_with_capacity(0, 8)?;
+        table.raw_set("op", instruction.op.name())?;
+        table.raw_set("path", self.path(&instruction.path)?)?;
+        if let Some(from) = &instruction.from {
+            table.raw_set("from", self.path(from)?)?;
+        }
+        for (key, value) in [
+            ("value", &instruction.value),
+            ("old", &instruction.old),
+            ("metadata", &instruction.metadata),
+        ] {
+            if let Some(value) = value {
+                table.raw_set(key, self.nested(value)?)?;
+            }
+        }
+        if let Some(reason) = &instruction.reason {
+            table.raw_set("reason", reason.as_str())?;
+        }
+        Ok(table)
     }
 
     /// A path as a Lua list (indexes stay 0-based, as in instructions).

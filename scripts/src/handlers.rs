@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ffi::c_void;
 use std::fmt;
 use std::rc::Rc;
 
@@ -23,7 +24,9 @@ use statecraft_engine::{
     find_forbidden_key,
 };
 
-use crate::convert::{ConvertError, Inbound, Outbound, path_from_lua, spelled, type_name};
+use crate::convert::{
+    ConvertError, Inbound, Outbound, holds_instruction, path_from_lua, spelled, type_name,
+};
 use crate::describe;
 use crate::error::LoadError;
 use crate::limiter::{Limiter, where_running};
@@ -500,11 +503,25 @@ impl CallbackHandler for LuaHandlers {
                 call.limits.max_callback_time,
             );
             let max_len = call.limits.max_batch_len;
+            let handed = RefCell::new(HashMap::new());
             let result = self.invoke_with(
                 &hook.function,
                 call.limits,
-                |inbound| Ok(vec![batch_to_lua(inbound, &entries)?]),
-                |state, returned| batch_from_lua(state, returned, max_len),
+                |inbound| {
+                    Ok(vec![batch_to_lua(
+                        inbound,
+                        &entries,
+                        &mut handed.borrow_mut(),
+                    )?])
+                },
+                |state, returned| {
+                    let handed = Handed {
+                        tables: &handed.borrow(),
+                        entries: &entries,
+                        array_marker: &self.array_marker,
+                    };
+                    batch_from_lua(state, returned, max_len, &handed)
+                },
             );
             match result {
                 Ok(Some(returned)) => {
@@ -568,18 +585,25 @@ impl CallbackHandler for LuaHandlers {
 
 /// The batch as `before` hooks receive it: a list of instruction tables, each with the `span` of its
 /// text in the reply (`{start, stop}`, byte offsets, 0-based, `stop` excluded) when it is known.
-fn batch_to_lua(inbound: &Inbound<'_>, entries: &[Entry]) -> mlua::Result<LuaValue> {
+/// `handed` learns which table holds which entry (see [`Handed`]).
+fn batch_to_lua(
+    inbound: &Inbound<'_>,
+    entries: &[Entry],
+    handed: &mut HashMap<*const c_void, usize>,
+) -> mlua::Result<LuaValue> {
     let list = inbound.lua.create_table_with_capacity(entries.len(), 0)?;
+    handed.reserve(entries.len());
     for (i, entry) in entries.iter().enumerate() {
-        let item = inbound.nested(&Value::from_json(&entry.instruction.to_json()))?;
-        if let (LuaValue::Table(table), Some(span)) = (&item, &entry.span) {
+        let table = inbound.instruction(&entry.instruction)?;
+        handed.insert(table.to_pointer(), i);
+        if let Some(span) = &entry.span {
             let pair = inbound.lua.create_table_with_capacity(2, 0)?;
             pair.raw_set(1, span.start as f64)?;
             pair.raw_set(2, span.end as f64)?;
             pair.set_metatable(Some(inbound.array_marker.clone()))?;
             table.raw_set("span", pair)?;
         }
-        list.raw_set(i + 1, item)?;
+        list.raw_set(i + 1, table)?;
     }
     list.set_metatable(Some(inbound.array_marker.clone()))?;
     Ok(LuaValue::Table(list))
@@ -592,6 +616,7 @@ fn batch_from_lua(
     state: &mut CallState,
     returned: &LuaValue,
     max_len: usize,
+    handed: &Handed<'_>,
 ) -> Result<Option<Vec<Entry>>, String> {
     let table = match returned {
         LuaValue::Nil => return Ok(None),
@@ -605,7 +630,7 @@ fn batch_from_lua(
         }
     };
     if has_op(table) {
-        return entry_from_lua(state, returned)
+        return entry_from_lua(state, returned, handed)
             .map(|entry| Some(vec![entry]))
             .map_err(|e| format!("the returned instruction {e}"));
     }
@@ -626,15 +651,38 @@ fn batch_from_lua(
     let mut entries = Vec::with_capacity(len);
     for i in 1..=len {
         let item: LuaValue = table.raw_get(i).unwrap_or(LuaValue::Nil);
-        let entry = entry_from_lua(state, &item)
+        let entry = entry_from_lua(state, &item, handed)
             .map_err(|e| format!("returned instruction {} {e}", i - 1))?;
         entries.push(entry);
     }
     Ok(Some(entries))
 }
 
+/// The instruction tables a `before` hook was handed, to skip decoding those it left as they were:
+/// most hooks edit a few instructions of a batch, and a strict decode costs microseconds each.
+struct Handed<'a> {
+    /// Each table's address and the entry it was built from. An address is only a hint (a collected
+    /// table's address can be reused): the table's contents are compared before the entry is reused.
+    tables: &'a HashMap<*const c_void, usize>,
+    entries: &'a [Entry],
+    array_marker: &'a Table,
+}
+
+impl Handed<'_> {
+    /// The handed-out instruction `table` still holds, untouched.
+    fn unchanged(&self, table: &Table, with_span: bool) -> Option<Instruction> {
+        let entry = &self.entries[*self.tables.get(&table.to_pointer())?];
+        holds_instruction(table, &entry.instruction, self.array_marker, with_span)
+            .then(|| entry.instruction.clone())
+    }
+}
+
 /// One returned instruction table and its `span`.
-fn entry_from_lua(state: &mut CallState, value: &LuaValue) -> Result<Entry, String> {
+fn entry_from_lua(
+    state: &mut CallState,
+    value: &LuaValue,
+    handed: &Handed<'_>,
+) -> Result<Entry, String> {
     let LuaValue::Table(table) = value else {
         return Err(format!("is of type {}, not a table", type_name(value)));
     };
@@ -652,7 +700,10 @@ fn entry_from_lua(state: &mut CallState, value: &LuaValue) -> Result<Entry, Stri
         Ok(LuaValue::Nil) => None,
         _ => return Err("has a span that is not {start, stop}".to_owned()),
     };
-    let instruction = instruction_from(state, value, true)?;
+    let instruction = match handed.unchanged(table, span.is_some()) {
+        Some(instruction) => instruction,
+        None => instruction_from(state, value, true)?,
+    };
     Ok(Entry { instruction, span })
 }
 

@@ -102,6 +102,37 @@ end)
     assert_eq!(done.results.len(), 2);
 }
 
+/// Untouched tables are not decoded again (they are compared with what was handed out), so every
+/// kind of in-place edit must still be seen: deep in a value, a string, a number, a member added.
+#[rstest]
+#[case::nested_item("ins.value.a[2] = 3", json!({"a": [1, 2]}), json!({"a": [1, 3]}), None)]
+#[case::string_edited("ins.value.c = 'y'", json!({"c": "x"}), json!({"c": "y"}), None)]
+#[case::member_added("ins.reason = 'why'", json!({"a": []}), json!({"a": []}), Some("why"))]
+#[case::number_edited("ins.value.b = 2", json!({"b": 2.5}), json!({"b": 2}), None)]
+fn in_place_edits_of_the_handed_out_tables_are_seen(
+    #[case] edit: &str,
+    #[case] value: serde_json::Value,
+    #[case] expected: serde_json::Value,
+    #[case] reason: Option<&str>,
+) {
+    let source = format!(
+        "before(function(ctx, batch)\n    local ins = batch[1]\n    {edit}\n    return batch\nend)\n"
+    );
+    let mut store = store(&[("edit.lua", source.as_str())], json!({"x": null}));
+    let done = commit(
+        &mut store,
+        &batch(json!([
+            {"op": "assign", "path": ["x"], "value": value},
+            {"op": "assign", "path": ["y"], "value": 1},
+        ])),
+    );
+    let notes = notes(&done);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].1, Some(0), "{notes:?}");
+    assert_eq!(state(&store), json!({"x": expected, "y": 1}));
+    assert_eq!(done.changes[0].reason.as_deref(), reason);
+}
+
 #[test]
 fn a_hook_that_returns_nil_or_the_same_batch_reports_nothing() {
     let mut store = store(
