@@ -28,7 +28,8 @@ pub struct Limiter {
 }
 
 impl Limiter {
-    /// Installs the interrupt on `lua`; the budget starts unlimited until [`Limiter::start`].
+    /// Installs the interrupt on `lua`. Until [`Limiter::start`] the budget is empty: code that runs
+    /// before it is stopped at its first interrupt, so nothing runs unbounded by mistake.
     pub fn install(lua: &Lua) -> Rc<Limiter> {
         let limiter = Rc::new(Limiter::default());
         let shared = Rc::clone(&limiter);
