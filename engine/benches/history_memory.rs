@@ -1,15 +1,21 @@
-//! Retained history memory per op, measured with a counting global allocator: live heap bytes after
-//! 2,000 batches with history kept, minus the same run without history. A program of its own, so that
-//! the counting allocator never runs under a timed benchmark (`store.rs` times with the system
-//! allocator). Run: `cargo bench -p statecraft-engine --bench history_memory`.
+//! Retained history memory, measured with a counting global allocator: per op (live heap bytes after
+//! 2,000 batches with history kept, minus the same run without history), and what the chat timeline
+//! of `timeline.rs` keeps alive, with and without checkpoints. A program of its own, so that the
+//! counting allocator never runs under a timed benchmark (`store.rs` and `timeline.rs` time with the
+//! system allocator). Run: `cargo bench -p statecraft-engine --bench history_memory`.
 
 mod common;
+// The timeline's chat; this program plays it but needs none of its reply helpers.
+#[allow(dead_code)]
+#[path = "common/chat.rs"]
+mod chat;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use statecraft_engine::{Batch, HistoryLimits, Store, Value};
 
+use chat::{CHANGES, MESSAGES, SWIPES};
 use common::{BATCH, ENTITIES, FIELDS, engine_batch, state_json, unbounded, writes};
 
 /// Counts live heap bytes so that retained history can be measured, not estimated.
@@ -73,7 +79,61 @@ fn history_memory() {
     );
 }
 
+/// Plays the chat (`common/chat.rs`) on a store.
+fn play_chat(store: &mut Store, characters: usize, fields: usize) {
+    chat::play(characters, fields, |batch, options| {
+        assert!(store.apply_with(batch, options).is_committed());
+    });
+}
+
+/// What the chat's history keeps alive: live bytes with the chat played, minus a store of the same
+/// final state without history.
+fn chat_memory() {
+    for (name, every) in [
+        ("default checkpoints", None),
+        ("no checkpoints", Some(u64::MAX)),
+    ] {
+        let start = LIVE.load(Ordering::Relaxed);
+        let store = match every {
+            None => {
+                let mut store = Store::builder(Value::from(&chat::state_json(100, 100)))
+                    .history_limits(unbounded())
+                    .build()
+                    .unwrap();
+                play_chat(&mut store, 100, 100);
+                store
+            }
+            Some(every) => {
+                let mut store = Store::builder(Value::from(&chat::state_json(100, 100)))
+                    .history_limits(unbounded())
+                    .checkpoint_every(every)
+                    .build()
+                    .unwrap();
+                play_chat(&mut store, 100, 100);
+                store
+            }
+        };
+        let with_history = LIVE.load(Ordering::Relaxed) - start;
+        let bare = {
+            let start = LIVE.load(Ordering::Relaxed);
+            let copy = Value::from_json(&store.state().to_json());
+            let bytes = LIVE.load(Ordering::Relaxed) - start;
+            drop(copy);
+            bytes
+        };
+        let ops = (MESSAGES * SWIPES * CHANGES) as f64;
+        println!(
+            "chat memory ({name}): {:.1} MB with history, {:.1} MB for the state alone; history {:.0} bytes per change ({} estimated by the store)",
+            with_history as f64 / 1e6,
+            bare as f64 / 1e6,
+            (with_history - bare) as f64 / ops,
+            store.history_bytes() / (MESSAGES * SWIPES * CHANGES)
+        );
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench` (and any filter); there is nothing to filter here.
     history_memory();
+    chat_memory();
 }

@@ -7,47 +7,17 @@
 //! two sibling swipes at 10k and 1M keys (baseline: restoring a stored full copy, as MVU does),
 //! `state_at` of steps spread over the whole tree (baseline: the same store without checkpoints,
 //! replaying from the live state or the root), and apply with this tree in place against apply with a
-//! plain line of as many steps (what history was before the tree). Retained memory (counted by a global
-//! allocator) is printed before the timings.
+//! plain line of as many steps (what history was before the tree). What the chat's history keeps alive
+//! is measured by `history_memory.rs`, so that its counting allocator never runs under these timings.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use criterion::{Criterion, criterion_group};
 use statecraft_engine::{Batch, HistoryLimits, StepId, Store, Value};
 
 #[path = "common/chat.rs"]
 mod chat;
-use chat::{CHANGES, Lcg, MESSAGES, SWIPES, label, reply, state_json};
-
-/// Counts live heap bytes, to measure what the tree keeps alive.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: delegates to the system allocator and only adds bookkeeping.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+use chat::{Lcg, MESSAGES, SWIPES, label, reply, state_json};
 
 fn unbounded() -> HistoryLimits {
     HistoryLimits {
@@ -71,44 +41,6 @@ fn chat_store(characters: usize, fields: usize, checkpoint_every: u64) -> Store 
         .unwrap();
     chat(&mut store, characters, fields);
     store
-}
-
-/// What the chat's history keeps alive: live bytes with the chat played, minus a store of the same
-/// final state without history.
-fn memory() {
-    for (name, every) in [
-        ("default checkpoints", None),
-        ("no checkpoints", Some(u64::MAX)),
-    ] {
-        let start = LIVE.load(Ordering::Relaxed);
-        let store = match every {
-            None => {
-                let mut store = Store::builder(Value::from(&state_json(100, 100)))
-                    .history_limits(unbounded())
-                    .build()
-                    .unwrap();
-                chat(&mut store, 100, 100);
-                store
-            }
-            Some(every) => chat_store(100, 100, every),
-        };
-        let with_history = LIVE.load(Ordering::Relaxed) - start;
-        let bare = {
-            let start = LIVE.load(Ordering::Relaxed);
-            let copy = Value::from_json(&store.state().to_json());
-            let bytes = LIVE.load(Ordering::Relaxed) - start;
-            drop(copy);
-            bytes
-        };
-        let ops = (MESSAGES * SWIPES * CHANGES) as f64;
-        println!(
-            "chat memory ({name}): {:.1} MB with history, {:.1} MB for the state alone; history {:.0} bytes per change ({} estimated by the store)",
-            with_history as f64 / 1e6,
-            bare as f64 / 1e6,
-            (with_history - bare) as f64 / ops,
-            store.history_bytes() / (MESSAGES * SWIPES * CHANGES)
-        );
-    }
 }
 
 fn swipe_switch(c: &mut Criterion) {
@@ -211,7 +143,6 @@ criterion_group! {
 }
 
 fn main() {
-    memory();
     benches();
     Criterion::default().configure_from_args().final_summary();
 }
