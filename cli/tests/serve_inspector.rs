@@ -1,13 +1,8 @@
 //! The inspector page that `statecraft serve` serves at `/`: its files pass the guard's `Host` and
 //! `Origin` checks but need no token (the page must load to ask for it), while the API still does;
-//! and the page itself, in Debian's chromium driven by playwright-core (`cli/tests/inspector/`),
-//! against a real server. Without node, chromium or the test's `node_modules` the browser test says so
-//! and skips; under CI (which installs them) that is a failure.
+//! the page itself runs in a real browser in `inspector_browser.rs`.
 
 mod http;
-
-use std::path::Path;
-use std::process::Command;
 
 use http::{Server, sqlite};
 
@@ -63,70 +58,4 @@ fn without_a_token_the_page_answers_only_loopback_hosts() {
     let rebound = server.call_with("GET", "/", None, &[("Host", "evil.example:8765")]);
     assert_eq!(rebound.status, 403, "{rebound:?}");
     assert_eq!(rebound.kind(), "host_not_allowed");
-}
-
-/// Says why the browser test cannot run, skipping outside CI and failing under it.
-fn skip(message: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{message} (a failure under CI)"
-    );
-    eprintln!("SKIPPED: {message}");
-}
-
-#[test]
-fn the_inspector_passes_its_browser_tests() {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inspector");
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
-    let node = Command::new("node").arg("--version").output();
-    let Some(node) = node.ok().filter(|output| output.status.success()) else {
-        return skip("node is not installed; skipping the inspector's browser tests");
-    };
-    // playwright-core needs Node.js 20 or later.
-    let version = String::from_utf8_lossy(&node.stdout).trim().to_owned();
-    let major: u32 = version
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|major| major.parse().ok())
-        .unwrap_or(0);
-    if major < 20 {
-        return skip(&format!(
-            "node {version} is older than 20, which playwright-core needs; skipping the inspector's \
-             browser tests"
-        ));
-    }
-    if !Path::new(&chromium).exists() {
-        return skip(&format!(
-            "no chromium at {chromium} (apt-get install chromium); skipping the inspector's browser tests"
-        ));
-    }
-    if !folder.join("node_modules/playwright-core").exists() {
-        return skip(
-            "playwright-core is not installed (npm ci in cli/tests/inspector); skipping the \
-             inspector's browser tests",
-        );
-    }
-    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("inspector-screenshots");
-    let run = Command::new("node")
-        .args(["--test", "inspector.test.js"])
-        .current_dir(&folder)
-        .env("STATECRAFT_BIN", env!("CARGO_BIN_EXE_statecraft"))
-        .env("STATECRAFT_ARTIFACTS", &artifacts)
-        .env("CHROMIUM", &chromium)
-        .output()
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        run.status.success(),
-        "the inspector's browser tests failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("# fail 0"), "{stdout}");
-    let summary: Vec<&str> = stdout
-        .lines()
-        .filter(|line| line.starts_with("# ") && !line.starts_with("# Subtest"))
-        .collect();
-    eprintln!("{}", summary.join("\n"));
-    eprintln!("screenshots in {}", artifacts.display());
 }
