@@ -8,7 +8,8 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { startServer } from "./server.js";
+// The JavaScript client's test helper starts the real server; both tests share it.
+import { startServer } from "../../../clients/js/test/server.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const artifacts = process.env.STATECRAFT_ARTIFACTS || resolve(here, "../../../target/inspector-screenshots");
