@@ -17,6 +17,11 @@
 //! - Whitespace between tokens is at most 20 spaces, tabs or newlines, so a model cannot stall on it.
 //! - A `\u` escape cannot name a UTF-16 surrogate (`\uD800`-`\uDFFF`): a lone one is not valid JSON
 //!   text for most parsers, and characters outside the basic plane can be written as they are.
+//! - The `reason` string is spelt as a right-recursive rule (`reason-text`), the same language as
+//!   `string`. Decoders with a lexer (llguidance) turn every rule that uses no recursive rule into one
+//!   lexeme, and a lexer does not back up: an instruction that became one lexeme hid the shorter `{`
+//!   of an instruction beside it that could not (one with a free `value`), so the second could never
+//!   be written. Every instruction has the optional reason member, so no instruction becomes a lexeme.
 
 use std::fmt::Write as _;
 
@@ -33,7 +38,9 @@ string ::= "\"" char* "\""
 char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))
 index ::= "0" | [1-9] [0-9]{0,15}
 array-index ::= index | "\"" index "\""
-reason-member ::= (ws "," ws "\"reason\"" ws ":" ws string)?
+reason-member ::= (ws "," ws "\"reason\"" ws ":" ws reason-text)?
+reason-text ::= "\"" reason-rest
+reason-rest ::= "\"" | char reason-rest
 segment ::= string | index
 unsigned-number ::= ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?
 number ::= "-"? unsigned-number

@@ -198,12 +198,6 @@ fn case(name: &str, spec: &InstructionSpec, batches: &Json) -> (Json, Vec<(Strin
     (job, expected)
 }
 
-/// The romance card's `fortune` handler lists no arguments, so it takes any: the one valid batch
-/// llguidance's GBNF reader refuses (see `check`).
-fn callback_taking_anything(case: &str, label: &str) -> bool {
-    case == "romance" && label == "valid 3"
-}
-
 const TEST: &str = "real_decoders_compile_the_schema_and_grammar_and_keep_to_the_language";
 
 /// This test has its own `main` (`harness = false`) so that a missing decoder environment shows in
@@ -305,12 +299,6 @@ fn check(python: &Path) {
                 } else if label.starts_with("out_of_range") && !decoder.starts_with("llguidance") {
                     // outlines-core does not read numeric bounds (the schema states them anyway).
                     println!("{name}: {decoder} lets {label} through: it does not enforce bounds");
-                } else if decoder == "llguidance-gbnf" && callback_taking_anything(name, label) {
-                    // llguidance 1.9's GBNF reader refuses a callback whose arguments are any list
-                    // when the grammar also has integer-range rules (it accepts the same text with
-                    // only that instruction's rule, and through the JSON Schema); the schema path
-                    // is the one to use with it for such cards. Any other refusal still fails.
-                    println!("{name}: {decoder} refuses {label}, a callback taking any arguments");
                 } else {
                     let verb = if *accept { "refused" } else { "accepted" };
                     problems.push(format!("{name}: {decoder} {verb} {label}"));
