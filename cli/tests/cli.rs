@@ -709,6 +709,18 @@ fn convert_instructions_to_jsonpatch_explains_why_not() {
 }
 
 #[test]
+fn convert_of_an_empty_batch_to_jsonpatch_is_the_empty_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "json", "--to", "jsonpatch", "-"],
+        "[]",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout.trim(), "[]");
+}
+
+#[test]
 fn convert_of_invalid_json_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let run = run_in(

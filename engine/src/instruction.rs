@@ -308,11 +308,6 @@ impl Batch {
         self.instructions.is_empty()
     }
 
-    /// Whether this batch came from a JSON Patch document (its ops are RFC 6902 ops).
-    pub fn is_json_patch(&self) -> bool {
-        self.instructions.iter().any(|i| i.op.is_json_patch())
-    }
-
     /// The canonical JSON form.
     pub fn to_json(&self) -> Json {
         Json::Array(self.instructions.iter().map(Instruction::to_json).collect())

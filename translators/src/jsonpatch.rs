@@ -160,24 +160,26 @@ fn byte_offset(text: &str, line: usize, column: usize) -> usize {
 /// knowing the state. The error names each such instruction; the way to a patch from instructions is
 /// to apply them and export the change log ([`from_changes`]). Time: O(size of the batch).
 pub fn from_batch(batch: &Batch) -> Result<Json, BatchErrors> {
-    if !batch.is_json_patch() {
-        let errors = batch
-            .instructions
-            .iter()
-            .enumerate()
-            .filter(|(_, instruction)| !instruction.op.is_json_patch())
-            .map(|(index, instruction)| {
-                BatchError::in_field(
-                    ErrorKind::UnknownOp,
-                    &Trail(vec![index]),
-                    "/op",
-                    format!(
-                        "`{}` has no json patch form without a state; apply the batch and export its change log instead",
-                        instruction.op.name()
-                    ),
-                )
-            })
-            .collect();
+    // Every instruction is checked: a batch built in code may mix both kinds (decoding refuses that),
+    // and an empty batch is the empty document.
+    let errors: Vec<BatchError> = batch
+        .instructions
+        .iter()
+        .enumerate()
+        .filter(|(_, instruction)| !instruction.op.is_json_patch())
+        .map(|(index, instruction)| {
+            BatchError::in_field(
+                ErrorKind::UnknownOp,
+                &Trail(vec![index]),
+                "/op",
+                format!(
+                    "`{}` has no json patch form without a state; apply the batch and export its change log instead",
+                    instruction.op.name()
+                ),
+            )
+        })
+        .collect();
+    if !errors.is_empty() {
         return Err(BatchErrors(errors));
     }
     let mut json = batch.to_json();

@@ -109,4 +109,17 @@ fn a_patch_batch_is_written_back_as_its_document_and_instructions_have_no_patch_
     assert_eq!(fields.len(), 2, "{fields:#?}");
     assert!(fields[0].starts_with("instruction 0, field /op: `assign` has no json patch form"));
     assert!(fields[1].starts_with("instruction 1, field /op: `increment` has no json patch form"));
+
+    // Decoding refuses a text that mixes both kinds, but a host can build such a batch in code: it
+    // has no patch form either, and only the instructions without one are named.
+    let mut mixed = read.batch.clone();
+    mixed
+        .instructions
+        .insert(1, instructions.instructions[1].clone());
+    let errors = jsonpatch::from_batch(&mixed).unwrap_err();
+    let fields: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(fields.len(), 1, "{fields:#?}");
+    assert!(fields[0].starts_with("instruction 1, field /op: `increment` has no json patch form"));
+
+    assert_eq!(jsonpatch::from_batch(&Batch::default()), Ok(json!([])));
 }
