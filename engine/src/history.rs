@@ -279,6 +279,13 @@ impl History {
         StepId(self.next_id)
     }
 
+    /// Uses up the next id without recording a step: with history off a commit is a step that is
+    /// dropped at once, so its id is never given again and the next batch draws anew (`Random` is
+    /// keyed by the id).
+    pub(crate) fn skip_id(&mut self) {
+        self.next_id += 1;
+    }
+
     pub(crate) fn step(&self, id: StepId) -> Option<&Step> {
         self.steps.get(&id)
     }

@@ -521,6 +521,9 @@ impl Store {
         let recorded = !commit.changes.is_empty() || options.label.is_some();
         if self.history.limits().max_steps == 0 {
             self.history.rebase(&self.root, size);
+            if recorded {
+                self.history.skip_id();
+            }
         } else if recorded {
             let id = self.history.next_id();
             commit.label_moved_from = self.history.push(
@@ -679,7 +682,9 @@ impl Store {
         self.history.bytes()
     }
 
-    /// The id the next step will get. Ids only grow, so one a host kept never names another step.
+    /// The id the next step will get. Ids only grow, so one a host kept never names another step. With
+    /// history off, every commit that would have made a step still uses up an id (the step is dropped
+    /// at once), so that each batch's `ctx.random` draws differ.
     pub fn next_step_id(&self) -> StepId {
         self.history.next_id()
     }

@@ -644,6 +644,10 @@ proptest! {
                                     prop_assert!(commit.trimmed.is_empty());
                                     if model.max_steps == 0 {
                                         model.root = state;
+                                        // The step is dropped at once, but its id is used up.
+                                        if !commit.changes.is_empty() || l.is_some() {
+                                            model.next_id += 1;
+                                        }
                                     }
                                 }
                                 Some(id) => {

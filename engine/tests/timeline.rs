@@ -335,10 +335,31 @@ fn with_history_off_the_root_follows_the_state() {
         .committed()
         .unwrap();
     assert_eq!(commit.step, None);
+    // The step was dropped at once, but its id is used up: it is never given again, and the next
+    // batch's `Random` differs.
+    assert_eq!(store.next_step_id(), StepId::new(3));
     assert_eq!(store.current_step(), StepId::ROOT);
     assert_eq!(
         store.state_at(StepId::ROOT).unwrap().value().to_json(),
         json!({"n": 2})
     );
     assert_eq!(store.undo().unwrap(), None);
+}
+
+#[test]
+fn with_history_off_a_batch_that_changes_nothing_uses_no_step_id_unless_labelled() {
+    let mut store = Store::new(Value::from(json!({"n": 0})));
+    store.set_history_limits(HistoryLimits {
+        max_steps: 0,
+        max_bytes: 0,
+    });
+    let nothing = batch(json!([]));
+    store.apply(&nothing).committed().unwrap();
+    assert_eq!(store.next_step_id(), StepId::new(1));
+    let labelled = ApplyOptions {
+        label: Some("m1".to_owned()),
+        ..ApplyOptions::default()
+    };
+    store.apply_with(&nothing, &labelled).committed().unwrap();
+    assert_eq!(store.next_step_id(), StepId::new(2));
 }

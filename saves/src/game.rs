@@ -503,7 +503,9 @@ impl Game {
                 self.append(&TimelineRecord::Step(step))?;
             } else if self.store.history_limits().max_steps == 0 {
                 // History is off: there is no step to record, so the new state itself becomes the base.
-                if !commit.changes.is_empty() {
+                // A labelled commit used up a step id even if it changed nothing (see
+                // `Store::next_step_id`), and the rewrite records the next id with the state.
+                if !commit.changes.is_empty() || options.label.is_some() {
                     self.guard(Game::compact)?;
                 }
             } else if commit.parent != before {

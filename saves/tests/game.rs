@@ -226,7 +226,16 @@ fn with_history_off_the_state_still_survives() {
     );
     push(&mut game, 1, "a");
     push(&mut game, 2, "b");
+    // A labelled batch that changes nothing still uses up a step id, which the save keeps too.
+    let nothing = game.apply(&batch(json!([])), Some("c")).expect("apply");
+    assert!(nothing.is_committed());
+    assert_eq!(game.store().next_step_id().get(), 4);
     let mut game = reopen(game);
+    assert_eq!(
+        game.store().next_step_id().get(),
+        4,
+        "step ids (and so the draws of ctx.random) go on where they stopped"
+    );
     assert_eq!(game.state().to_json(), json!({"hp": 10, "log": [1, 2]}));
     assert_eq!(game.store().history().count(), 0);
     assert_eq!(game.undo().unwrap(), None);

@@ -267,6 +267,35 @@ pub(crate) fn number_to_json(n: f64) -> Result<Number, ConvertError> {
         .ok_or_else(|| ConvertError::new(format!("the number {n} cannot be represented")))
 }
 
+/// The member names of instruction tables, made once per VM: a string kept as a handle is pushed by
+/// reference, while a `&str` is hashed and looked up in the VM's string table on every use.
+#[derive(Debug)]
+pub(crate) struct MemberNames {
+    pub(crate) op: mlua::LuaString,
+    pub(crate) path: mlua::LuaString,
+    pub(crate) from: mlua::LuaString,
+    pub(crate) value: mlua::LuaString,
+    pub(crate) old: mlua::LuaString,
+    pub(crate) metadata: mlua::LuaString,
+    pub(crate) reason: mlua::LuaString,
+    pub(crate) span: mlua::LuaString,
+}
+
+impl MemberNames {
+    pub(crate) fn new(lua: &Lua) -> mlua::Result<MemberNames> {
+        Ok(MemberNames {
+            op: lua.create_string("op")?,
+            path: lua.create_string("path")?,
+            from: lua.create_string("from")?,
+            value: lua.create_string("value")?,
+            old: lua.create_string("old")?,
+            metadata: lua.create_string("metadata")?,
+            reason: lua.create_string("reason")?,
+            span: lua.create_string("span")?,
+        })
+    }
+}
+
 /// Whether `table`, an instruction table a script returned, still holds exactly `instruction` as
 /// [`Inbound::instruction`] built it (plus a `span` member when `with_span`): then decoding it again
 /// would give `instruction` back, and the caller may reuse it. Any doubt (a string path, an integer
@@ -276,6 +305,7 @@ pub(crate) fn holds_instruction(
     table: &Table,
     instruction: &Instruction,
     array_marker: &Table,
+    names: &MemberNames,
     with_span: bool,
 ) -> bool {
     let marker = array_marker.to_pointer();
@@ -286,32 +316,33 @@ pub(crate) fn holds_instruction(
         + usize::from(instruction.old.is_some())
         + usize::from(instruction.reason.is_some())
         + usize::from(instruction.metadata.is_some());
-    let field = |key: &str| table.raw_get::<LuaValue>(key).unwrap_or(LuaValue::Nil);
-    let same_value = |key: &str, value: &Option<Value>| match value {
+    let field = |key: &mlua::LuaString| table.raw_get::<LuaValue>(key).unwrap_or(LuaValue::Nil);
+    let same_value = |key: &mlua::LuaString, value: &Option<Value>| match value {
         Some(value) => holds_value(&field(key), value, marker),
         None => true,
     };
     table.metatable().is_none()
         && count_pairs(table) == Some(members)
-        && matches!(field("op"), LuaValue::String(op) if op.as_bytes() == instruction.op.name().as_bytes())
-        && holds_path(&field("path"), &instruction.path, marker)
+        && matches!(field(&names.op), LuaValue::String(op) if op.as_bytes() == instruction.op.name().as_bytes())
+        && holds_path(&field(&names.path), &instruction.path, marker)
         && instruction
             .from
             .as_ref()
-            .is_none_or(|from| holds_path(&field("from"), from, marker))
-        && same_value("value", &instruction.value)
-        && same_value("old", &instruction.old)
-        && same_value("metadata", &instruction.metadata)
+            .is_none_or(|from| holds_path(&field(&names.from), from, marker))
+        && same_value(&names.value, &instruction.value)
+        && same_value(&names.old, &instruction.old)
+        && same_value(&names.metadata, &instruction.metadata)
         && instruction.reason.as_ref().is_none_or(|reason| {
-            matches!(field("reason"), LuaValue::String(text) if text.as_bytes() == reason.as_bytes())
+            matches!(field(&names.reason), LuaValue::String(text) if text.as_bytes() == reason.as_bytes())
         })
 }
 
-/// How many members a table has, read raw (`None` if it cannot be read).
-fn count_pairs(table: &Table) -> Option<usize> {
+/// How many members a table has, read raw (`None` if it cannot be read). Keys and values are read
+/// as booleans, which takes no handle on them.
+pub(crate) fn count_pairs(table: &Table) -> Option<usize> {
     let mut count = 0;
     table
-        .for_each::<LuaValue, LuaValue>(|_, _| {
+        .for_each::<bool, bool>(|_, _| {
             count += 1;
             Ok(())
         })
@@ -415,7 +446,7 @@ impl Inbound<'_> {
             Value::Array(items) => {
                 let table = self.lua.create_table_with_capacity(items.len(), 0)?;
                 for (i, item) in items.iter().enumerate() {
-                    table.raw_set(i + 1, self.nested(item)?)?;
+                    self.set(&table, i + 1, item)?;
                 }
                 table.set_metatable(Some(self.array_marker.clone()))?;
                 LuaValue::Table(table)
@@ -423,33 +454,46 @@ impl Inbound<'_> {
             Value::Object(map) => {
                 let table = self.lua.create_table_with_capacity(0, map.len())?;
                 for (key, item) in map {
-                    table.raw_set(self.lua.create_string(key.as_bytes())?, self.nested(item)?)?;
+                    self.set(&table, key.as_str(), item)?;
                 }
                 LuaValue::Table(table)
             }
         })
     }
 
+    /// Sets `table[key]` to a copy of `item`. Strings are pushed straight onto the stack: making each
+    /// one a handle first (as [`Inbound::nested`] must) costs a slot and its release.
+    fn set(&self, table: &Table, key: impl mlua::IntoLua, item: &Value) -> mlua::Result<()> {
+        match item {
+            Value::String(text) => table.raw_set(key, &**text),
+            other => table.raw_set(key, self.nested(other)?),
+        }
+    }
+
     /// An instruction as the table a script sees: its canonical JSON form (`Instruction::to_json`,
     /// paths as lists) built directly, without going through JSON.
-    pub(crate) fn instruction(&self, instruction: &Instruction) -> mlua::Result<Table> {
+    pub(crate) fn instruction(
+        &self,
+        instruction: &Instruction,
+        names: &MemberNames,
+    ) -> mlua::Result<Table> {
         let table = self.lua.create_table_with_capacity(0, 8)?;
-        table.raw_set("op", instruction.op.name())?;
-        table.raw_set("path", self.path(&instruction.path)?)?;
+        table.raw_set(&names.op, instruction.op.name())?;
+        table.raw_set(&names.path, self.path(&instruction.path)?)?;
         if let Some(from) = &instruction.from {
-            table.raw_set("from", self.path(from)?)?;
+            table.raw_set(&names.from, self.path(from)?)?;
         }
         for (key, value) in [
-            ("value", &instruction.value),
-            ("old", &instruction.old),
-            ("metadata", &instruction.metadata),
+            (&names.value, &instruction.value),
+            (&names.old, &instruction.old),
+            (&names.metadata, &instruction.metadata),
         ] {
             if let Some(value) = value {
-                table.raw_set(key, self.nested(value)?)?;
+                self.set(&table, key, value)?;
             }
         }
         if let Some(reason) = &instruction.reason {
-            table.raw_set("reason", reason.as_str())?;
+            table.raw_set(&names.reason, reason.as_str())?;
         }
         Ok(table)
     }
@@ -459,9 +503,7 @@ impl Inbound<'_> {
         let table = self.lua.create_table_with_capacity(path.len(), 0)?;
         for (i, segment) in path.segments().iter().enumerate() {
             match segment {
-                Segment::Key(key) => {
-                    table.raw_set(i + 1, self.lua.create_string(key.as_bytes())?)?
-                }
+                Segment::Key(key) => table.raw_set(i + 1, key.as_str())?,
                 Segment::Index(index) => table.raw_set(i + 1, *index as f64)?,
             }
         }

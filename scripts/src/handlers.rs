@@ -9,7 +9,7 @@
 //! `Limits::max_error_text`; the VM is collected and stays usable. This module never changes the
 //! state itself: it only answers with instructions that the engine validates and runs.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::fmt;
@@ -25,7 +25,8 @@ use statecraft_engine::{
 };
 
 use crate::convert::{
-    ConvertError, Inbound, Outbound, holds_instruction, path_from_lua, spelled, type_name,
+    ConvertError, Inbound, MemberNames, Outbound, count_pairs, holds_instruction, path_from_lua,
+    spelled, type_name,
 };
 use crate::describe;
 use crate::error::LoadError;
@@ -155,6 +156,8 @@ pub struct LuaHandlers {
     limiter: Rc<Limiter>,
     ctx: Table,
     array_marker: Table,
+    /// The member names of instruction tables, for `before` hooks.
+    names: MemberNames,
 }
 
 impl fmt::Debug for LuaHandlers {
@@ -239,6 +242,7 @@ impl LuaHandlers {
             .map_err(vm_error)?;
         array_marker.set_readonly(true);
         let ctx = make_ctx(&lua, &call, &limiter, &array_marker).map_err(vm_error)?;
+        let names = MemberNames::new(&lua).map_err(vm_error)?;
         install_globals(&lua, &registrations, &array_marker).map_err(vm_error)?;
         sandbox::seal(&lua).map_err(vm_error)?;
 
@@ -272,6 +276,7 @@ impl LuaHandlers {
             limiter,
             ctx,
             array_marker,
+            names,
         })
     }
 
@@ -503,7 +508,7 @@ impl CallbackHandler for LuaHandlers {
                 call.limits.max_callback_time,
             );
             let max_len = call.limits.max_batch_len;
-            let handed = RefCell::new(HashMap::new());
+            let handed = RefCell::new(Vec::new());
             let result = self.invoke_with(
                 &hook.function,
                 call.limits,
@@ -511,14 +516,17 @@ impl CallbackHandler for LuaHandlers {
                     Ok(vec![batch_to_lua(
                         inbound,
                         &entries,
+                        &self.names,
                         &mut handed.borrow_mut(),
                     )?])
                 },
                 |state, returned| {
                     let handed = Handed {
                         tables: &handed.borrow(),
+                        by_address: OnceCell::new(),
                         entries: &entries,
                         array_marker: &self.array_marker,
+                        names: &self.names,
                     };
                     batch_from_lua(state, returned, max_len, &handed)
                 },
@@ -585,23 +593,24 @@ impl CallbackHandler for LuaHandlers {
 
 /// The batch as `before` hooks receive it: a list of instruction tables, each with the `span` of its
 /// text in the reply (`{start, stop}`, byte offsets, 0-based, `stop` excluded) when it is known.
-/// `handed` learns which table holds which entry (see [`Handed`]).
+/// `handed` learns the address of each entry's table, in order (see [`Handed`]).
 fn batch_to_lua(
     inbound: &Inbound<'_>,
     entries: &[Entry],
-    handed: &mut HashMap<*const c_void, usize>,
+    names: &MemberNames,
+    handed: &mut Vec<*const c_void>,
 ) -> mlua::Result<LuaValue> {
     let list = inbound.lua.create_table_with_capacity(entries.len(), 0)?;
     handed.reserve(entries.len());
     for (i, entry) in entries.iter().enumerate() {
-        let table = inbound.instruction(&entry.instruction)?;
-        handed.insert(table.to_pointer(), i);
+        let table = inbound.instruction(&entry.instruction, names)?;
+        handed.push(table.to_pointer());
         if let Some(span) = &entry.span {
             let pair = inbound.lua.create_table_with_capacity(2, 0)?;
             pair.raw_set(1, span.start as f64)?;
             pair.raw_set(2, span.end as f64)?;
             pair.set_metatable(Some(inbound.array_marker.clone()))?;
-            table.raw_set("span", pair)?;
+            table.raw_set(&names.span, pair)?;
         }
         list.raw_set(i + 1, table)?;
     }
@@ -630,13 +639,12 @@ fn batch_from_lua(
         }
     };
     if has_op(table) {
-        return entry_from_lua(state, returned, handed)
+        return entry_from_lua(state, returned, 0, handed)
             .map(|entry| Some(vec![entry]))
             .map_err(|e| format!("the returned instruction {e}"));
     }
     let len = table.raw_len();
-    let pairs = table.clone().pairs::<LuaValue, LuaValue>().count();
-    if pairs != len {
+    if count_pairs(table) != Some(len) {
         return Err(
             "a before hook returns the batch as a list (keys 1..n) of instruction tables; the table \
              returned has other keys"
@@ -651,7 +659,7 @@ fn batch_from_lua(
     let mut entries = Vec::with_capacity(len);
     for i in 1..=len {
         let item: LuaValue = table.raw_get(i).unwrap_or(LuaValue::Nil);
-        let entry = entry_from_lua(state, &item, handed)
+        let entry = entry_from_lua(state, &item, i - 1, handed)
             .map_err(|e| format!("returned instruction {} {e}", i - 1))?;
         entries.push(entry);
     }
@@ -661,32 +669,56 @@ fn batch_from_lua(
 /// The instruction tables a `before` hook was handed, to skip decoding those it left as they were:
 /// most hooks edit a few instructions of a batch, and a strict decode costs microseconds each.
 struct Handed<'a> {
-    /// Each table's address and the entry it was built from. An address is only a hint (a collected
-    /// table's address can be reused): the table's contents are compared before the entry is reused.
-    tables: &'a HashMap<*const c_void, usize>,
+    /// The address of each entry's table, in order. An address is only a hint (a collected table's
+    /// address can be reused): the table's contents are compared before the entry is reused.
+    tables: &'a [*const c_void],
+    /// The same, by address: made only for a hook that moved instructions, since most leave each
+    /// one where it was.
+    by_address: OnceCell<HashMap<*const c_void, usize>>,
     entries: &'a [Entry],
     array_marker: &'a Table,
+    names: &'a MemberNames,
 }
 
 impl Handed<'_> {
-    /// The handed-out instruction `table` still holds, untouched.
-    fn unchanged(&self, table: &Table, with_span: bool) -> Option<Instruction> {
-        let entry = &self.entries[*self.tables.get(&table.to_pointer())?];
-        holds_instruction(table, &entry.instruction, self.array_marker, with_span)
-            .then(|| entry.instruction.clone())
+    /// The handed-out instruction that `table`, returned at `position`, still holds untouched.
+    fn unchanged(&self, table: &Table, position: usize, with_span: bool) -> Option<Instruction> {
+        let address = table.to_pointer();
+        let index = if self.tables.get(position) == Some(&address) {
+            position
+        } else {
+            let by_address = self.by_address.get_or_init(|| {
+                self.tables
+                    .iter()
+                    .enumerate()
+                    .map(|(index, address)| (*address, index))
+                    .collect()
+            });
+            *by_address.get(&address)?
+        };
+        let entry = &self.entries[index];
+        holds_instruction(
+            table,
+            &entry.instruction,
+            self.array_marker,
+            self.names,
+            with_span,
+        )
+        .then(|| entry.instruction.clone())
     }
 }
 
-/// One returned instruction table and its `span`.
+/// One returned instruction table (at `position` in the returned batch) and its `span`.
 fn entry_from_lua(
     state: &mut CallState,
     value: &LuaValue,
+    position: usize,
     handed: &Handed<'_>,
 ) -> Result<Entry, String> {
     let LuaValue::Table(table) = value else {
         return Err(format!("is of type {}, not a table", type_name(value)));
     };
-    let span = match table.raw_get::<LuaValue>("span") {
+    let span = match table.raw_get::<LuaValue>(&handed.names.span) {
         Ok(LuaValue::Table(pair)) => {
             let start: Option<f64> = pair.raw_get(1).ok();
             let stop: Option<f64> = pair.raw_get(2).ok();
@@ -700,7 +732,7 @@ fn entry_from_lua(
         Ok(LuaValue::Nil) => None,
         _ => return Err("has a span that is not {start, stop}".to_owned()),
     };
-    let instruction = match handed.unchanged(table, span.is_some()) {
+    let instruction = match handed.unchanged(table, position, span.is_some()) {
         Some(instruction) => instruction,
         None => instruction_from(state, value, true)?,
     };

@@ -6,7 +6,7 @@ mod support;
 
 use rstest::rstest;
 use serde_json::json;
-use statecraft_engine::{ApplyOptions, ErrorKind, Outcome, Store, Value};
+use statecraft_engine::{ApplyOptions, ErrorKind, HistoryLimits, Outcome, Store, Value};
 use statecraft_scripts::LuaHandlers;
 use support::{batch, commit, reject, state, store, test_limits, watchdog};
 
@@ -410,6 +410,28 @@ fn a_swipe_rolls_again_and_a_rejected_batch_rolls_the_same_when_resubmitted() {
     reject(&mut fresh, &failing);
     let again = commit(&mut fresh, &loot);
     assert_eq!(first.changes[0].new, again.changes[0].new);
+}
+
+#[test]
+fn with_history_off_each_batch_still_rolls_anew_and_replays_the_same() {
+    let loot = batch(json!([{"op": "callback", "path": ["loot"]}]));
+    let play = || {
+        let mut store = dice_store(42);
+        store.set_history_limits(HistoryLimits {
+            max_steps: 0,
+            max_bytes: 0,
+        });
+        for _ in 0..3 {
+            commit(&mut store, &loot);
+        }
+        (state(&store), store.next_step_id())
+    };
+    let (first, next) = play();
+    let rolls = first["rolls"].as_array().expect("a list");
+    assert_ne!(rolls[0], rolls[1], "each batch rolls anew");
+    assert_ne!(rolls[1], rolls[2], "each batch rolls anew");
+    assert_eq!(next.get(), 4, "each commit used up a step id");
+    assert_eq!((first, next), play(), "the same seed plays the same");
 }
 
 #[rstest]
