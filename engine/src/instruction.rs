@@ -556,7 +556,14 @@ fn decode_instruction<'a>(
                     index,
                     ErrorKind::UnknownMember,
                     crate::path::pointer_of(&[crate::Segment::key(key)]),
-                    format!("unknown member \"{key}\"; an instruction has only {KNOWN_FIELDS}"),
+                    // Joined rather than formatted: a reply can hold thousands of these.
+                    [
+                        "unknown member \"",
+                        key,
+                        "\"; an instruction has only ",
+                        KNOWN_FIELDS,
+                    ]
+                    .concat(),
                 ));
                 continue;
             }
@@ -585,10 +592,13 @@ fn decode_instruction<'a>(
                     index,
                     ErrorKind::UnknownOp,
                     "/op",
-                    format!(
-                        "unknown op \"{name}\"; expected one of assign, get, delete, merge, push, pop, splice, \
-                         callback, increment (or a JSON Patch document's add, remove, replace, move, copy, test)"
-                    ),
+                    [
+                        "unknown op \"",
+                        name,
+                        "\"; expected one of assign, get, delete, merge, push, pop, splice, callback, \
+                         increment (or a JSON Patch document's add, remove, replace, move, copy, test)",
+                    ]
+                    .concat(),
                 ));
                 None
             }
