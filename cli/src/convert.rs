@@ -61,7 +61,11 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_REJECTED));
     }
     match args.to {
-        Notation::Json => outln!("{}", pretty(&batch.to_json())?)?,
+        Notation::Json => {
+            let mut json = batch.to_json_pretty();
+            json.push('\n');
+            render::write_stdout(&json)?;
+        }
         Notation::Mvu => {
             let (mvu, diagnostics) = mvu::to_text(&batch);
             failed |= !diagnostics.is_empty();

@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
 
 use crate::EXIT_REJECTED;
@@ -50,8 +50,8 @@ pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
         report_invalid(out, &reading);
         return Ok(ExitCode::from(EXIT_REJECTED));
     }
-    let batch = serde_json::to_string_pretty(&reading.batch().to_json())
-        .context("cannot write the batch as json")?;
-    outln!("{batch}")?;
+    let mut batch = reading.batch().to_json_pretty();
+    batch.push('\n');
+    render::write_stdout(&batch)?;
     Ok(ExitCode::SUCCESS)
 }

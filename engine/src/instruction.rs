@@ -312,6 +312,57 @@ impl Batch {
     pub fn to_json(&self) -> Json {
         Json::Array(self.instructions.iter().map(Instruction::to_json).collect())
     }
+
+    /// The canonical JSON form as indented text: the same bytes as `serde_json::to_string_pretty` of
+    /// [`Batch::to_json`], written straight from the instructions. Building the `serde_json::Value`
+    /// first cost an owned string for every key, path segment and number, most of the time it took
+    /// to print a large batch.
+    pub fn to_json_pretty(&self) -> String {
+        let canonical: Vec<Canonical<'_>> = self.instructions.iter().map(Canonical).collect();
+        let mut text = Vec::new();
+        let written = serde_json::to_writer_pretty(&mut text, &canonical);
+        // Writing to a vector cannot fail, every key is a string, and serde_json writes UTF-8.
+        debug_assert!(written.is_ok());
+        String::from_utf8(text).unwrap_or_default()
+    }
+}
+
+/// An instruction serialized in its canonical form: the members of [`Instruction::to_json`], in its
+/// order (a `serde_json::Map` sorts its keys).
+struct Canonical<'a>(&'a Instruction);
+
+impl Serialize for Canonical<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Instruction {
+            op,
+            path,
+            from,
+            value,
+            old,
+            reason,
+            metadata,
+        } = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(from) = from {
+            map.serialize_entry("from", from)?;
+        }
+        if let Some(metadata) = metadata {
+            map.serialize_entry("metadata", metadata)?;
+        }
+        if let Some(old) = old {
+            map.serialize_entry("old", old)?;
+        }
+        map.serialize_entry("op", op)?;
+        map.serialize_entry("path", path)?;
+        if let Some(reason) = reason {
+            map.serialize_entry("reason", reason)?;
+        }
+        if let Some(value) = value {
+            map.serialize_entry("value", value)?;
+        }
+        map.end()
+    }
 }
 
 /// Strict decoding through [`Batch::from_json`]; every problem is joined into the error's message.
@@ -500,7 +551,14 @@ fn decode_instruction<'a>(
                     index,
                     ErrorKind::UnknownMember,
                     crate::path::pointer_of(&[crate::Segment::key(key)]),
-                    format!("unknown member \"{key}\"; an instruction has only {KNOWN_FIELDS}"),
+                    // Joined rather than formatted: a reply can hold thousands of these.
+                    [
+                        "unknown member \"",
+                        key,
+                        "\"; an instruction has only ",
+                        KNOWN_FIELDS,
+                    ]
+                    .concat(),
                 ));
                 continue;
             }
@@ -529,10 +587,13 @@ fn decode_instruction<'a>(
                     index,
                     ErrorKind::UnknownOp,
                     "/op",
-                    format!(
-                        "unknown op \"{name}\"; expected one of assign, get, delete, merge, push, pop, splice, \
-                         callback, increment (or a JSON Patch document's add, remove, replace, move, copy, test)"
-                    ),
+                    [
+                        "unknown op \"",
+                        name,
+                        "\"; expected one of assign, get, delete, merge, push, pop, splice, callback, \
+                         increment (or a JSON Patch document's add, remove, replace, move, copy, test)",
+                    ]
+                    .concat(),
                 ));
                 None
             }
@@ -751,6 +812,37 @@ mod tests {
         assert_eq!(batch.len(), 9);
         assert_eq!(batch.instructions[0].old, Some(Value::from(100)));
         assert_eq!(batch.to_json()[2]["path"], json!(["a", 0]));
+    }
+
+    #[test]
+    fn pretty_text_is_the_pretty_canonical_json() {
+        let batch = Batch::from_json(&json!([
+            {"op": "assign", "path": ["player", "hp"], "value": 80, "old": 100, "reason": "a \"hit\"\n\u{1} é 🐉"},
+            {"op": "get", "path": []},
+            {"op": "delete", "path": ["a", 0, "b", 12345678901234567890_u64]},
+            {"op": "merge", "path": [], "value": {"z": 1, "a": [1.5, -0.0, 1e300, 2E-3], "é": {}, "": []}},
+            {"op": "push", "path": ["bag"], "value": null, "metadata": {"turn": 3, "by": ["gm", true]}},
+            {"op": "callback", "path": ["levelUp"]},
+            {"op": "increment", "path": ["gold"], "value": 123456789012345678901234567890_f64}
+        ]))
+        .unwrap();
+        let patch = Batch::from_json(&json!([
+            {"op": "move", "from": "/a/0", "path": "/b"},
+            {"op": "test", "path": "/c", "value": false}
+        ]))
+        .unwrap();
+        for batch in [batch, patch, Batch::default()] {
+            let expected = serde_json::to_string_pretty(&batch.to_json()).unwrap();
+            assert_eq!(batch.to_json_pretty(), expected);
+        }
+        let big: Json = serde_json::from_str(
+            r#"[{"op": "assign", "path": ["n"], "value": 123456789012345678901234567890, "old": 1.0e-7}]"#,
+        )
+        .unwrap();
+        let big = Batch::from_json(&big).unwrap();
+        let expected = serde_json::to_string_pretty(&big.to_json()).unwrap();
+        assert_eq!(big.to_json_pretty(), expected);
+        assert!(expected.contains("123456789012345678901234567890"));
     }
 
     #[test]

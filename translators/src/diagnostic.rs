@@ -8,7 +8,6 @@
 //! translators do) or render diagnostics (the command line does).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
@@ -530,9 +529,21 @@ fn summarise(diagnostics: &mut Vec<Diagnostic>) {
     }
     /// How many of a kind were seen, and for those left out the first one's span and the worst severity.
     type Seen = (usize, Option<(Range<usize>, Severity)>);
-    let mut kinds: HashMap<DiagnosticKind, Seen> = HashMap::new();
+    // There are a few dozen kinds, and runs of one kind are the common case: a short list searched
+    // from the last kind seen costs less than hashing every diagnostic.
+    let mut kinds: Vec<(DiagnosticKind, Seen)> = Vec::new();
+    let mut last = 0;
     diagnostics.retain(|d| {
-        let (seen, left_out) = kinds.entry(d.kind).or_insert((0, None));
+        if kinds.get(last).is_none_or(|(kind, _)| *kind != d.kind) {
+            last = match kinds.iter().position(|(kind, _)| *kind == d.kind) {
+                Some(index) => index,
+                None => {
+                    kinds.push((d.kind, (0, None)));
+                    kinds.len() - 1
+                }
+            };
+        }
+        let (_, (seen, left_out)) = &mut kinds[last];
         *seen += 1;
         if *seen <= MAX_DIAGNOSTICS_PER_KIND {
             return true;

@@ -862,7 +862,14 @@ impl<'a> Walker<'a> {
             NodeKind::Object => {
                 // A tool call (`{"name", "arguments"}`, OpenAI's `{"function": {...}}`) or a wrapper
                 // object (`{"updates": [...]}`): its instructions are one level down. Arguments sent
-                // as a JSON string are read into the document first.
+                // as a JSON string are read into the document first. Most objects without "op" wrap
+                // nothing: that is seen before their members are copied.
+                if !node
+                    .members()
+                    .any(|(key, member)| may_wrap_instructions(key, member))
+                {
+                    return None;
+                }
                 let members: Vec<(String, NodeId)> = node
                     .members()
                     .map(|(key, member)| (key.to_owned(), member.id()))
@@ -1044,7 +1051,7 @@ impl<'a> Walker<'a> {
                 for error in errors {
                     let field_span = field_span(document.node(node), &error);
                     let message = match &error.field {
-                        Some(field) if !field.is_empty() => format!("{field}: {}", error.message),
+                        Some(field) if !field.is_empty() => [field, ": ", &error.message].concat(),
                         _ => error.message.clone(),
                     };
                     self.diag(
@@ -1132,6 +1139,16 @@ fn wrapped_instructions(
     };
     let read = document.push_json(&json, span);
     holds_instructions(document.node(read)).then_some(read)
+}
+
+/// Whether [`wrapped_instructions`] can find instructions in member `key`: a tool call's arguments
+/// sent as a string, OpenAI's `function` object, or a member that holds instructions itself.
+fn may_wrap_instructions<'a>(key: &str, member: impl JsonTree<'a>) -> bool {
+    match (key, member.kind()) {
+        ("arguments" | "parameters" | "input" | "args", NodeKind::String(_))
+        | ("function", NodeKind::Object) => true,
+        _ => holds_instructions(member),
+    }
 }
 
 /// The distinct repair codes in `repairs`, in order of first appearance: `single_quotes, comment`.
