@@ -95,7 +95,8 @@ pub(crate) fn resolve(
             return;
         }
     };
-    let args = &command.args;
+    let mut args = command.args;
+    let count = args.len();
     let state = options.state.as_ref();
     let target = state.and_then(|state| state.lookup(path.segments()));
     let reason = command.reason;
@@ -105,13 +106,13 @@ pub(crate) fn resolve(
     };
     let extra =
         |used: usize, report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>)| {
-            if args.len() > used {
+            if count > used {
                 report(
                 DiagnosticKind::MvuExtraArguments,
                 Severity::Warning,
                 format!(
                     "`_.{name}` uses {used} argument(s) after the path; mvu ignores the other {}",
-                    args.len() - used
+                    count - used
                 ).into(),
             );
             }
@@ -119,21 +120,20 @@ pub(crate) fn resolve(
     match command.name {
         CommandName::Set => {
             extra(2, &mut report);
-            let (old, new) = if args.len() >= 2 {
-                (Some(&args[0]), &args[1])
-            } else {
-                (None, &args[0])
-            };
-            let (path, old) = match pair_target(options, target, new) {
-                true => (
-                    path.child(0usize),
-                    old.map(|old| pair_value(old).unwrap_or(old)),
-                ),
-                false => (path, old),
-            };
-            let mut instruction = Instruction::assign(path, Value::from_json(new));
+            let new_at = usize::from(count >= 2);
+            let pair = pair_target(options, target, &args[new_at]);
+            let new = into_value(std::mem::take(&mut args[new_at]));
+            let old = (count >= 2).then(|| {
+                let old = std::mem::take(&mut args[0]);
+                match pair {
+                    true => Value::from_json(pair_value(&old).unwrap_or(&old)),
+                    false => into_value(old),
+                }
+            });
+            let path = if pair { path.child(0usize) } else { path };
+            let mut instruction = Instruction::assign(path, new);
             if let Some(old) = old {
-                instruction = instruction.with_old(Value::from_json(old));
+                instruction = instruction.with_old(old);
             }
             out.push(reasoned(instruction));
         }
@@ -152,8 +152,9 @@ pub(crate) fn resolve(
             } else {
                 path
             };
+            let delta = into_value(std::mem::take(&mut args[0]));
             out.push(reasoned(
-                Instruction::new(Op::Increment, path).with_value(Value::from_json(delta)),
+                Instruction::new(Op::Increment, path).with_value(delta),
             ));
         }
         CommandName::Insert | CommandName::Assign => {
@@ -202,6 +203,15 @@ pub(crate) fn resolve(
             };
             out.extend(instruction.map(reasoned));
         }
+    }
+}
+
+/// An argument as an engine value. A number moves into the value; everything else is converted as
+/// [`Value::from_json`] converts it (for a number that would copy its digits).
+fn into_value(json: Json) -> Value {
+    match json {
+        Json::Number(number) => Value::Number(number),
+        other => Value::from_json(&other),
     }
 }
 
