@@ -115,20 +115,63 @@ pub struct MvuCommand {
 /// Reads every MVU command in `text` without resolving it, with the diagnostics of reading.
 /// Time: O(n) in the length of `text`.
 pub fn commands_from_text(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diagnostic>) {
-    let (commands, mut diagnostics) = read_commands(text, options);
+    let (read, mut diagnostics) = read_commands(text, options);
+    let ReadCommands {
+        commands,
+        mut values,
+        literal,
+    } = read;
+    let commands = commands
+        .into_iter()
+        .map(|command| MvuCommand {
+            name: command.name,
+            span: command.span,
+            path: command.path,
+            args: values[command.args.clone()]
+                .iter_mut()
+                .map(std::mem::take)
+                .collect(),
+            literal: literal[command.args].to_vec(),
+            reason: command.reason,
+        })
+        .collect();
     place(text, &mut diagnostics);
     (commands, diagnostics)
 }
 
+/// The commands of a text as read, before they are resolved.
+struct ReadCommands {
+    commands: Vec<Command>,
+    /// The arguments after the path of every command, in text order: one vector for the whole text
+    /// rather than one per command.
+    values: Vec<Json>,
+    /// Whether each of `values` was a complete literal rather than bare text, arithmetic or a repair.
+    literal: Vec<bool>,
+}
+
+/// [`MvuCommand`] with its arguments in [`ReadCommands::values`].
+pub(crate) struct Command {
+    pub(crate) name: CommandName,
+    pub(crate) span: Range<usize>,
+    pub(crate) path: String,
+    /// Where the arguments after the path are in [`ReadCommands::values`].
+    pub(crate) args: Range<usize>,
+    pub(crate) reason: Option<String>,
+}
+
 /// [`commands_from_text`] with the diagnostics' lines and columns left for the caller to place.
-fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diagnostic>) {
+fn read_commands(text: &str, options: &MvuOptions) -> (ReadCommands, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
-    let raw = scan::scan(text, options.unrunnable.severity(), &mut diagnostics);
+    let scan::Scan {
+        commands: raw,
+        args: ranges,
+    } = scan::scan(text, options.unrunnable.severity(), &mut diagnostics);
     let mut commands = Vec::with_capacity(raw.len());
+    let mut values = Vec::with_capacity(ranges.len());
+    let mut literal = Vec::with_capacity(ranges.len());
     for command in raw {
-        let mut values = Vec::with_capacity(command.args.len());
-        let mut literal = Vec::with_capacity(command.args.len());
-        for range in &command.args[1..] {
+        let first = values.len();
+        for range in &ranges[command.args.start + 1..command.args.end] {
             let read = literal::read_value(&text[range.clone()], &options.macros);
             if let Some(note) = read.note {
                 diagnostics.push(unplaced(
@@ -141,7 +184,7 @@ fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diag
             values.push(read.value);
             literal.push(read.literal);
         }
-        let path_range = command.args[0].clone();
+        let path_range = ranges[command.args.start].clone();
         let path_text = &text[path_range.clone()];
         let path = match literal::read_value(path_text, &options.macros) {
             literal::Read {
@@ -190,16 +233,22 @@ fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diag
             .reason
             .map(|range| literal::expand(&text[range], &options.macros).into_owned())
             .filter(|reason| !reason.is_empty());
-        commands.push(MvuCommand {
+        commands.push(Command {
             name: command.name,
             span: command.span,
             path,
-            args: values,
-            literal,
+            args: first..values.len(),
             reason,
         });
     }
-    (commands, diagnostics)
+    (
+        ReadCommands {
+            commands,
+            values,
+            literal,
+        },
+        diagnostics,
+    )
 }
 
 /// Translates MVU command text into instructions: its commands and its `<JSONPatch>` blocks, in text
@@ -207,7 +256,12 @@ fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diag
 /// diagnostics with byte spans into `text`, and a text that gives no instruction always says why.
 /// Time: O(n) in the length of `text` (plus state lookups when a state is given).
 pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
-    let (commands, mut diagnostics) = read_commands(text, options);
+    let (read, mut diagnostics) = read_commands(text, options);
+    let ReadCommands {
+        commands,
+        mut values,
+        ..
+    } = read;
     let mut patches = patch_blocks(text, options, &mut diagnostics)
         .into_iter()
         .peekable();
@@ -219,7 +273,8 @@ pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
             spans.extend(block.spans);
         }
         let span = command.span.clone();
-        resolve::resolve(command, options, &mut instructions, &mut diagnostics);
+        let args = &mut values[command.args.clone()];
+        resolve::resolve(command, args, options, &mut instructions, &mut diagnostics);
         spans.resize(instructions.len(), span);
     }
     for block in patches {

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Instruction, Key, Op, Path, Segment, Value};
 
-use super::{CommandName, MvuCommand, MvuOptions};
+use super::{Command, CommandName, MvuOptions};
 use crate::diagnostic::unplaced;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use statecraft_engine::{PathSpelling, parse_path};
@@ -59,10 +59,12 @@ macro_rules! guessed {
     };
 }
 
-/// Appends the instructions `command` stands for. It takes the command so that its reason moves into
+/// Appends the instructions `command` stands for, with `args` the values of its arguments after the
+/// path. It takes the command, and the values out of `args`, so that its reason and values move into
 /// the instruction instead of being copied.
 pub(crate) fn resolve(
-    command: MvuCommand,
+    command: Command,
+    args: &mut [Json],
     options: &MvuOptions,
     out: &mut Vec<Instruction>,
     diagnostics: &mut Vec<Diagnostic>,
@@ -95,7 +97,6 @@ pub(crate) fn resolve(
             return;
         }
     };
-    let mut args = command.args;
     let count = args.len();
     let state = options.state.as_ref();
     let target = state.and_then(|state| state.lookup(path.segments()));

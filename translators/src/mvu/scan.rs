@@ -74,8 +74,8 @@ pub(crate) struct RawCommand {
     pub(crate) name: CommandName,
     /// From `_` to the `;`, or to the end of the reason comment when there is one.
     pub(crate) span: Range<usize>,
-    /// Each argument's trimmed byte range.
-    pub(crate) args: Vec<Range<usize>>,
+    /// Where its arguments' trimmed byte ranges sit in [`Scan::args`]: the path, then the rest.
+    pub(crate) args: Range<usize>,
     /// The trimmed reason text and its range.
     pub(crate) reason: Option<Range<usize>>,
     /// Whether the reason comment sat on a later line (MVU's quirk).
@@ -88,14 +88,19 @@ pub(crate) struct RawCommand {
 /// text with a handful of unclosed commands.
 const SCAN_BUDGET_FACTOR: usize = 4;
 
+/// The commands found in a text.
+pub(crate) struct Scan {
+    pub(crate) commands: Vec<RawCommand>,
+    /// The trimmed byte ranges of every command's arguments, in text order: one vector for the whole
+    /// text rather than one per command.
+    pub(crate) args: Vec<Range<usize>>,
+}
+
 /// Finds every command in `text`, reporting the ones MVU would drop at `skipped` severity.
-pub(crate) fn scan(
-    text: &str,
-    skipped: Severity,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<RawCommand> {
+pub(crate) fn scan(text: &str, skipped: Severity, diagnostics: &mut Vec<Diagnostic>) -> Scan {
     let bytes = text.as_bytes();
     let mut commands = Vec::new();
+    let mut args = Vec::new();
     let mut budget = text
         .len()
         .saturating_mul(SCAN_BUDGET_FACTOR)
@@ -123,7 +128,7 @@ pub(crate) fn scan(
             continue;
         }
         let open = name_end + 1;
-        let Some(scanned) = close_paren(bytes, open, &mut budget) else {
+        let Some(scanned) = close_paren(bytes, open, &mut budget, &mut args) else {
             if budget == 0 {
                 diagnostics.push(unplaced(DiagnosticKind::MvuScanStopped,
                     Severity::Error,
@@ -160,6 +165,7 @@ pub(crate) fn scan(
                     name.name()
                 ),
             ));
+            args.truncate(scanned.args.start);
             at = close + 1;
             continue;
         }
@@ -174,6 +180,7 @@ pub(crate) fn scan(
         let (min, max) = name.arity();
         let count = scanned.args.len();
         if count < min || max.is_some_and(|max| count > max) {
+            args.truncate(scanned.args.start);
             let wanted = match max {
                 Some(max) if max == min => format!("exactly {min}"),
                 _ => format!("at least {min}"),
@@ -198,7 +205,7 @@ pub(crate) fn scan(
         }
         at = end;
     }
-    commands
+    Scan { commands, args }
 }
 
 fn command_name(bytes: &[u8], at: usize) -> Option<(CommandName, usize)> {
@@ -222,7 +229,8 @@ fn line_end(bytes: &[u8], from: usize) -> usize {
 
 struct Scanned {
     close: usize,
-    args: Vec<Range<usize>>,
+    /// Where the command's arguments were pushed in the caller's vector.
+    args: Range<usize>,
 }
 
 /// Whether a byte matters to [`walk`] outside a string: quotes, parentheses, brackets, braces and
@@ -243,8 +251,18 @@ const STRUCTURAL: [bool; 256] = {
 /// Every byte read is taken from `budget` (a character escaped inside a string is passed over free);
 /// `None` when the text ends first or the budget runs out, and then `budget` is 0 only if the budget
 /// was what stopped the search (or ran out exactly at the end of the text).
-fn close_paren(bytes: &[u8], open: usize, budget: &mut usize) -> Option<Scanned> {
-    let walk = walk(bytes, open, *budget);
+/// The arguments' ranges are pushed onto `args`, and taken off again when there is no close.
+fn close_paren(
+    bytes: &[u8],
+    open: usize,
+    budget: &mut usize,
+    args: &mut Vec<Range<usize>>,
+) -> Option<Scanned> {
+    let first = args.len();
+    let walk = walk(bytes, open, *budget, args);
+    if walk.scanned.is_none() {
+        args.truncate(first);
+    }
     match walk.scanned {
         Some(_) => *budget -= walk.read,
         None if walk.out_of_budget => *budget = 0,
@@ -264,14 +282,14 @@ struct Walk {
 
 /// [`close_paren`]'s walk from `open`, reading at most `budget` bytes. Outside strings it passes over
 /// every byte that is not [`STRUCTURAL`] in a tight loop; inside a string it jumps with `memchr`.
-fn walk(bytes: &[u8], open: usize, budget: usize) -> Walk {
+fn walk(bytes: &[u8], open: usize, budget: usize, args: &mut Vec<Range<usize>>) -> Walk {
     let end = bytes.len();
     // Bytes `open..limit` may be read; each escaped character passed over free moves `limit` by one.
     let mut limit = open.saturating_add(budget).min(end);
     let mut free = 0usize;
     let mut parens = 1usize;
     let mut nesting = 0isize;
-    let mut args = Vec::new();
+    let first = args.len();
     let mut arg_start = open;
     let mut i = open;
     let stopped = |i: usize, limit: usize, free: usize| Walk {
@@ -314,9 +332,12 @@ fn walk(bytes: &[u8], open: usize, budget: usize) -> Walk {
             b')' => {
                 parens -= 1;
                 if parens == 0 {
-                    push_arg(bytes, arg_start..i, &mut args, true);
+                    push_arg(bytes, arg_start..i, args, true);
                     return Walk {
-                        scanned: Some(Scanned { close: i, args }),
+                        scanned: Some(Scanned {
+                            close: i,
+                            args: first..args.len(),
+                        }),
                         read: i + 1 - open - free,
                         out_of_budget: false,
                     };
@@ -325,7 +346,7 @@ fn walk(bytes: &[u8], open: usize, budget: usize) -> Walk {
             b'[' | b'{' => nesting += 1,
             b']' | b'}' => nesting -= 1,
             b',' if parens == 1 && nesting == 0 => {
-                push_arg(bytes, arg_start..i, &mut args, false);
+                push_arg(bytes, arg_start..i, args, false);
                 arg_start = i + 1;
             }
             _ => {}
@@ -392,7 +413,7 @@ mod tests {
         bytes: &[u8],
         open: usize,
         budget: &mut usize,
-    ) -> Option<Scanned> {
+    ) -> Option<(usize, Vec<Range<usize>>)> {
         let mut quote: Option<u8> = None;
         let mut parens = 1usize;
         let mut nesting = 0isize;
@@ -431,7 +452,7 @@ mod tests {
                         parens -= 1;
                         if parens == 0 {
                             push_arg(bytes, arg_start..i, &mut args, true);
-                            return Some(Scanned { close: i, args });
+                            return Some((i, args));
                         }
                     }
                     b'[' | b'{' => nesting += 1,
@@ -460,16 +481,22 @@ mod tests {
             let bytes = text.as_bytes();
             let open = open.min(bytes.len());
             let (mut fast, mut model) = (budget, budget);
-            let found = close_paren(bytes, open, &mut fast).map(|s| (s.close, s.args));
-            let expected = close_paren_byte_by_byte(bytes, open, &mut model).map(|s| (s.close, s.args));
-            prop_assert_eq!(found, expected);
+            let mut args = vec![0..0];
+            let found = close_paren(bytes, open, &mut fast, &mut args)
+                .map(|s| (s.close, args[s.args].to_vec()));
+            let expected = close_paren_byte_by_byte(bytes, open, &mut model);
+            prop_assert_eq!(&found, &expected);
+            if expected.is_none() {
+                // A failed search leaves the caller's vector as it was.
+                prop_assert_eq!(args, vec![0..0]);
+            }
             prop_assert_eq!(fast, model);
         }
     }
 
     fn names(text: &str) -> (Vec<&'static str>, Vec<String>) {
         let mut diagnostics = Vec::new();
-        let found = scan(text, Severity::Warning, &mut diagnostics);
+        let found = scan(text, Severity::Warning, &mut diagnostics).commands;
         (
             found.iter().map(|c| c.name.name()).collect(),
             diagnostics.iter().map(|d| d.kind.to_string()).collect(),
