@@ -80,7 +80,7 @@ pub(crate) fn read_value(text: &str, macros: &BTreeMap<String, String>) -> Read 
 /// with no `"`, backslash or control character inside (JSON reads it so), single quotes with no `'`
 /// and no line break inside (YAML reads it so). `None` for anything else, which goes through
 /// [`read_general`]; where this answers, the two agree (a property test checks it).
-fn plain_quoted(text: &str) -> Option<&str> {
+pub(crate) fn plain_quoted(text: &str) -> Option<&str> {
     let bytes = text.as_bytes();
     let (&first, &last) = (bytes.first()?, bytes.last()?);
     if bytes.len() < 2 || first != last {

@@ -19,6 +19,7 @@ mod resolve;
 mod scan;
 mod yaml;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -126,7 +127,7 @@ pub fn commands_from_text(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>,
         .map(|command| MvuCommand {
             name: command.name,
             span: command.span,
-            path: command.path,
+            path: command.path.into_owned(),
             args: values[command.args.clone()]
                 .iter_mut()
                 .map(std::mem::take)
@@ -140,8 +141,8 @@ pub fn commands_from_text(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>,
 }
 
 /// The commands of a text as read, before they are resolved.
-struct ReadCommands {
-    commands: Vec<Command>,
+struct ReadCommands<'t> {
+    commands: Vec<Command<'t>>,
     /// The arguments after the path of every command, in text order: one vector for the whole text
     /// rather than one per command.
     values: Vec<Json>,
@@ -150,17 +151,19 @@ struct ReadCommands {
 }
 
 /// [`MvuCommand`] with its arguments in [`ReadCommands::values`].
-pub(crate) struct Command {
+pub(crate) struct Command<'t> {
     pub(crate) name: CommandName,
     pub(crate) span: Range<usize>,
-    pub(crate) path: String,
+    /// The path as written, quotes removed and macros substituted: borrowed from the text when
+    /// nothing was removed from inside it or substituted.
+    pub(crate) path: Cow<'t, str>,
     /// Where the arguments after the path are in [`ReadCommands::values`].
     pub(crate) args: Range<usize>,
     pub(crate) reason: Option<String>,
 }
 
 /// [`commands_from_text`] with the diagnostics' lines and columns left for the caller to place.
-fn read_commands(text: &str, options: &MvuOptions) -> (ReadCommands, Vec<Diagnostic>) {
+fn read_commands<'t>(text: &'t str, options: &MvuOptions) -> (ReadCommands<'t>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let scan::Scan {
         commands: raw,
@@ -186,39 +189,10 @@ fn read_commands(text: &str, options: &MvuOptions) -> (ReadCommands, Vec<Diagnos
         }
         let path_range = ranges[command.args.start].clone();
         let path_text = &text[path_range.clone()];
-        let path = match literal::read_value(path_text, &options.macros) {
-            literal::Read {
-                value: Json::String(path),
-                literal: true,
-                ..
-            } => path,
-            literal::Read {
-                value,
-                literal: true,
-                ..
-            } => {
-                diagnostics.push(unplaced(
-                    DiagnosticKind::MvuUnquotedPath,
-                    Severity::Note,
-                    path_range,
-                    format!("the path `{path_text}` is not quoted; read it as the key {value}"),
-                ));
-                value.to_string()
-            }
-            _ => {
-                // MVU trims quotes and backslashes from the path text whatever it holds.
-                let trimmed =
-                    path_text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
-                if trimmed == path_text {
-                    diagnostics.push(unplaced(
-                        DiagnosticKind::MvuUnquotedPath,
-                        Severity::Note,
-                        path_range,
-                        format!("the path `{path_text}` is not quoted; read as written"),
-                    ));
-                }
-                literal::expand(trimmed, &options.macros).into_owned()
-            }
+        // A plain quoted path (most are) is its text; the general reading would give the same.
+        let path = match literal::plain_quoted(path_text) {
+            Some(inner) => literal::expand(inner, &options.macros),
+            None => Cow::Owned(read_path(path_text, path_range, options, &mut diagnostics)),
         };
         if command.reason_on_later_line {
             if let Some(range) = &command.reason {
@@ -249,6 +223,50 @@ fn read_commands(text: &str, options: &MvuOptions) -> (ReadCommands, Vec<Diagnos
         },
         diagnostics,
     )
+}
+
+/// A command's path read as MVU reads it, when it is not a plain quoted string: any literal, or the
+/// text with quotes and backslashes trimmed; unquoted paths are noted.
+fn read_path(
+    path_text: &str,
+    path_range: Range<usize>,
+    options: &MvuOptions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> String {
+    match literal::read_value(path_text, &options.macros) {
+        literal::Read {
+            value: Json::String(path),
+            literal: true,
+            ..
+        } => path,
+        literal::Read {
+            value,
+            literal: true,
+            ..
+        } => {
+            diagnostics.push(unplaced(
+                DiagnosticKind::MvuUnquotedPath,
+                Severity::Note,
+                path_range,
+                format!("the path `{path_text}` is not quoted; read it as the key {value}"),
+            ));
+            value.to_string()
+        }
+        _ => {
+            // MVU trims quotes and backslashes from the path text whatever it holds.
+            let trimmed =
+                path_text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
+            if trimmed == path_text {
+                diagnostics.push(unplaced(
+                    DiagnosticKind::MvuUnquotedPath,
+                    Severity::Note,
+                    path_range,
+                    format!("the path `{path_text}` is not quoted; read as written"),
+                ));
+            }
+            literal::expand(trimmed, &options.macros).into_owned()
+        }
+    }
 }
 
 /// Translates MVU command text into instructions: its commands and its `<JSONPatch>` blocks, in text

@@ -63,7 +63,7 @@ macro_rules! guessed {
 /// path. It takes the command, and the values out of `args`, so that its reason and values move into
 /// the instruction instead of being copied.
 pub(crate) fn resolve(
-    command: Command,
+    command: Command<'_>,
     args: &mut [Json],
     options: &MvuOptions,
     out: &mut Vec<Instruction>,
