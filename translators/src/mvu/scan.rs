@@ -298,9 +298,10 @@ fn walk(bytes: &[u8], open: usize, budget: usize, args: &mut Vec<Range<usize>>) 
         out_of_budget: limit < end,
     };
     loop {
-        while i < limit && !STRUCTURAL[usize::from(bytes[i])] {
-            i += 1;
-        }
+        i += bytes[i..limit]
+            .iter()
+            .position(|&b| STRUCTURAL[usize::from(b)])
+            .unwrap_or(limit - i);
         if i >= limit {
             return stopped(limit, limit, free);
         }
