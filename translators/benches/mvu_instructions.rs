@@ -26,7 +26,10 @@ use inputs::{MEGABYTE, adversarial, expressions, expressions_dense, realistic};
 #[inline(never)]
 fn translate_once(text: &str, options: &MvuOptions) -> (usize, usize) {
     let translation = mvu::from_text(black_box(text), options);
-    (translation.instructions.len(), translation.diagnostics.len())
+    (
+        translation.instructions.len(),
+        translation.diagnostics.len(),
+    )
 }
 
 fn main() {

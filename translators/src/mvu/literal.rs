@@ -645,7 +645,16 @@ mod tests {
         assert_eq!(plain_quoted("\"空\""), Some("空"));
         assert_eq!(plain_quoted("''"), Some(""));
         assert_eq!(plain_quoted(r"'C:\Users\name'"), Some(r"C:\Users\name"));
-        for text in ["'", "'it''s'", "'a\nb'", r#""a\"b""#, "\"a\tb\"", "'a\"", "`a`", "1"] {
+        for text in [
+            "'",
+            "'it''s'",
+            "'a\nb'",
+            r#""a\"b""#,
+            "\"a\tb\"",
+            "'a\"",
+            "`a`",
+            "1",
+        ] {
             assert_eq!(plain_quoted(text), None, "{text:?}");
         }
     }

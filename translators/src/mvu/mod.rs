@@ -254,8 +254,7 @@ fn read_path(
         }
         _ => {
             // MVU trims quotes and backslashes from the path text whatever it holds.
-            let trimmed =
-                path_text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
+            let trimmed = path_text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
             if trimmed == path_text {
                 diagnostics.push(unplaced(
                     DiagnosticKind::MvuUnquotedPath,

@@ -482,14 +482,16 @@ mod tests {
             let bytes = text.as_bytes();
             let open = open.min(bytes.len());
             let (mut fast, mut model) = (budget, budget);
-            let mut args = vec![0..0];
+            // A range already in the caller's vector, which the search must leave alone.
+            let earlier: Range<usize> = 100..101;
+            let mut args = vec![earlier.clone()];
             let found = close_paren(bytes, open, &mut fast, &mut args)
                 .map(|s| (s.close, args[s.args].to_vec()));
             let expected = close_paren_byte_by_byte(bytes, open, &mut model);
             prop_assert_eq!(&found, &expected);
             if expected.is_none() {
                 // A failed search leaves the caller's vector as it was.
-                prop_assert_eq!(args, vec![0..0]);
+                prop_assert_eq!(args, vec![earlier]);
             }
             prop_assert_eq!(fast, model);
         }
