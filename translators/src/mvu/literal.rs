@@ -68,6 +68,35 @@ impl Read {
 
 /// Reads a trimmed argument text.
 pub(crate) fn read_value(text: &str, macros: &BTreeMap<String, String>) -> Read {
+    // Most arguments and paths are one quoted string with nothing inside to read: its text is its
+    // value, whatever reading [`read_general`] would try first.
+    if let Some(inner) = plain_quoted(text) {
+        return Read::literal(Json::String(expand(inner, macros).into_owned()));
+    }
+    read_general(text, macros)
+}
+
+/// The text inside a top-level quoted string when every reading of it is that text: double quotes
+/// with no `"`, backslash or control character inside (JSON reads it so), single quotes with no `'`
+/// and no line break inside (YAML reads it so). `None` for anything else, which goes through
+/// [`read_general`]; where this answers, the two agree (a property test checks it).
+pub(crate) fn plain_quoted(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let (&first, &last) = (bytes.first()?, bytes.last()?);
+    if bytes.len() < 2 || first != last {
+        return None;
+    }
+    let inner = &bytes[1..bytes.len() - 1];
+    let plain = match first {
+        b'"' => inner.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\'),
+        b'\'' => memchr::memchr2(b'\'', b'\n', inner).is_none(),
+        _ => false,
+    };
+    plain.then(|| &text[1..text.len() - 1])
+}
+
+/// [`read_value`] without its shortcut: MVU's readings in order.
+fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
     let string = |text: &str| Json::String(expand(text, macros).into_owned());
     // A string already read into its own buffer keeps that buffer unless a macro changes it.
     let owned = |value: String| Json::String(expand_owned(value, macros));
@@ -581,6 +610,54 @@ impl<'t> Parser<'t, '_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// The shortcut for plain quoted strings gives what the general readings give, value, literal
+        /// flag and note alike, with and without macros.
+        #[test]
+        fn plain_quoted_strings_read_as_the_general_readings_do(
+            inner in "[a '\"`\\\\\n\r\t\u{1}\u{7f}:#{}\\[\\],<>好感度\u{3000}-]{0,12}",
+            double in proptest::bool::ANY,
+            with_macros in proptest::bool::ANY,
+        ) {
+            let quote = if double { '"' } else { '\'' };
+            let text = format!("{quote}{inner}{quote}");
+            let macros = if with_macros {
+                BTreeMap::from([("a".to_owned(), "Alice".to_owned())])
+            } else {
+                BTreeMap::new()
+            };
+            if plain_quoted(&text).is_some() {
+                let fast = read_value(&text, &macros);
+                let general = read_general(&text, &macros);
+                proptest::prop_assert_eq!(&fast.value, &general.value, "{:?}", text);
+                proptest::prop_assert_eq!(fast.literal, general.literal);
+                proptest::prop_assert!(fast.note.is_none() && general.note.is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn plain_quoted_answers_only_for_plain_strings() {
+        assert_eq!(plain_quoted("'悠纪.好感度[0]'"), Some("悠纪.好感度[0]"));
+        assert_eq!(plain_quoted("\"空\""), Some("空"));
+        assert_eq!(plain_quoted("''"), Some(""));
+        assert_eq!(plain_quoted(r"'C:\Users\name'"), Some(r"C:\Users\name"));
+        for text in [
+            "'",
+            "'it''s'",
+            "'a\nb'",
+            r#""a\"b""#,
+            "\"a\tb\"",
+            "'a\"",
+            "`a`",
+            "1",
+        ] {
+            assert_eq!(plain_quoted(text), None, "{text:?}");
+        }
+    }
 
     #[test]
     fn macros_expand_only_known_names() {

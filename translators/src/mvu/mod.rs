@@ -19,6 +19,7 @@ mod resolve;
 mod scan;
 mod yaml;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -115,20 +116,65 @@ pub struct MvuCommand {
 /// Reads every MVU command in `text` without resolving it, with the diagnostics of reading.
 /// Time: O(n) in the length of `text`.
 pub fn commands_from_text(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diagnostic>) {
-    let (commands, mut diagnostics) = read_commands(text, options);
+    let (read, mut diagnostics) = read_commands(text, options);
+    let ReadCommands {
+        commands,
+        mut values,
+        literal,
+    } = read;
+    let commands = commands
+        .into_iter()
+        .map(|command| MvuCommand {
+            name: command.name,
+            span: command.span,
+            path: command.path.into_owned(),
+            args: values[command.args.clone()]
+                .iter_mut()
+                .map(std::mem::take)
+                .collect(),
+            literal: literal[command.args].to_vec(),
+            reason: command.reason,
+        })
+        .collect();
     place(text, &mut diagnostics);
     (commands, diagnostics)
 }
 
+/// The commands of a text as read, before they are resolved.
+struct ReadCommands<'t> {
+    commands: Vec<Command<'t>>,
+    /// The arguments after the path of every command, in text order: one vector for the whole text
+    /// rather than one per command.
+    values: Vec<Json>,
+    /// Whether each of `values` was a complete literal rather than bare text, arithmetic or a repair.
+    literal: Vec<bool>,
+}
+
+/// [`MvuCommand`] with its arguments in [`ReadCommands::values`].
+pub(crate) struct Command<'t> {
+    pub(crate) name: CommandName,
+    pub(crate) span: Range<usize>,
+    /// The path as written, quotes removed and macros substituted: borrowed from the text when
+    /// nothing was removed from inside it or substituted.
+    pub(crate) path: Cow<'t, str>,
+    /// Where the arguments after the path are in [`ReadCommands::values`].
+    pub(crate) args: Range<usize>,
+    pub(crate) reason: Option<String>,
+}
+
 /// [`commands_from_text`] with the diagnostics' lines and columns left for the caller to place.
-fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diagnostic>) {
+fn read_commands<'t>(text: &'t str, options: &MvuOptions) -> (ReadCommands<'t>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
-    let raw = scan::scan(text, options.unrunnable.severity(), &mut diagnostics);
+    let scan::Scan {
+        commands: raw,
+        args: ranges,
+    } = scan::scan(text, options.unrunnable.severity(), &mut diagnostics);
     let mut commands = Vec::with_capacity(raw.len());
+    let mut values = Vec::with_capacity(ranges.len());
+    let mut literal = Vec::with_capacity(ranges.len());
     for command in raw {
-        let mut values = Vec::with_capacity(command.args.len());
-        let mut literal = Vec::with_capacity(command.args.len());
-        for range in &command.args[1..] {
+        let first = values.len();
+        for range in &ranges[command.args.start + 1..command.args.end] {
             let read = literal::read_value(&text[range.clone()], &options.macros);
             if let Some(note) = read.note {
                 diagnostics.push(unplaced(
@@ -141,41 +187,12 @@ fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diag
             values.push(read.value);
             literal.push(read.literal);
         }
-        let path_range = command.args[0].clone();
+        let path_range = ranges[command.args.start].clone();
         let path_text = &text[path_range.clone()];
-        let path = match literal::read_value(path_text, &options.macros) {
-            literal::Read {
-                value: Json::String(path),
-                literal: true,
-                ..
-            } => path,
-            literal::Read {
-                value,
-                literal: true,
-                ..
-            } => {
-                diagnostics.push(unplaced(
-                    DiagnosticKind::MvuUnquotedPath,
-                    Severity::Note,
-                    path_range,
-                    format!("the path `{path_text}` is not quoted; read it as the key {value}"),
-                ));
-                value.to_string()
-            }
-            _ => {
-                // MVU trims quotes and backslashes from the path text whatever it holds.
-                let trimmed =
-                    path_text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
-                if trimmed == path_text {
-                    diagnostics.push(unplaced(
-                        DiagnosticKind::MvuUnquotedPath,
-                        Severity::Note,
-                        path_range,
-                        format!("the path `{path_text}` is not quoted; read as written"),
-                    ));
-                }
-                literal::expand(trimmed, &options.macros).into_owned()
-            }
+        // A plain quoted path (most are) is its text; the general reading would give the same.
+        let path = match literal::plain_quoted(path_text) {
+            Some(inner) => literal::expand(inner, &options.macros),
+            None => Cow::Owned(read_path(path_text, path_range, options, &mut diagnostics)),
         };
         if command.reason_on_later_line {
             if let Some(range) = &command.reason {
@@ -190,16 +207,65 @@ fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diag
             .reason
             .map(|range| literal::expand(&text[range], &options.macros).into_owned())
             .filter(|reason| !reason.is_empty());
-        commands.push(MvuCommand {
+        commands.push(Command {
             name: command.name,
             span: command.span,
             path,
-            args: values,
-            literal,
+            args: first..values.len(),
             reason,
         });
     }
-    (commands, diagnostics)
+    (
+        ReadCommands {
+            commands,
+            values,
+            literal,
+        },
+        diagnostics,
+    )
+}
+
+/// A command's path read as MVU reads it, when it is not a plain quoted string: any literal, or the
+/// text with quotes and backslashes trimmed; unquoted paths are noted.
+fn read_path(
+    path_text: &str,
+    path_range: Range<usize>,
+    options: &MvuOptions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> String {
+    match literal::read_value(path_text, &options.macros) {
+        literal::Read {
+            value: Json::String(path),
+            literal: true,
+            ..
+        } => path,
+        literal::Read {
+            value,
+            literal: true,
+            ..
+        } => {
+            diagnostics.push(unplaced(
+                DiagnosticKind::MvuUnquotedPath,
+                Severity::Note,
+                path_range,
+                format!("the path `{path_text}` is not quoted; read it as the key {value}"),
+            ));
+            value.to_string()
+        }
+        _ => {
+            // MVU trims quotes and backslashes from the path text whatever it holds.
+            let trimmed = path_text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
+            if trimmed == path_text {
+                diagnostics.push(unplaced(
+                    DiagnosticKind::MvuUnquotedPath,
+                    Severity::Note,
+                    path_range,
+                    format!("the path `{path_text}` is not quoted; read as written"),
+                ));
+            }
+            literal::expand(trimmed, &options.macros).into_owned()
+        }
+    }
 }
 
 /// Translates MVU command text into instructions: its commands and its `<JSONPatch>` blocks, in text
@@ -207,7 +273,12 @@ fn read_commands(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>, Vec<Diag
 /// diagnostics with byte spans into `text`, and a text that gives no instruction always says why.
 /// Time: O(n) in the length of `text` (plus state lookups when a state is given).
 pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
-    let (commands, mut diagnostics) = read_commands(text, options);
+    let (read, mut diagnostics) = read_commands(text, options);
+    let ReadCommands {
+        commands,
+        mut values,
+        ..
+    } = read;
     let mut patches = patch_blocks(text, options, &mut diagnostics)
         .into_iter()
         .peekable();
@@ -219,7 +290,8 @@ pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
             spans.extend(block.spans);
         }
         let span = command.span.clone();
-        resolve::resolve(command, options, &mut instructions, &mut diagnostics);
+        let args = &mut values[command.args.clone()];
+        resolve::resolve(command, args, options, &mut instructions, &mut diagnostics);
         spans.resize(instructions.len(), span);
     }
     for block in patches {

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Instruction, Key, Op, Path, Segment, Value};
 
-use super::{CommandName, MvuCommand, MvuOptions};
+use super::{Command, CommandName, MvuOptions};
 use crate::diagnostic::unplaced;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use statecraft_engine::{PathSpelling, parse_path};
@@ -59,10 +59,12 @@ macro_rules! guessed {
     };
 }
 
-/// Appends the instructions `command` stands for. It takes the command so that its reason moves into
+/// Appends the instructions `command` stands for, with `args` the values of its arguments after the
+/// path. It takes the command, and the values out of `args`, so that its reason and values move into
 /// the instruction instead of being copied.
 pub(crate) fn resolve(
-    command: MvuCommand,
+    command: Command<'_>,
+    args: &mut [Json],
     options: &MvuOptions,
     out: &mut Vec<Instruction>,
     diagnostics: &mut Vec<Diagnostic>,
@@ -95,7 +97,7 @@ pub(crate) fn resolve(
             return;
         }
     };
-    let args = &command.args;
+    let count = args.len();
     let state = options.state.as_ref();
     let target = state.and_then(|state| state.lookup(path.segments()));
     let reason = command.reason;
@@ -105,13 +107,13 @@ pub(crate) fn resolve(
     };
     let extra =
         |used: usize, report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>)| {
-            if args.len() > used {
+            if count > used {
                 report(
                 DiagnosticKind::MvuExtraArguments,
                 Severity::Warning,
                 format!(
                     "`_.{name}` uses {used} argument(s) after the path; mvu ignores the other {}",
-                    args.len() - used
+                    count - used
                 ).into(),
             );
             }
@@ -119,21 +121,20 @@ pub(crate) fn resolve(
     match command.name {
         CommandName::Set => {
             extra(2, &mut report);
-            let (old, new) = if args.len() >= 2 {
-                (Some(&args[0]), &args[1])
-            } else {
-                (None, &args[0])
-            };
-            let (path, old) = match pair_target(options, target, new) {
-                true => (
-                    path.child(0usize),
-                    old.map(|old| pair_value(old).unwrap_or(old)),
-                ),
-                false => (path, old),
-            };
-            let mut instruction = Instruction::assign(path, Value::from_json(new));
+            let new_at = usize::from(count >= 2);
+            let pair = pair_target(options, target, &args[new_at]);
+            let new = into_value(std::mem::take(&mut args[new_at]));
+            let old = (count >= 2).then(|| {
+                let old = std::mem::take(&mut args[0]);
+                match pair {
+                    true => Value::from_json(pair_value(&old).unwrap_or(&old)),
+                    false => into_value(old),
+                }
+            });
+            let path = if pair { path.child(0usize) } else { path };
+            let mut instruction = Instruction::assign(path, new);
             if let Some(old) = old {
-                instruction = instruction.with_old(Value::from_json(old));
+                instruction = instruction.with_old(old);
             }
             out.push(reasoned(instruction));
         }
@@ -152,8 +153,9 @@ pub(crate) fn resolve(
             } else {
                 path
             };
+            let delta = into_value(std::mem::take(&mut args[0]));
             out.push(reasoned(
-                Instruction::new(Op::Increment, path).with_value(Value::from_json(delta)),
+                Instruction::new(Op::Increment, path).with_value(delta),
             ));
         }
         CommandName::Insert | CommandName::Assign => {
@@ -202,6 +204,15 @@ pub(crate) fn resolve(
             };
             out.extend(instruction.map(reasoned));
         }
+    }
+}
+
+/// An argument as an engine value. A number moves into the value; everything else is converted as
+/// [`Value::from_json`] converts it (for a number that would copy its digits).
+fn into_value(json: Json) -> Value {
+    match json {
+        Json::Number(number) => Value::Number(number),
+        other => Value::from_json(&other),
     }
 }
 

@@ -74,8 +74,8 @@ pub(crate) struct RawCommand {
     pub(crate) name: CommandName,
     /// From `_` to the `;`, or to the end of the reason comment when there is one.
     pub(crate) span: Range<usize>,
-    /// Each argument's trimmed byte range.
-    pub(crate) args: Vec<Range<usize>>,
+    /// Where its arguments' trimmed byte ranges sit in [`Scan::args`]: the path, then the rest.
+    pub(crate) args: Range<usize>,
     /// The trimmed reason text and its range.
     pub(crate) reason: Option<Range<usize>>,
     /// Whether the reason comment sat on a later line (MVU's quirk).
@@ -88,14 +88,19 @@ pub(crate) struct RawCommand {
 /// text with a handful of unclosed commands.
 const SCAN_BUDGET_FACTOR: usize = 4;
 
+/// The commands found in a text.
+pub(crate) struct Scan {
+    pub(crate) commands: Vec<RawCommand>,
+    /// The trimmed byte ranges of every command's arguments, in text order: one vector for the whole
+    /// text rather than one per command.
+    pub(crate) args: Vec<Range<usize>>,
+}
+
 /// Finds every command in `text`, reporting the ones MVU would drop at `skipped` severity.
-pub(crate) fn scan(
-    text: &str,
-    skipped: Severity,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<RawCommand> {
+pub(crate) fn scan(text: &str, skipped: Severity, diagnostics: &mut Vec<Diagnostic>) -> Scan {
     let bytes = text.as_bytes();
     let mut commands = Vec::new();
+    let mut args = Vec::new();
     let mut budget = text
         .len()
         .saturating_mul(SCAN_BUDGET_FACTOR)
@@ -123,7 +128,7 @@ pub(crate) fn scan(
             continue;
         }
         let open = name_end + 1;
-        let Some(scanned) = close_paren(bytes, open, &mut budget) else {
+        let Some(scanned) = close_paren(bytes, open, &mut budget, &mut args) else {
             if budget == 0 {
                 diagnostics.push(unplaced(DiagnosticKind::MvuScanStopped,
                     Severity::Error,
@@ -160,6 +165,7 @@ pub(crate) fn scan(
                     name.name()
                 ),
             ));
+            args.truncate(scanned.args.start);
             at = close + 1;
             continue;
         }
@@ -174,6 +180,7 @@ pub(crate) fn scan(
         let (min, max) = name.arity();
         let count = scanned.args.len();
         if count < min || max.is_some_and(|max| count > max) {
+            args.truncate(scanned.args.start);
             let wanted = match max {
                 Some(max) if max == min => format!("exactly {min}"),
                 _ => format!("at least {min}"),
@@ -198,7 +205,7 @@ pub(crate) fn scan(
         }
         at = end;
     }
-    commands
+    Scan { commands, args }
 }
 
 fn command_name(bytes: &[u8], at: usize) -> Option<(CommandName, usize)> {
@@ -217,80 +224,136 @@ fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
 }
 
 fn line_end(bytes: &[u8], from: usize) -> usize {
-    bytes[from..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map_or(bytes.len(), |i| from + i)
+    memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |i| from + i)
 }
 
 struct Scanned {
     close: usize,
-    args: Vec<Range<usize>>,
+    /// Where the command's arguments were pushed in the caller's vector.
+    args: Range<usize>,
 }
+
+/// Whether a byte matters to [`walk`] outside a string: quotes, parentheses, brackets, braces and
+/// commas. Every other byte is passed over without a look at the state of the walk.
+const STRUCTURAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let structural = b"'\"`()[]{},";
+    let mut i = 0;
+    while i < structural.len() {
+        table[structural[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// Finds the `)` that closes the `(` before `open` and splits the arguments at top-level commas.
 /// Parentheses inside quotes do not count; brackets and braces only matter for splitting, as in MVU.
-/// Every byte read is taken from `budget`; `None` when the text ends first or the budget runs out.
-fn close_paren(bytes: &[u8], open: usize, budget: &mut usize) -> Option<Scanned> {
-    let mut quote: Option<u8> = None;
+/// Every byte read is taken from `budget` (a character escaped inside a string is passed over free);
+/// `None` when the text ends first or the budget runs out, and then `budget` is 0 only if the budget
+/// was what stopped the search (or ran out exactly at the end of the text).
+/// The arguments' ranges are pushed onto `args`, and taken off again when there is no close.
+fn close_paren(
+    bytes: &[u8],
+    open: usize,
+    budget: &mut usize,
+    args: &mut Vec<Range<usize>>,
+) -> Option<Scanned> {
+    let first = args.len();
+    let walk = walk(bytes, open, *budget, args);
+    if walk.scanned.is_none() {
+        args.truncate(first);
+    }
+    match walk.scanned {
+        Some(_) => *budget -= walk.read,
+        None if walk.out_of_budget => *budget = 0,
+        None => *budget = budget.saturating_sub(walk.read),
+    }
+    walk.scanned
+}
+
+/// What [`walk`] found, and how many bytes it read.
+struct Walk {
+    scanned: Option<Scanned>,
+    /// Bytes read, escaped characters inside strings not counted.
+    read: usize,
+    /// Whether the walk stopped because `budget` bytes were read, before the end of the text.
+    out_of_budget: bool,
+}
+
+/// [`close_paren`]'s walk from `open`, reading at most `budget` bytes. Outside strings it passes over
+/// every byte that is not [`STRUCTURAL`] in a tight loop; inside a string it jumps with `memchr`.
+fn walk(bytes: &[u8], open: usize, budget: usize, args: &mut Vec<Range<usize>>) -> Walk {
+    let end = bytes.len();
+    // Bytes `open..limit` may be read; each escaped character passed over free moves `limit` by one.
+    let mut limit = open.saturating_add(budget).min(end);
+    let mut free = 0usize;
     let mut parens = 1usize;
     let mut nesting = 0isize;
-    let mut args = Vec::new();
+    let first = args.len();
     let mut arg_start = open;
     let mut i = open;
-    while i < bytes.len() {
-        if *budget == 0 {
-            return None;
+    let stopped = |i: usize, limit: usize, free: usize| Walk {
+        scanned: None,
+        read: i.min(end) - open - free,
+        out_of_budget: limit < end,
+    };
+    loop {
+        i += bytes[i..limit]
+            .iter()
+            .position(|&b| STRUCTURAL[usize::from(b)])
+            .unwrap_or(limit - i);
+        if i >= limit {
+            return stopped(limit, limit, free);
         }
-        *budget -= 1;
-        let b = bytes[i];
-        match quote {
-            Some(q) => {
-                // Inside a string only its quote and backslashes matter: jump to the next one,
-                // charging the bytes passed over to the budget as the byte-by-byte walk would.
-                let Some(skip) = memchr::memchr2(q, b'\\', &bytes[i..]) else {
-                    *budget = budget.saturating_sub(bytes.len() - i - 1);
-                    return None;
-                };
-                if *budget < skip {
-                    *budget = 0;
-                    return None;
-                }
-                *budget -= skip;
-                i += skip;
-                let b = bytes[i];
-                if b == b'\\' {
-                    // An escaped character never ends the string.
-                    i += 1;
-                } else if b == q {
-                    quote = None;
-                }
-            }
-            None => match b {
-                // As in MVU, a quote after a backslash does not open a string: `\"a.b\"` is a path
-                // written by a model that thinks in JSON strings.
-                b'\'' | b'"' | b'`' if i > 0 && bytes[i - 1] == b'\\' => {}
-                b'\'' | b'"' | b'`' => quote = Some(b),
-                b'(' => parens += 1,
-                b')' => {
-                    parens -= 1;
-                    if parens == 0 {
-                        push_arg(bytes, arg_start..i, &mut args, true);
-                        return Some(Scanned { close: i, args });
+        match bytes[i] {
+            // As in MVU, a quote after a backslash does not open a string: `\"a.b\"` is a path
+            // written by a model that thinks in JSON strings.
+            b'\'' | b'"' | b'`' if i > 0 && bytes[i - 1] == b'\\' => {}
+            quote @ (b'\'' | b'"' | b'`') => {
+                // Inside a string only its quote and backslashes matter: jump to the next one.
+                i += 1;
+                loop {
+                    let Some(skip) = memchr::memchr2(quote, b'\\', &bytes[i.min(limit)..limit])
+                    else {
+                        return stopped(limit, limit, free);
+                    };
+                    i += skip;
+                    if bytes[i] == quote {
+                        break;
+                    }
+                    // An escaped character never ends the string, and is not charged.
+                    i += 2;
+                    if i <= end {
+                        free += 1;
+                        limit = (limit + 1).min(end);
                     }
                 }
-                b'[' | b'{' => nesting += 1,
-                b']' | b'}' => nesting -= 1,
-                b',' if parens == 1 && nesting == 0 => {
-                    push_arg(bytes, arg_start..i, &mut args, false);
-                    arg_start = i + 1;
+            }
+            b'(' => parens += 1,
+            b')' => {
+                parens -= 1;
+                if parens == 0 {
+                    push_arg(bytes, arg_start..i, args, true);
+                    return Walk {
+                        scanned: Some(Scanned {
+                            close: i,
+                            args: first..args.len(),
+                        }),
+                        read: i + 1 - open - free,
+                        out_of_budget: false,
+                    };
                 }
-                _ => {}
-            },
+            }
+            b'[' | b'{' => nesting += 1,
+            b']' | b'}' => nesting -= 1,
+            b',' if parens == 1 && nesting == 0 => {
+                push_arg(bytes, arg_start..i, args, false);
+                arg_start = i + 1;
+            }
+            _ => {}
         }
         i += 1;
     }
-    None
 }
 
 /// Records an argument, trimmed. MVU drops an empty last argument (`_.set('a', 1, )`), but keeps empty
@@ -343,10 +406,100 @@ fn reason_comment(bytes: &[u8], from: usize) -> Option<(Range<usize>, bool, usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The byte-by-byte walk [`close_paren`] replaced, kept as the model it must agree with: the same
+    /// close, the same arguments and the same budget left, whether it finds the `)` or not.
+    fn close_paren_byte_by_byte(
+        bytes: &[u8],
+        open: usize,
+        budget: &mut usize,
+    ) -> Option<(usize, Vec<Range<usize>>)> {
+        let mut quote: Option<u8> = None;
+        let mut parens = 1usize;
+        let mut nesting = 0isize;
+        let mut args = Vec::new();
+        let mut arg_start = open;
+        let mut i = open;
+        while i < bytes.len() {
+            if *budget == 0 {
+                return None;
+            }
+            *budget -= 1;
+            let b = bytes[i];
+            match quote {
+                Some(q) => {
+                    let Some(skip) = memchr::memchr2(q, b'\\', &bytes[i..]) else {
+                        *budget = budget.saturating_sub(bytes.len() - i - 1);
+                        return None;
+                    };
+                    if *budget < skip {
+                        *budget = 0;
+                        return None;
+                    }
+                    *budget -= skip;
+                    i += skip;
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    } else if bytes[i] == q {
+                        quote = None;
+                    }
+                }
+                None => match b {
+                    b'\'' | b'"' | b'`' if i > 0 && bytes[i - 1] == b'\\' => {}
+                    b'\'' | b'"' | b'`' => quote = Some(b),
+                    b'(' => parens += 1,
+                    b')' => {
+                        parens -= 1;
+                        if parens == 0 {
+                            push_arg(bytes, arg_start..i, &mut args, true);
+                            return Some((i, args));
+                        }
+                    }
+                    b'[' | b'{' => nesting += 1,
+                    b']' | b'}' => nesting -= 1,
+                    b',' if parens == 1 && nesting == 0 => {
+                        push_arg(bytes, arg_start..i, &mut args, false);
+                        arg_start = i + 1;
+                    }
+                    _ => {}
+                },
+            }
+            i += 1;
+        }
+        None
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn close_paren_agrees_with_the_byte_by_byte_walk(
+            text in "[a'\"`()\\\\\\[\\]{},; ]{0,40}",
+            open in 0usize..8,
+            budget in 0usize..48,
+        ) {
+            let bytes = text.as_bytes();
+            let open = open.min(bytes.len());
+            let (mut fast, mut model) = (budget, budget);
+            // A range already in the caller's vector, which the search must leave alone.
+            let earlier: Range<usize> = 100..101;
+            let mut args = vec![earlier.clone()];
+            let found = close_paren(bytes, open, &mut fast, &mut args)
+                .map(|s| (s.close, args[s.args].to_vec()));
+            let expected = close_paren_byte_by_byte(bytes, open, &mut model);
+            prop_assert_eq!(&found, &expected);
+            if expected.is_none() {
+                // A failed search leaves the caller's vector as it was.
+                prop_assert_eq!(args, vec![earlier]);
+            }
+            prop_assert_eq!(fast, model);
+        }
+    }
 
     fn names(text: &str) -> (Vec<&'static str>, Vec<String>) {
         let mut diagnostics = Vec::new();
-        let found = scan(text, Severity::Warning, &mut diagnostics);
+        let found = scan(text, Severity::Warning, &mut diagnostics).commands;
         (
             found.iter().map(|c| c.name.name()).collect(),
             diagnostics.iter().map(|d| d.kind.to_string()).collect(),

@@ -248,7 +248,9 @@ impl Flow<'_> {
             self.at += close + 1;
             return Some(rest[..close].to_owned());
         }
-        let mut raw = String::new();
+        // The value is at most the rest of the text; sized for it up to a bound, so that a short string
+        // is one allocation and a long text of many strings does not reserve its whole length each.
+        let mut raw = String::with_capacity(rest.len().min(256));
         loop {
             let rest = &self.text[self.at..];
             let quote = rest.find('\'')?;
