@@ -57,8 +57,8 @@ pub struct ApplyOptions {
 /// What a committed batch did.
 #[derive(Clone, Debug, Serialize)]
 pub struct Commit {
-    /// The history step, or `None` when history is off (`max_steps == 0`) or the batch changed nothing
-    /// and has no label.
+    /// The history step, or `None` when history is off (`max_steps == 0`) or the batch changed nothing,
+    /// has no label and drew no random number.
     #[serde(skip)]
     pub step: Option<StepId>,
     /// The step the batch was committed on: the current step before it, or the one `at` named. The new
@@ -378,7 +378,8 @@ impl Store {
                 });
             }
         };
-        let mut random = Random::for_step(self.seed, self.history.next_id().get());
+        let unused_random = Random::for_step(self.seed, self.history.next_id().get());
+        let mut random = unused_random;
         let rewrite = self.handler.before(BeforeCall {
             instructions: &batch.instructions,
             spans: &options.spans,
@@ -497,6 +498,7 @@ impl Store {
             changes,
             events,
             warnings,
+            random,
             ..
         } = run;
         // The batch ran on the state at `at`, which the new root now continues from.
@@ -517,8 +519,11 @@ impl Store {
         };
         // Every commit is a step (SPEC §3), but one that changed nothing and has no label would be an
         // invisible step that undo crosses without a trace; a labelled one is how a front end marks a
-        // message that changed nothing, so that `undo_to` finds it and a swipe can commit on it.
-        let recorded = !commit.changes.is_empty() || options.label.is_some();
+        // message that changed nothing, so that `undo_to` finds it and a swipe can commit on it. A batch
+        // whose scripts drew random numbers is a step too, even if nothing changed (a missed roll):
+        // otherwise the next batch would get the same id, so the same draws, and miss again.
+        let drew = random != unused_random;
+        let recorded = !commit.changes.is_empty() || options.label.is_some() || drew;
         if self.history.limits().max_steps == 0 {
             self.history.rebase(&self.root, size);
             if recorded {

@@ -497,15 +497,16 @@ impl Game {
     ) -> Result<Outcome, SaveError> {
         self.check()?;
         let before = self.store.current_step();
+        let next_id = self.store.next_step_id();
         let outcome = self.store.apply_with(batch, options);
         if let Outcome::Committed(commit) = &outcome {
             if let Some(step) = StepRecord::of_commit(commit, options.label.as_deref()) {
                 self.append(&TimelineRecord::Step(step))?;
             } else if self.store.history_limits().max_steps == 0 {
                 // History is off: there is no step to record, so the new state itself becomes the base.
-                // A labelled commit used up a step id even if it changed nothing (see
+                // A commit may use up a step id even if it changed nothing (see
                 // `Store::next_step_id`), and the rewrite records the next id with the state.
-                if !commit.changes.is_empty() || options.label.is_some() {
+                if self.store.next_step_id() != next_id {
                     self.guard(Game::compact)?;
                 }
             } else if commit.parent != before {

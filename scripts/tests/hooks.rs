@@ -434,6 +434,40 @@ fn with_history_off_each_batch_still_rolls_anew_and_replays_the_same() {
     assert_eq!((first, next), play(), "the same seed plays the same");
 }
 
+#[test]
+fn a_missed_roll_that_changes_nothing_is_a_step_so_the_next_batch_rolls_anew() {
+    let limits = test_limits();
+    // A roll of 1 in a million hits; the misses change nothing and only report the roll.
+    let source = r#"
+on("attack", function(ctx)
+    local roll = ctx.random(1, 1000000)
+    if roll == 1 then ctx.emit({op = "assign", path = "hit", value = true}) end
+    ctx.event("rolled", { roll = roll })
+end)
+"#;
+    let handlers = LuaHandlers::from_sources([("attack.lua", source)], &limits).expect("loads");
+    let mut store = Store::builder(Value::from_json(&json!({})))
+        .handler(handlers)
+        .limits(limits)
+        .seed(5)
+        .build()
+        .expect("no schema");
+    let attack = batch(json!([{"op": "callback", "path": ["attack"]}]));
+    let mut rolls = Vec::new();
+    for _ in 0..3 {
+        let committed = commit(&mut store, &attack);
+        assert!(committed.changes.is_empty(), "a miss changes nothing");
+        assert!(committed.step.is_some(), "a batch that drew is a step");
+        rolls.push(committed.events[0].payload.to_json());
+    }
+    assert_ne!(rolls[0], rolls[1], "each attack rolls anew: {rolls:?}");
+    assert_ne!(rolls[1], rolls[2], "each attack rolls anew: {rolls:?}");
+
+    // A batch that draws nothing and changes nothing still makes no step.
+    let nothing = commit(&mut store, &batch(json!([])));
+    assert_eq!(nothing.step, None);
+}
+
 #[rstest]
 #[case::empty_range("ctx.random(6, 1)", "is empty")]
 #[case::fraction("ctx.random(1.5, 3)", "whole number")]
