@@ -628,13 +628,12 @@ impl History {
             parents.push(step.parent);
             at = step.parent;
         }
-        let kept = retained::copied_bytes(
-            parents
-                .iter()
-                .flat_map(|&parent| self.children(parent))
-                .flat_map(|child| self.steps[child].changes.iter()),
-            state,
-        );
+        let logs: Vec<&[Change]> = parents
+            .iter()
+            .flat_map(|&parent| self.children(parent))
+            .map(|child| &self.steps[child].changes[..])
+            .collect();
+        let kept = retained::copied_bytes(&logs, state);
         let step = self.steps.get_mut(&id).expect("checked above");
         step.checkpoint = Some(state.clone());
         step.replayed = 0;
@@ -881,10 +880,10 @@ mod tests {
             commit(&mut history, &mut live, id, 10 + id as i64);
         }
         let kept = retained::copied_bytes(
-            history.steps[&StepId(1)]
-                .changes
-                .iter()
-                .chain(history.steps[&StepId(2)].changes.iter()),
+            &[
+                &history.steps[&StepId(1)].changes,
+                &history.steps[&StepId(2)].changes,
+            ],
             &at_2,
         );
         assert!(kept > 0);
