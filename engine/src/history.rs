@@ -15,10 +15,11 @@
 //! Steps have ids that are never reused, and unique labels (a front end's message or swipe id; reusing
 //! a label moves it to the new step). History is bounded by a step count and an estimate of retained
 //! bytes: every step's change log and fixed cost, and for a step with a checkpoint, the map and vector
-//! nodes the checkpoint keeps alive (`retained.rs`). Trimming drops the steps visited least recently first, one branch tip at a time, and never
-//! the current step or its ancestors while anything else can go; only then does it drop the oldest
-//! ancestors, whose state becomes the new root. Every trimmed step is reported to the caller. This
-//! module must not run instructions: it records change logs and replays them.
+//! nodes the checkpoint keeps alive (`retained.rs`). Trimming drops the steps visited least recently
+//! first, one branch tip at a time, and never the current step or its ancestors while anything else
+//! can go; only then does it drop the oldest ancestors, whose state becomes the new root. Every trimmed
+//! step is reported to the caller. This module must not run instructions: it records change logs and
+//! replays them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
