@@ -1,6 +1,7 @@
 //! Retained history memory, measured with a counting global allocator: per op (live heap bytes after
 //! 2,000 batches with history kept, minus the same run without history), and what the chat timeline
-//! of `timeline.rs` keeps alive, with and without checkpoints. A program of its own, so that the
+//! of `timeline.rs` keeps alive (with and without checkpoints, and on 1M keys and on 5), each against
+//! what the byte bound counts (`Store::history_bytes`). A program of its own, so that the
 //! counting allocator never runs under a timed benchmark (`store.rs` and `timeline.rs` time with the
 //! system allocator). Run: `cargo bench -p statecraft-engine --bench history_memory`.
 
@@ -72,9 +73,10 @@ fn history_memory() {
     }
     let ops = (batches.len() * BATCH) as f64;
     let per_op = (retained[1].0 - retained[0].0) as f64 / ops;
+    let counted = retained[1].1 as f64 / ops;
     println!(
-        "retained history: {per_op:.0} bytes per op measured ({:.0} estimated by the store), over {} ops at batch size {BATCH}",
-        retained[1].1 as f64 / ops,
+        "retained history: {per_op:.0} bytes per op measured, {counted:.0} counted by the byte bound (count / measured = {:.2}), over {} ops at batch size {BATCH}",
+        counted / per_op,
         ops
     );
 }
@@ -86,33 +88,23 @@ fn play_chat(store: &mut Store, characters: usize, fields: usize) {
     });
 }
 
-/// What the chat's history keeps alive: live bytes with the chat played, minus a store of the same
-/// final state without history.
+/// What the chat's history keeps alive, measured (live bytes with the chat played, minus a copy of the
+/// same final state without history), against what the byte bound counts (`Store::history_bytes`), on
+/// the bench's 10k keys with and without checkpoints, on 1M keys, and on a tiny state of 5 keys.
 fn chat_memory() {
-    for (name, every) in [
-        ("default checkpoints", None),
-        ("no checkpoints", Some(u64::MAX)),
+    for (name, characters, fields, every) in [
+        ("10k keys, checkpoints every 32 steps", 100, 100, 32),
+        ("10k keys, no checkpoints", 100, 100, u64::MAX),
+        ("1M keys, checkpoints every 32 steps", 10_000, 100, 32),
+        ("5 keys, checkpoints every 32 steps", 1, 5, 32),
     ] {
         let start = LIVE.load(Ordering::Relaxed);
-        let store = match every {
-            None => {
-                let mut store = Store::builder(Value::from(&chat::state_json(100, 100)))
-                    .history_limits(unbounded())
-                    .build()
-                    .unwrap();
-                play_chat(&mut store, 100, 100);
-                store
-            }
-            Some(every) => {
-                let mut store = Store::builder(Value::from(&chat::state_json(100, 100)))
-                    .history_limits(unbounded())
-                    .checkpoint_every(every)
-                    .build()
-                    .unwrap();
-                play_chat(&mut store, 100, 100);
-                store
-            }
-        };
+        let mut store = Store::builder(Value::from(&chat::state_json(characters, fields)))
+            .history_limits(unbounded())
+            .checkpoint_every(every)
+            .build()
+            .unwrap();
+        play_chat(&mut store, characters, fields);
         let with_history = LIVE.load(Ordering::Relaxed) - start;
         let bare = {
             let start = LIVE.load(Ordering::Relaxed);
@@ -121,14 +113,19 @@ fn chat_memory() {
             drop(copy);
             bytes
         };
-        let ops = (MESSAGES * SWIPES * CHANGES) as f64;
+        let changes = (MESSAGES * SWIPES * CHANGES) as f64;
+        let measured = (with_history - bare) as f64;
+        let counted = store.history_bytes() as f64;
         println!(
-            "chat memory ({name}): {:.1} MB with history, {:.1} MB for the state alone; history {:.0} bytes per change ({} estimated by the store)",
-            with_history as f64 / 1e6,
+            "chat memory ({name}): state alone {:.1} MB; history keeps {:.1} MB alive ({:.0} bytes per change), the byte bound counts {:.1} MB ({:.0} bytes per change): count / measured = {:.2}",
             bare as f64 / 1e6,
-            (with_history - bare) as f64 / ops,
-            store.history_bytes() / (MESSAGES * SWIPES * CHANGES)
+            measured / 1e6,
+            measured / changes,
+            counted / 1e6,
+            counted / changes,
+            counted / measured
         );
+        drop(store);
     }
 }
 

@@ -7,15 +7,19 @@
 //! steps replays the changes on the tree path between them (backwards up to their common ancestor,
 //! forwards down to the target), so it costs what changed on that path, never the size of the state.
 //! Some steps also keep a checkpoint, the state's persistent root as committed there (an O(1) clone
-//! that shares every unchanged node): every `checkpoint_every` steps of depth, so that reading any step
-//! replays at most that many steps from the nearest checkpoint above it.
+//! that shares every unchanged node): a step lying `checkpoint_every` steps below the nearest kept state
+//! above it (a checkpoint or the root) takes one when a step is committed on it, so that reading any
+//! step replays at most that many steps from the nearest kept state above it. Only steps with children
+//! take one: a swipe that the chat did not go on from keeps nothing but its change log.
 //!
 //! Steps have ids that are never reused, and unique labels (a front end's message or swipe id; reusing
 //! a label moves it to the new step). History is bounded by a step count and an estimate of retained
-//! bytes. Trimming drops the steps visited least recently first, one branch tip at a time, and never
-//! the current step or its ancestors while anything else can go; only then does it drop the oldest
-//! ancestors, whose state becomes the new root. Every trimmed step is reported to the caller. This
-//! module must not run instructions: it records change logs and replays them.
+//! bytes: every step's change log and fixed cost, and for a step with a checkpoint, the map and vector
+//! nodes the checkpoint keeps alive (`retained.rs`). Trimming drops the steps visited least recently
+//! first, one branch tip at a time, and never the current step or its ancestors while anything else
+//! can go; only then does it drop the oldest ancestors, whose state becomes the new root. Every trimmed
+//! step is reported to the caller. This module must not run instructions: it records change logs and
+//! replays them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
@@ -25,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::budget;
 use crate::change::{Change, ReplayError, replay_backward, replay_forward};
+use crate::retained;
 use crate::value::Value;
 
 /// A step's id: a number that is never reused, so an id a host kept can only ever name that step. The
@@ -156,8 +161,9 @@ impl TimelineError {
 pub struct HistoryLimits {
     /// Most steps kept, on every branch together. `0` turns history off: commits make no steps.
     pub max_steps: usize,
-    /// Most bytes kept, by [`Change::estimated_bytes`] plus a fixed cost per step. The current step is
-    /// kept even if it alone is larger.
+    /// Most bytes kept, estimated: every step's changes ([`Change::estimated_bytes`]) plus a fixed cost
+    /// per step, plus for every checkpoint the nodes it keeps alive (those that the writes since the
+    /// kept state above it copied). The current step is kept even if it alone is larger.
     pub max_bytes: usize,
 }
 
@@ -171,7 +177,8 @@ impl Default for HistoryLimits {
     }
 }
 
-/// How many steps of depth lie between checkpoints unless the store is built with another spacing.
+/// How many steps a read may replay from the nearest kept state unless the store is built with another
+/// spacing.
 pub(crate) const DEFAULT_CHECKPOINT_EVERY: u64 = 32;
 
 /// The fixed cost counted for every step besides its changes: the step's own fields and its place in
@@ -189,7 +196,8 @@ pub(crate) struct Step {
     pub(crate) label: Option<String>,
     /// The primitive changes, in the order they happened.
     pub(crate) changes: Arc<[Change]>,
-    /// The estimate of the bytes this step keeps alive.
+    /// The estimate of the bytes this step keeps alive: its change log and fixed cost, and what its
+    /// checkpoint keeps alive once it has one.
     bytes: usize,
     /// Steps from the original root; the root's own depth grows when trimming moves it.
     depth: u64,
@@ -198,8 +206,13 @@ pub(crate) struct Step {
     /// The estimated size of the state committed here (see `budget.rs`), so that a batch committed on
     /// any step starts from its size without walking the state.
     size: usize,
-    /// The state as committed here, kept every `checkpoint_every` steps of depth.
+    /// The state as committed here, kept once a step is committed on this one while it lies
+    /// `checkpoint_every` steps below the nearest kept state.
     checkpoint: Option<Value>,
+    /// How many steps lie between this one and the nearest kept state above it, this one included (0
+    /// with a checkpoint): what a read of this step replays at most. Trimming the root's child can only
+    /// make the true distance shorter.
+    replayed: u64,
 }
 
 /// The steps of a tree path between two steps.
@@ -551,21 +564,24 @@ impl History {
         self.labels.get(label).copied()
     }
 
-    /// Records a new step with id `id` as a child of the current step and makes it current; `state` is
-    /// the state committed there and `size` its estimated size. Reusing a label moves it: the step that
-    /// had it is returned. Does not trim. Time: O(log n).
+    /// Records a new step with id `id` as a child of the current step and makes it current; `parent_state`
+    /// is the state at the current step (which the new step's changes were made on) and `size` the new
+    /// step's estimated size. Reusing a label moves it: the step that had it is returned. Does not trim.
+    /// Time: O(log n), plus, once every `checkpoint_every` steps down a line, estimating what the
+    /// parent's new checkpoint keeps alive (the changes of those steps).
     pub(crate) fn push(
         &mut self,
         id: StepId,
         label: Option<String>,
         changes: Arc<[Change]>,
-        state: &Value,
+        parent_state: &Value,
         size: usize,
     ) -> Option<StepId> {
         debug_assert!(id.0 >= self.next_id, "ids only grow");
         self.next_id = id.0 + 1;
         let parent = self.current;
         let depth = self.depth(parent) + 1;
+        let replayed = self.keep_if_far(parent, parent_state) + 1;
         let moved_from = label.as_ref().and_then(|label| {
             let old = self.labels.insert(label.clone(), id)?;
             if let Some(step) = self.steps.get_mut(&old) {
@@ -574,7 +590,6 @@ impl History {
             Some(old)
         });
         let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>() + STEP_BYTES;
-        let checkpoint = (depth % self.checkpoint_every == 0).then(|| state.clone());
         self.steps.insert(
             id,
             Step {
@@ -586,13 +601,53 @@ impl History {
                 depth,
                 visited: self.clock,
                 size,
-                checkpoint,
+                checkpoint: None,
+                replayed,
             },
         );
         self.children_mut(parent).push(id);
         self.bytes += bytes;
         self.current = id;
         moved_from
+    }
+
+    /// Gives `id` a checkpoint (`state`, its state) if it has none and lies `checkpoint_every` steps
+    /// below the nearest kept state, and counts what the checkpoint keeps alive: the nodes copied on the
+    /// way from that kept state, by the changes of the steps between (`id` included) and by those of
+    /// the steps beside them (the swipes of a chat): moving back from a step beside the line replays its
+    /// changes backwards, which copies its paths again in the line's state. Returns the steps a read of
+    /// `id` replays from then on (0 for the root).
+    /// Time: O(1), or the changes of those steps and their siblings when the checkpoint is taken.
+    fn keep_if_far(&mut self, id: StepId, state: &Value) -> u64 {
+        let Some(step) = self.steps.get(&id) else {
+            return 0;
+        };
+        if step.replayed < self.checkpoint_every {
+            return step.replayed;
+        }
+        // The parents of the steps between the kept state and `id`: their children are those steps
+        // and the steps beside them.
+        let mut parents = Vec::new();
+        let mut at = id;
+        while let Some(step) = self.steps.get(&at) {
+            if step.checkpoint.is_some() {
+                break;
+            }
+            parents.push(step.parent);
+            at = step.parent;
+        }
+        let logs: Vec<&[Change]> = parents
+            .iter()
+            .flat_map(|&parent| self.children(parent))
+            .map(|child| &self.steps[child].changes[..])
+            .collect();
+        let kept = retained::copied_bytes(&logs, state);
+        let step = self.steps.get_mut(&id).expect("checked above");
+        step.checkpoint = Some(state.clone());
+        step.replayed = 0;
+        step.bytes += kept;
+        self.bytes += kept;
+        0
     }
 
     fn over_bounds(&self) -> bool {
@@ -796,6 +851,112 @@ mod tests {
             reason: None,
             op: Op::Assign,
         }])
+    }
+
+    /// Commits `n` at `/n` as step `id` on the current step, the way the store does: `live` is the state
+    /// at the current step and follows the commit.
+    fn commit(history: &mut History, live: &mut Value, id: u64, n: i64) {
+        let changes = set(n);
+        let parent_state = live.clone();
+        replay_forward(live, &changes).unwrap();
+        let _ = history.push(StepId(id), None, changes, &parent_state, 0);
+    }
+
+    fn counted(history: &History) -> usize {
+        history.steps.values().map(|step| step.bytes).sum()
+    }
+
+    fn plain_bytes() -> usize {
+        set(1).iter().map(Change::estimated_bytes).sum::<usize>() + STEP_BYTES
+    }
+
+    #[test]
+    fn a_step_far_from_a_kept_state_keeps_a_checkpoint_once_a_step_is_committed_on_it() {
+        let mut live = Value::from(serde_json::json!({"n": 0}));
+        let mut history = History::new(live.clone(), HistoryLimits::default(), 2);
+        commit(&mut history, &mut live, 1, 1);
+        commit(&mut history, &mut live, 2, 2);
+        // Step 2 lies 2 steps below the root, but is a tip: nothing kept yet.
+        assert!(history.steps[&StepId(2)].checkpoint.is_none());
+        assert_eq!(history.bytes(), 2 * plain_bytes());
+        // Three swipes on step 2: step 2 keeps its state, charged for the one node of `{"n": ..}` that
+        // steps 1 and 2 copied; the swipes keep nothing.
+        let at_2 = live.clone();
+        for id in 3..=5 {
+            history.move_to(StepId(2));
+            live = at_2.clone();
+            commit(&mut history, &mut live, id, 10 + id as i64);
+        }
+        let kept = retained::copied_bytes(
+            &[
+                &history.steps[&StepId(1)].changes,
+                &history.steps[&StepId(2)].changes,
+            ],
+            &at_2,
+        );
+        assert!(kept > 0);
+        assert_eq!(
+            history.steps[&StepId(2)]
+                .checkpoint
+                .as_ref()
+                .unwrap()
+                .to_json(),
+            at_2.to_json()
+        );
+        assert_eq!(history.bytes(), 5 * plain_bytes() + kept);
+        assert_eq!(history.bytes(), counted(&history));
+        for id in 3..=5 {
+            assert!(history.steps[&StepId(id)].checkpoint.is_none());
+            assert_eq!(history.steps[&StepId(id)].replayed, 1);
+        }
+        // Every step reads within the spacing.
+        for id in 1..=5 {
+            assert!(history.nearest_kept(StepId(id), 2).is_some(), "step {id}");
+        }
+    }
+
+    #[test]
+    fn the_byte_bound_counts_checkpoints_and_trims_no_more_than_it_needs() {
+        let mut live = Value::from(serde_json::json!({"n": 0}));
+        let mut history = History::new(live.clone(), HistoryLimits::default(), 1);
+        // A line of 4 steps: every step with a child keeps a checkpoint.
+        for id in 1..=4 {
+            commit(&mut history, &mut live, id, id as i64);
+        }
+        let line = history.bytes();
+        assert!(line > 4 * plain_bytes(), "the checkpoints are counted");
+        // A branch of 2 steps from step 1, then back to the end of the line.
+        let mut branch = history.state_at(&live, StepId(1)).unwrap();
+        history.move_to(StepId(1));
+        commit(&mut history, &mut branch, 5, 50);
+        commit(&mut history, &mut branch, 6, 60);
+        history.move_to(StepId(4));
+        assert_eq!(history.bytes(), counted(&history));
+        // A bound that the line alone fits: the branch goes, tip first, checkpoint and all.
+        history.limits.max_bytes = line;
+        let trimmed: Vec<StepId> = history.trim().into_iter().map(|t| t.id).collect();
+        assert_eq!(trimmed, [StepId(6), StepId(5)]);
+        assert_eq!(history.bytes(), line);
+        assert_eq!(history.bytes(), counted(&history));
+        // One byte less: only the oldest step goes, its checkpoint becoming the root.
+        history.limits.max_bytes = line - 1;
+        let trimmed: Vec<StepId> = history.trim().into_iter().map(|t| t.id).collect();
+        assert_eq!(trimmed, [StepId(1)]);
+        assert_eq!(history.bytes(), counted(&history));
+        assert_eq!(
+            history.state_at(&live, StepId::ROOT).unwrap().to_json(),
+            serde_json::json!({"n": 1})
+        );
+        // Nothing left to drop but the current step: it stays, over the bound.
+        history.limits.max_bytes = 0;
+        let trimmed: Vec<StepId> = history.trim().into_iter().map(|t| t.id).collect();
+        assert_eq!(trimmed, [StepId(2), StepId(3)]);
+        assert_eq!(history.len(), 1);
+        assert_eq!(history.bytes(), counted(&history));
+        assert_eq!(
+            history.state_at(&live, StepId(4)).unwrap().to_json(),
+            serde_json::json!({"n": 4})
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod limits;
 mod path;
 mod pathtext;
 mod random;
+mod retained;
 mod schema;
 mod store;
 mod tree;

@@ -208,9 +208,10 @@ impl StoreBuilder {
         self
     }
 
-    /// Keeps the state as a checkpoint every `steps` steps of depth (default 32, at least 1), so that
-    /// reading or checking out any step replays at most that many steps. Fewer checkpoints keep less
-    /// memory alive; more make long jumps cheaper.
+    /// How many steps a read or a checkout may replay from the nearest kept state (default 32, at least
+    /// 1): a step that lies that many steps below the nearest checkpoint (or the root) keeps its state
+    /// as a checkpoint when a step is committed on it. Fewer checkpoints keep less memory alive (every
+    /// checkpoint is counted in the byte bound); more make long jumps cheaper.
     pub fn checkpoint_every(mut self, steps: u64) -> StoreBuilder {
         self.checkpoint_every = steps;
         self
@@ -535,7 +536,7 @@ impl Store {
                 id,
                 options.label.clone(),
                 Arc::clone(&commit.changes),
-                &self.root,
+                &start,
                 size,
             );
             commit.step = Some(id);
@@ -681,8 +682,8 @@ impl Store {
         self.history.len()
     }
 
-    /// The estimate of the bytes history keeps alive (change logs; checkpoints share the state's nodes
-    /// and are not counted).
+    /// The estimate of the bytes history keeps alive, as the byte bound counts them: change logs, a fixed
+    /// cost per step, and the nodes checkpoints keep alive. Time: O(1).
     pub fn history_bytes(&self) -> usize {
         self.history.bytes()
     }
@@ -723,9 +724,10 @@ impl Store {
             return Err(TimelineError::UnknownStep(parent));
         }
         self.history.checkout(&mut self.root, parent)?;
+        let parent_state = self.root.clone();
         replay_forward(&mut self.root, &changes)?;
         let size = budget::size_after(self.history.size_at(parent), &changes);
-        let _ = self.history.push(id, label, changes, &self.root, size);
+        let _ = self.history.push(id, label, changes, &parent_state, size);
         Ok(())
     }
 

@@ -4,7 +4,10 @@
 //! copy of the state for every step. Invariants: the store matches the model, every retained step's
 //! state (read with `state_at`) is the model's copy, a failed batch changes nothing (the root stays
 //! pointer-equal and the current step stays), undo restores the exact previous state, redo re-applies
-//! it, labels are unique, and trimming drops exactly the steps the model drops, in the same order.
+//! it, labels are unique, and trimming drops exactly the steps the model drops, in the same order. The
+//! model cannot know the store's byte estimate, so with a small byte bound it checks the order, not the
+//! count: the steps the store dropped are the model's next ones to drop, at least as many as the step
+//! bound needs, and afterwards the byte bound holds unless only the current step is left.
 
 use std::collections::BTreeMap;
 
@@ -356,6 +359,7 @@ struct Timeline {
     clock: u64,
     next_id: u64,
     max_steps: usize,
+    max_bytes: usize,
 }
 
 impl Timeline {
@@ -408,7 +412,8 @@ impl Timeline {
         self.current = to;
     }
 
-    fn commit(&mut self, label: Option<String>, state: Json) -> (u64, Option<u64>, Vec<u64>) {
+    /// Records a step; the caller trims (see [`Timeline::trim`]).
+    fn commit(&mut self, label: Option<String>, state: Json) -> (u64, Option<u64>) {
         let id = self.next_id;
         self.next_id += 1;
         let moved = label.as_deref().and_then(|l| self.by_label(l));
@@ -425,14 +430,15 @@ impl Timeline {
             },
         );
         self.current = id;
-        (id, moved, self.trim())
+        (id, moved)
     }
 
-    /// SPEC §3: least recently visited branch tips first, never the current step or its ancestors
-    /// while anything else can go; then the oldest steps of the current line.
-    fn trim(&mut self) -> Vec<u64> {
+    /// Drops `count` steps (fewer if only the current step is left) in the order of SPEC §3: least
+    /// recently visited branch tips first, never the current step or its ancestors while anything else
+    /// can go; then the oldest steps of the current line.
+    fn trim(&mut self, count: usize) -> Vec<u64> {
         let mut dropped = Vec::new();
-        while self.steps.len() > self.max_steps {
+        while dropped.len() < count {
             let tip = self
                 .steps
                 .iter()
@@ -471,7 +477,7 @@ enum Action {
     Redo,
     Checkout(Target),
     UndoTo(u8),
-    Bounds(usize),
+    Bounds(usize, usize),
 }
 
 #[derive(Clone, Debug)]
@@ -500,15 +506,54 @@ fn action() -> impl Strategy<Value = Action> {
         2 => Just(Action::Redo),
         2 => target.prop_map(Action::Checkout),
         1 => (0u8..6).prop_map(Action::UndoTo),
-        1 => (0usize..9).prop_map(Action::Bounds),
+        1 => (0usize..9, max_bytes()).prop_map(|(steps, bytes)| Action::Bounds(steps, bytes)),
     ]
 }
 
-fn limits(max_steps: usize) -> HistoryLimits {
+/// No byte bound (trimming by steps alone, whose count the model knows), or a small one, from less than
+/// one step to a few checkpoints' worth.
+fn max_bytes() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        2 => Just(usize::MAX),
+        3 => 0usize..6_000,
+    ]
+}
+
+fn limits(max_steps: usize, max_bytes: usize) -> HistoryLimits {
     HistoryLimits {
         max_steps,
-        max_bytes: 1 << 30,
+        max_bytes,
     }
+}
+
+/// Checks the steps a commit or new bounds trimmed against the model, and drops them there: they are
+/// the model's next steps to drop, in order; as many as the step bound needs when bytes are unbounded,
+/// at least as many otherwise; and then the byte bound holds unless only the current step is left.
+fn check_trim(
+    store: &Store,
+    model: &mut Timeline,
+    trimmed: &[statecraft_engine::TrimmedStep],
+) -> Result<(), TestCaseError> {
+    let trimmed = ids(trimmed);
+    let needed = model.steps.len().saturating_sub(model.max_steps);
+    if model.max_bytes == usize::MAX {
+        prop_assert_eq!(&trimmed, &model.trim(needed));
+    } else {
+        let expected = model.trim(trimmed.len().max(needed));
+        prop_assert_eq!(
+            &trimmed,
+            &expected,
+            "the store trimmed other steps than the model's next ones"
+        );
+    }
+    prop_assert!(
+        store.history_bytes() <= model.max_bytes || store.history_len() == 1,
+        "{} bytes counted over a bound of {} with {} steps left",
+        store.history_bytes(),
+        model.max_bytes,
+        store.history_len()
+    );
+    Ok(())
 }
 
 /// The step a target names, for the store and for the model (`None` when it names nothing).
@@ -600,9 +645,10 @@ proptest! {
         actions in prop::collection::vec(action(), 1..40),
         max_steps in 1usize..8,
         checkpoint_every in 1u64..5,
+        max_bytes in max_bytes(),
     ) {
         let mut store = Store::builder(Value::from(initial()))
-            .history_limits(limits(max_steps))
+            .history_limits(limits(max_steps, max_bytes))
             .checkpoint_every(checkpoint_every)
             .build()
             .unwrap();
@@ -613,6 +659,7 @@ proptest! {
             clock: 0,
             next_id: 1,
             max_steps,
+            max_bytes,
         };
         for action in &actions {
             match action {
@@ -651,10 +698,10 @@ proptest! {
                                     }
                                 }
                                 Some(id) => {
-                                    let (expected_id, moved, trimmed) = model.commit(l.map(label), state);
+                                    let (expected_id, moved) = model.commit(l.map(label), state);
                                     prop_assert_eq!(id.get(), expected_id);
                                     prop_assert_eq!(commit.label_moved_from.map(StepId::get), moved);
-                                    prop_assert_eq!(ids(&commit.trimmed), trimmed);
+                                    check_trim(&store, &mut model, &commit.trimmed)?;
                                     // Undo restores the exact previous state; redo re-applies it.
                                     let after = store.snapshot();
                                     let parent = model.steps[&id.get()].parent;
@@ -710,23 +757,24 @@ proptest! {
                         model.move_to(id);
                     }
                 }
-                Action::Bounds(max_steps) => {
-                    let trimmed = store.set_history_limits(limits(*max_steps));
+                Action::Bounds(max_steps, max_bytes) => {
+                    let trimmed = store.set_history_limits(limits(*max_steps, *max_bytes));
                     model.max_steps = *max_steps;
-                    let expected = if *max_steps == 0 {
+                    model.max_bytes = *max_bytes;
+                    if *max_steps == 0 {
                         let all: Vec<u64> = model.steps.keys().copied().collect();
                         model.root = model.state(model.current).clone();
                         model.steps.clear();
                         model.current = 0;
-                        all
+                        prop_assert_eq!(ids(&trimmed), all);
                     } else {
-                        model.trim()
-                    };
-                    prop_assert_eq!(ids(&trimmed), expected);
+                        check_trim(&store, &mut model, &trimmed)?;
+                    }
                 }
             }
             check(&store, &model)?;
             prop_assert!(store.history_len() <= model.max_steps.max(1));
+            prop_assert!(store.history_bytes() <= model.max_bytes || store.history_len() <= 1);
         }
     }
 }
