@@ -12,8 +12,10 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use serde_json::{Map, Number, Value as Json};
+use serde_json::{Number, Value as Json};
+use statecraft_engine::{Key, Object, Value};
 
 use super::math::{self, MathOutcome};
 use super::yaml;
@@ -25,7 +27,8 @@ const MAX_DEPTH: usize = 128;
 /// A value read from an argument, and what was noticed on the way.
 #[derive(Debug)]
 pub(crate) struct Read {
-    pub(crate) value: Json,
+    /// The value, built as the engine value it becomes.
+    pub(crate) value: Value,
     /// Whether the text was a complete literal (JSON, JSON5-style, or a quoted string).
     pub(crate) literal: bool,
     pub(crate) note: Option<Note>,
@@ -40,7 +43,7 @@ pub(crate) struct Note {
 }
 
 impl Read {
-    fn literal(value: Json) -> Read {
+    fn literal(value: Value) -> Read {
         Read {
             value,
             literal: true,
@@ -49,7 +52,7 @@ impl Read {
     }
 
     fn noted(
-        value: Json,
+        value: Value,
         kind: DiagnosticKind,
         severity: Severity,
         message: impl Into<Cow<'static, str>>,
@@ -71,7 +74,7 @@ pub(crate) fn read_value(text: &str, macros: &BTreeMap<String, String>) -> Read 
     // Most arguments and paths are one quoted string with nothing inside to read: its text is its
     // value, whatever reading [`read_general`] would try first.
     if let Some(inner) = plain_quoted(text) {
-        return Read::literal(Json::String(expand(inner, macros).into_owned()));
+        return Read::literal(string(&expand(inner, macros)));
     }
     read_general(text, macros)
 }
@@ -97,25 +100,23 @@ pub(crate) fn plain_quoted(text: &str) -> Option<&str> {
 
 /// [`read_value`] without its shortcut: MVU's readings in order.
 fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
-    let string = |text: &str| Json::String(expand(text, macros).into_owned());
-    // A string already read into its own buffer keeps that buffer unless a macro changes it.
-    let owned = |value: String| Json::String(expand_owned(value, macros));
+    let expanded = |text: &str| string(&expand(text, macros));
     match text.as_bytes().first() {
         // JSON first; a string JSON refuses goes to YAML's double quotes.
         Some(b'"') => {
             if let Ok(Json::String(value)) = serde_json::from_str::<Json>(text) {
-                return Read::literal(owned(value));
+                return Read::literal(expanded(&value));
             }
-            if let yaml::Reading::Value(Json::String(value)) = yaml::read(text) {
-                return Read::literal(owned(value));
+            if let yaml::Reading::Value(Value::String(value)) = yaml::read(text) {
+                return Read::literal(expand_shared(value, macros));
             }
             return trimmed(text, macros);
         }
         // JSON and JavaScript refuse single quotes at the top level, and math.js yields a string that
         // MVU cannot round, so MVU's reading is YAML's.
         Some(b'\'') => {
-            if let yaml::Reading::Value(Json::String(value)) = yaml::read(text) {
-                return Read::literal(owned(value));
+            if let yaml::Reading::Value(Value::String(value)) = yaml::read(text) {
+                return Read::literal(expand_shared(value, macros));
             }
             return trimmed(text, macros);
         }
@@ -134,7 +135,7 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
     }
     if text == "undefined" {
         return Read::noted(
-            Json::Null,
+            Value::Null,
             DiagnosticKind::MvuUndefined,
             Severity::Warning,
             "`undefined` has no json form; read as null",
@@ -146,7 +147,7 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
             _ => String::new(),
         };
         return Read::noted(
-            string(date),
+            expanded(date),
             DiagnosticKind::MvuArithmeticDifference,
             Severity::Warning,
             format!(
@@ -159,7 +160,7 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
         .and_then(|n| n.trim().parse::<f64>().ok())
     {
         return Read::noted(
-            Json::String(text.to_owned()),
+            string(text),
             DiagnosticKind::MvuArithmeticDifference,
             Severity::Warning,
             format!(
@@ -172,7 +173,7 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
         MathOutcome::Number(number) => {
             // Notes are fixed texts: every evaluated argument has one, and the span shows the text.
             return Read::noted(
-                Json::Number(number),
+                Value::Number(number),
                 DiagnosticKind::MvuArithmetic,
                 Severity::Note,
                 "evaluated with the math.js subset, as mvu does",
@@ -180,7 +181,7 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
         }
         MathOutcome::Outside(reason) => {
             return Read::noted(
-                string(text),
+                expanded(text),
                 DiagnosticKind::MvuExpressionKeptAsText,
                 Severity::Warning,
                 format!(
@@ -192,8 +193,8 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
         MathOutcome::NotMath => {}
     }
     match yaml::read(text) {
-        yaml::Reading::Value(Json::String(value)) => Read::noted(
-            owned(value),
+        yaml::Reading::Value(Value::String(value)) => Read::noted(
+            expand_shared(value, macros),
             DiagnosticKind::MvuBareText,
             Severity::Note,
             "unquoted text, read as a string",
@@ -205,7 +206,7 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
             "read as mvu's yaml fallback reads it (True is true, [x, y] a list of strings)",
         ),
         yaml::Reading::Block(what) => Read::noted(
-            string(text),
+            expanded(text),
             DiagnosticKind::MvuYamlDifference,
             Severity::Warning,
             format!(
@@ -220,7 +221,7 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
 /// MVU's last resort: the text with quotes, backslashes and spaces trimmed from both ends.
 fn trimmed(text: &str, macros: &BTreeMap<String, String>) -> Read {
     let inner = text.trim_matches(|c| matches!(c, '\\' | '"' | '\'' | '`' | ' '));
-    let value = Json::String(expand(inner, macros).into_owned());
+    let value = string(&expand(inner, macros));
     let balanced_backticks = text.len() >= 2
         && text.starts_with('`')
         && text.ends_with('`')
@@ -247,22 +248,35 @@ fn trimmed(text: &str, macros: &BTreeMap<String, String>) -> Read {
     )
 }
 
+/// A string value: its one allocation is the shared text itself.
+fn string(text: &str) -> Value {
+    Value::String(Arc::from(text))
+}
+
+/// A string value already read, with macros substituted: the same text when none applies.
+fn expand_shared(text: Arc<str>, macros: &BTreeMap<String, String>) -> Value {
+    match expand(&text, macros) {
+        Cow::Borrowed(_) => Value::String(text),
+        Cow::Owned(expanded) => string(&expanded),
+    }
+}
+
 /// Substitutes macros in every string inside `value`.
-fn expand_strings(value: Json, macros: &BTreeMap<String, String>) -> Json {
+fn expand_strings(value: Value, macros: &BTreeMap<String, String>) -> Value {
     if macros.is_empty() {
         return value;
     }
     match value {
-        Json::String(text) => Json::String(expand_owned(text, macros)),
-        Json::Array(items) => Json::Array(
+        Value::String(text) => expand_shared(text, macros),
+        Value::Array(items) => Value::Array(
             items
-                .into_iter()
-                .map(|item| expand_strings(item, macros))
+                .iter()
+                .map(|item| expand_strings(item.clone(), macros))
                 .collect(),
         ),
-        Json::Object(map) => Json::Object(
+        Value::Object(map) => Value::Object(
             map.into_iter()
-                .map(|(k, v)| (expand(&k, macros).into_owned(), expand_strings(v, macros)))
+                .map(|(k, v)| (Key::from(&*expand(&k, macros)), expand_strings(v, macros)))
                 .collect(),
         ),
         other => other,
@@ -356,7 +370,7 @@ struct Parser<'t, 'm> {
 
 impl<'t> Parser<'t, '_> {
     /// The whole text as one literal, or `None`.
-    fn complete(&mut self) -> Option<Json> {
+    fn complete(&mut self) -> Option<Value> {
         self.skip_blank();
         let value = self.value(0)?;
         self.skip_blank();
@@ -391,39 +405,39 @@ impl<'t> Parser<'t, '_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Option<Json> {
+    fn value(&mut self, depth: usize) -> Option<Value> {
         match self.peek()? {
             b'{' if depth < MAX_DEPTH => self.object(depth + 1),
             b'[' if depth < MAX_DEPTH => self.array(depth + 1),
-            q @ (b'"' | b'\'' | b'`') => self.string(q).map(Json::String),
-            b'-' | b'+' | b'.' | b'0'..=b'9' => self.number().map(Json::Number),
+            q @ (b'"' | b'\'' | b'`') => self.string(q).map(|s| string(&s)),
+            b'-' | b'+' | b'.' | b'0'..=b'9' => self.number().map(Value::Number),
             _ => {
                 let word = self.identifier()?;
                 match word {
-                    "true" => Some(Json::Bool(true)),
-                    "false" => Some(Json::Bool(false)),
-                    "null" => Some(Json::Null),
+                    "true" => Some(Value::Bool(true)),
+                    "false" => Some(Value::Bool(false)),
+                    "null" => Some(Value::Null),
                     _ => None,
                 }
             }
         }
     }
 
-    fn object(&mut self, depth: usize) -> Option<Json> {
+    fn object(&mut self, depth: usize) -> Option<Value> {
         self.at += 1;
-        let mut map = Map::new();
+        let mut map = Object::new();
         loop {
             self.skip_blank();
             if self.peek()? == b'}' {
                 self.at += 1;
-                return Some(Json::Object(map));
+                return Some(Value::Object(map));
             }
             let key = match self.peek()? {
-                q @ (b'"' | b'\'' | b'`') => self.string(q)?,
-                b'0'..=b'9' | b'-' | b'+' | b'.' => self.number()?.to_string(),
+                q @ (b'"' | b'\'' | b'`') => Key::from(&*self.string(q)?),
+                b'0'..=b'9' | b'-' | b'+' | b'.' => Key::from(self.number()?.to_string()),
                 _ => {
                     let macros = self.macros;
-                    expand(self.identifier()?, macros).into_owned()
+                    Key::from(&*expand(self.identifier()?, macros))
                 }
             };
             self.skip_blank();
@@ -443,14 +457,14 @@ impl<'t> Parser<'t, '_> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Option<Json> {
+    fn array(&mut self, depth: usize) -> Option<Value> {
         self.at += 1;
         let mut items = Vec::new();
         loop {
             self.skip_blank();
             if self.peek()? == b']' {
                 self.at += 1;
-                return Some(Json::Array(items));
+                return Some(Value::Array(items.into_iter().collect()));
             }
             items.push(self.value(depth)?);
             self.skip_blank();
@@ -475,9 +489,17 @@ impl<'t> Parser<'t, '_> {
         (self.at > start).then(|| &self.text[start..self.at])
     }
 
-    /// A quoted string with JavaScript escapes; `None` when it does not close.
-    fn string(&mut self, quote: u8) -> Option<String> {
+    /// A quoted string with JavaScript escapes and macros substituted; `None` when it does not close.
+    fn string(&mut self, quote: u8) -> Option<Cow<'t, str>> {
         self.at += 1;
+        // Most strings hold no escape: their text, borrowed, is the value.
+        let text = self.text;
+        let rest = &text[self.at..];
+        let stop = rest.find([quote as char, '\\'])?;
+        if rest.as_bytes()[stop] == quote {
+            self.at += stop + 1;
+            return Some(expand(&rest[..stop], self.macros));
+        }
         let mut out = String::new();
         loop {
             let rest = &self.text[self.at..];
@@ -486,7 +508,7 @@ impl<'t> Parser<'t, '_> {
             self.at += stop;
             if self.bytes[self.at] == quote {
                 self.at += 1;
-                return Some(expand_owned(out, self.macros));
+                return Some(Cow::Owned(expand_owned(out, self.macros)));
             }
             self.at += 1;
             let escaped = self.text[self.at..].chars().next()?;
@@ -639,6 +661,41 @@ mod tests {
         }
     }
 
+    /// JSON values of every kind, nested, with strings that need escapes.
+    fn json_values() -> impl proptest::strategy::Strategy<Value = Json> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Json::Null),
+            any::<bool>().prop_map(Json::Bool),
+            any::<i64>().prop_map(Json::from),
+            any::<u64>().prop_map(Json::from),
+            (-1e7f64..1e7).prop_map(Json::from),
+            "[a-z '\"`\\\n\u{1}好<>{}:,#-]{0,8}".prop_map(Json::String),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Json::Array),
+                proptest::collection::btree_map("[a-z好 \"]{0,6}", inner, 0..5)
+                    .prop_map(|map| Json::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Values are built straight as engine values; for any JSON text that is what converting
+        /// serde_json's reading of it gives, exactly (numbers compared by their text).
+        #[test]
+        fn literals_build_the_values_serde_json_reads(json in json_values()) {
+            let text = serde_json::to_string(&json).unwrap();
+            let read = read_value(&text, &BTreeMap::new());
+            proptest::prop_assert!(read.literal, "{:?}", text);
+            proptest::prop_assert_eq!(read.value.to_json(), json.clone(), "{:?}", text);
+            proptest::prop_assert_eq!(read.value, Value::from_json(&json), "{:?}", text);
+        }
+    }
+
     #[test]
     fn plain_quoted_answers_only_for_plain_strings() {
         assert_eq!(plain_quoted("'悠纪.好感度[0]'"), Some("悠纪.好感度[0]"));
@@ -667,7 +724,7 @@ mod tests {
             "Alice.hp Alice <char> {{x"
         );
         assert_eq!(
-            read_value("{name: '<user>'}", &macros).value,
+            read_value("{name: '<user>'}", &macros).value.to_json(),
             json!({"name": "Alice"})
         );
     }

@@ -119,7 +119,7 @@ pub fn commands_from_text(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>,
     let (read, mut diagnostics) = read_commands(text, options);
     let ReadCommands {
         commands,
-        mut values,
+        values,
         literal,
     } = read;
     let commands = commands
@@ -129,8 +129,8 @@ pub fn commands_from_text(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>,
             span: command.span,
             path: command.path.into_owned(),
             args: values[command.args.clone()]
-                .iter_mut()
-                .map(std::mem::take)
+                .iter()
+                .map(Value::to_json)
                 .collect(),
             literal: literal[command.args].to_vec(),
             reason: command.reason,
@@ -143,9 +143,9 @@ pub fn commands_from_text(text: &str, options: &MvuOptions) -> (Vec<MvuCommand>,
 /// The commands of a text as read, before they are resolved.
 struct ReadCommands<'t> {
     commands: Vec<Command<'t>>,
-    /// The arguments after the path of every command, in text order: one vector for the whole text
-    /// rather than one per command.
-    values: Vec<Json>,
+    /// The arguments after the path of every command, in text order, as engine values: one vector for
+    /// the whole text rather than one per command.
+    values: Vec<Value>,
     /// Whether each of `values` was a complete literal rather than bare text, arithmetic or a repair.
     literal: Vec<bool>,
 }
@@ -235,10 +235,10 @@ fn read_path(
 ) -> String {
     match literal::read_value(path_text, &options.macros) {
         literal::Read {
-            value: Json::String(path),
+            value: Value::String(path),
             literal: true,
             ..
-        } => path,
+        } => path.to_string(),
         literal::Read {
             value,
             literal: true,

@@ -8,8 +8,7 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Value as Json, json};
-use statecraft_engine::{Instruction, Key, Op, Path, Segment, Value};
+use statecraft_engine::{Instruction, Key, Object, Op, Path, Segment, Value};
 
 use super::{Command, CommandName, MvuOptions};
 use crate::diagnostic::unplaced;
@@ -64,7 +63,7 @@ macro_rules! guessed {
 /// the instruction instead of being copied.
 pub(crate) fn resolve(
     command: Command<'_>,
-    args: &mut [Json],
+    args: &mut [Value],
     options: &MvuOptions,
     out: &mut Vec<Instruction>,
     diagnostics: &mut Vec<Diagnostic>,
@@ -123,12 +122,12 @@ pub(crate) fn resolve(
             extra(2, &mut report);
             let new_at = usize::from(count >= 2);
             let pair = pair_target(options, target, &args[new_at]);
-            let new = into_value(std::mem::take(&mut args[new_at]));
+            let new = std::mem::take(&mut args[new_at]);
             let old = (count >= 2).then(|| {
                 let old = std::mem::take(&mut args[0]);
-                match pair {
-                    true => Value::from_json(pair_value(&old).unwrap_or(&old)),
-                    false => into_value(old),
+                match pair.then(|| pair_value(&old)).flatten() {
+                    Some(value) => value.clone(),
+                    None => old,
                 }
             });
             let path = if pair { path.child(0usize) } else { path };
@@ -140,7 +139,7 @@ pub(crate) fn resolve(
         }
         CommandName::Add => {
             let delta = &args[0];
-            if !delta.is_number() {
+            if !matches!(delta, Value::Number(_)) {
                 report(
                     DiagnosticKind::MvuAddNotANumber,
                     options.unrunnable.severity(),
@@ -153,7 +152,7 @@ pub(crate) fn resolve(
             } else {
                 path
             };
-            let delta = into_value(std::mem::take(&mut args[0]));
+            let delta = std::mem::take(&mut args[0]);
             out.push(reasoned(
                 Instruction::new(Op::Increment, path).with_value(delta),
             ));
@@ -161,24 +160,33 @@ pub(crate) fn resolve(
         CommandName::Insert | CommandName::Assign => {
             extra(2, &mut report);
             let instruction = match (args.len(), state) {
-                (1, Some(_)) => insert_value_exact(&path, target, &args[0], name, &mut report),
+                (1, Some(_)) => insert_value_exact(
+                    &path,
+                    target,
+                    std::mem::take(&mut args[0]),
+                    name,
+                    &mut report,
+                ),
                 (1, None) => {
                     report(
                         DiagnosticKind::MvuGuessed,
                         Severity::Warning,
                         guessed!(name, "`_.", "` with one value appends to an array (push)"),
                     );
-                    Some(Instruction::new(Op::Push, path).with_value(Value::from_json(&args[0])))
+                    Some(Instruction::new(Op::Push, path).with_value(std::mem::take(&mut args[0])))
                 }
-                (_, _) => insert_at(
-                    &path,
-                    target,
-                    state.is_some(),
-                    &args[0],
-                    &args[1],
-                    name,
-                    &mut report,
-                ),
+                (_, _) => {
+                    let operand = std::mem::take(&mut args[1]);
+                    insert_at(
+                        &path,
+                        target,
+                        state.is_some(),
+                        &args[0],
+                        operand,
+                        name,
+                        &mut report,
+                    )
+                }
             };
             out.extend(instruction.map(reasoned));
         }
@@ -207,32 +215,24 @@ pub(crate) fn resolve(
     }
 }
 
-/// An argument as an engine value. A number moves into the value; everything else is converted as
-/// [`Value::from_json`] converts it (for a number that would copy its digits).
-fn into_value(json: Json) -> Value {
-    match json {
-        Json::Number(number) => Value::Number(number),
-        other => Value::from_json(&other),
-    }
-}
-
 /// Whether MVU would write element 0 of a `[value, "description"]` pair at the target: the convention
 /// is on, a state shows the pair, and the new value is not itself an array.
-fn pair_target(options: &MvuOptions, target: Option<&Value>, new: &Json) -> bool {
+fn pair_target(options: &MvuOptions, target: Option<&Value>, new: &Value) -> bool {
     let Some(Value::Array(items)) = target else {
         return false;
     };
     options.value_description_pairs
-        && !new.is_array()
+        && !matches!(new, Value::Array(_))
         && items.len() == 2
         && matches!(items.get(1), Some(Value::String(_)))
         && !matches!(items.get(0), Some(Value::Array(_)))
 }
 
 /// The value of a `[value, "description"]` literal.
-fn pair_value(json: &Json) -> Option<&Json> {
-    match json.as_array()?.as_slice() {
-        [value, Json::String(_)] => Some(value),
+fn pair_value(value: &Value) -> Option<&Value> {
+    let items = value.as_array()?;
+    match (items.len(), items.get(1)) {
+        (2, Some(Value::String(_))) => items.get(0),
         _ => None,
     }
 }
@@ -241,14 +241,15 @@ fn pair_value(json: &Json) -> Option<&Json> {
 fn insert_value_exact(
     path: &Path,
     target: Option<&Value>,
-    value: &Json,
+    operand: Value,
     name: &str,
     report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
 ) -> Option<Instruction> {
-    let operand = Value::from_json(value);
     match target {
         Some(Value::Array(_)) => Some(Instruction::new(Op::Push, path.clone()).with_value(operand)),
-        Some(Value::Object(_)) | None | Some(Value::Null) if value.is_object() => {
+        Some(Value::Object(_)) | None | Some(Value::Null)
+            if matches!(operand, Value::Object(_)) =>
+        {
             Some(Instruction::new(Op::Merge, path.clone()).with_value(operand))
         }
         None | Some(Value::Null) => {
@@ -289,13 +290,13 @@ fn insert_at(
     path: &Path,
     target: Option<&Value>,
     known: bool,
-    key: &Json,
-    value: &Json,
+    key: &Value,
+    operand: Value,
     name: &str,
     report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
 ) -> Option<Instruction> {
-    let operand = Value::from_json(value);
-    let index = key.as_i64();
+    let index = key.as_number().and_then(serde_json::Number::as_i64);
+    let dash = key.as_str() == Some("-");
     let is_array = match (known, target) {
         (true, Some(Value::Array(_))) => true,
         (true, Some(Value::Object(_)) | Some(Value::Null) | None) => false,
@@ -308,22 +309,29 @@ fn insert_at(
             return None;
         }
         (false, _) => {
-            let guess = if index.is_some() || key == "-" {
+            let guess = if index.is_some() || dash {
                 guessed!(name, "the target of `_.", "` is an array (splice)")
             } else {
                 guessed!(name, "the target of `_.", "` is an object (assign a key)")
             };
             report(DiagnosticKind::MvuGuessed, Severity::Warning, guess);
-            index.is_some() || key == "-"
+            index.is_some() || dash
         }
     };
-    if is_array && key == "-" {
+    if is_array && dash {
         return Some(Instruction::new(Op::Push, path.clone()).with_value(operand));
     }
     if let (true, Some(start)) = (is_array, index) {
         return Some(
-            Instruction::new(Op::Splice, path.clone()).with_value(Value::from_json(
-                &json!({"start": start, "deleteCount": 0, "items": [value]}),
+            Instruction::new(Op::Splice, path.clone()).with_value(Value::Object(
+                Object::from_iter([
+                    (Key::from("start"), Value::from(start)),
+                    (Key::from("deleteCount"), Value::from(0)),
+                    (
+                        Key::from("items"),
+                        Value::Array([operand].into_iter().collect()),
+                    ),
+                ]),
             )),
         );
     }
@@ -334,9 +342,9 @@ fn insert_at(
 }
 
 /// `String(key)` as MVU computes it.
-fn key_text(key: &Json) -> Key {
+fn key_text(key: &Value) -> Key {
     match key {
-        Json::String(text) => Key::from(text.as_str()),
+        Value::String(text) => Key::from(&**text),
         other => Key::from(other.to_string()),
     }
 }
@@ -346,11 +354,14 @@ fn remove_from(
     path: &Path,
     target: Option<&Value>,
     known: bool,
-    which: &Json,
+    which: &Value,
     name: &str,
     report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
 ) -> Option<Instruction> {
-    let index = which.as_u64().and_then(|i| usize::try_from(i).ok());
+    let index = which
+        .as_number()
+        .and_then(serde_json::Number::as_u64)
+        .and_then(|i| usize::try_from(i).ok());
     if !known {
         let guess = if index.is_some() {
             guessed!(
@@ -373,10 +384,9 @@ fn remove_from(
     }
     match target {
         Some(Value::Array(items)) => {
-            let position = index.filter(|&i| i < items.len()).or_else(|| {
-                let wanted = Value::from_json(which);
-                items.iter().position(|item| *item == wanted)
-            });
+            let position = index
+                .filter(|&i| i < items.len())
+                .or_else(|| items.iter().position(|item| item == which));
             match position {
                 Some(position) => Some(Instruction::new(Op::Delete, path.child(position))),
                 None => {

@@ -10,8 +10,10 @@
 //! must not know about commands, macros or the other readings.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
-use serde_json::{Map, Number, Value as Json};
+use serde_json::Number;
+use statecraft_engine::{Key, Object, Value};
 
 /// How deeply flow collections may nest; deeper text is not read as YAML.
 const MAX_DEPTH: usize = 128;
@@ -19,8 +21,8 @@ const MAX_DEPTH: usize = 128;
 /// What YAML makes of a text.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Reading {
-    /// A value with a JSON form.
-    Value(Json),
+    /// A value with a JSON form, built as the engine value it becomes.
+    Value(Value),
     /// YAML reads block structure here (named), or a value with no JSON form; the caller keeps the text.
     Block(&'static str),
     /// Not YAML: MVU falls back to trimming quotes from the text.
@@ -32,7 +34,7 @@ pub(crate) enum Reading {
 pub(crate) fn read(text: &str) -> Reading {
     let text = text.trim();
     match text.as_bytes().first() {
-        None => Reading::Value(Json::Null),
+        None => Reading::Value(Value::Null),
         Some(b'\'' | b'"' | b'[' | b'{') => {
             let mut parser = Flow { text, at: 0 };
             let value = parser.node(0);
@@ -100,7 +102,7 @@ fn block_structure(text: &str) -> Option<&'static str> {
 
 /// A node of a flow collection: a value, or a scalar with no JSON form.
 enum Node {
-    Value(Json),
+    Value(Value),
     NoJson(&'static str),
 }
 
@@ -109,7 +111,7 @@ struct Flow<'t> {
     at: usize,
 }
 
-impl Flow<'_> {
+impl<'t> Flow<'t> {
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.at).copied()
     }
@@ -137,8 +139,8 @@ impl Flow<'_> {
             b'[' if depth < MAX_DEPTH => self.sequence(depth + 1),
             b'{' if depth < MAX_DEPTH => self.mapping(depth + 1),
             b'[' | b'{' => None,
-            b'\'' => self.single_quoted().map(|s| Node::Value(Json::String(s))),
-            b'"' => self.double_quoted().map(|s| Node::Value(Json::String(s))),
+            b'\'' => self.single_quoted().map(|s| Node::Value(string(&s))),
+            b'"' => self.double_quoted().map(|s| Node::Value(string(&s))),
             _ => self.plain().map(|text| resolve(&fold(text))),
         }
     }
@@ -150,7 +152,7 @@ impl Flow<'_> {
             self.blank();
             if self.peek()? == b']' {
                 self.at += 1;
-                return Some(Node::Value(Json::Array(items)));
+                return Some(Node::Value(Value::Array(items.into_iter().collect())));
             }
             match self.node(depth)? {
                 Node::Value(value) => items.push(value),
@@ -168,25 +170,25 @@ impl Flow<'_> {
 
     fn mapping(&mut self, depth: usize) -> Option<Node> {
         self.at += 1;
-        let mut map = Map::new();
+        let mut map = Object::new();
         loop {
             self.blank();
             if self.peek()? == b'}' {
                 self.at += 1;
-                return Some(Node::Value(Json::Object(map)));
+                return Some(Node::Value(Value::Object(map)));
             }
             let key = match self.peek()? {
-                b'\'' => self.single_quoted()?,
-                b'"' => self.double_quoted()?,
+                b'\'' => Key::from(&*self.single_quoted()?),
+                b'"' => Key::from(self.double_quoted()?),
                 b'[' | b'{' => return None,
-                _ => fold(self.plain()?).into_owned(),
+                _ => Key::from(&*fold(self.plain()?)),
             };
             self.blank();
             let value = if self.peek()? == b':' {
                 self.at += 1;
                 self.blank();
                 if matches!(self.peek()?, b',' | b'}') {
-                    Json::Null
+                    Value::Null
                 } else {
                     match self.node(depth)? {
                         Node::Value(value) => value,
@@ -194,7 +196,7 @@ impl Flow<'_> {
                     }
                 }
             } else {
-                Json::Null
+                Value::Null
             };
             // YAML refuses a mapping that repeats a key.
             if map.insert(key, value).is_some() {
@@ -239,14 +241,15 @@ impl Flow<'_> {
     }
 
     /// `'…'`: `''` is one quote, a backslash is a backslash, line breaks fold.
-    fn single_quoted(&mut self) -> Option<String> {
+    fn single_quoted(&mut self) -> Option<Cow<'t, str>> {
         self.at += 1;
         // Most strings hold no doubled quote and no line break: their text is the value.
-        let rest = &self.text[self.at..];
+        let text = self.text;
+        let rest = &text[self.at..];
         let close = memchr::memchr(b'\'', rest.as_bytes())?;
         if rest.as_bytes().get(close + 1) != Some(&b'\'') && !rest[..close].contains('\n') {
             self.at += close + 1;
-            return Some(rest[..close].to_owned());
+            return Some(Cow::Borrowed(&rest[..close]));
         }
         // The value is at most the rest of the text; sized for it up to a bound, so that a short string
         // is one allocation and a long text of many strings does not reserve its whole length each.
@@ -260,10 +263,10 @@ impl Flow<'_> {
                 raw.push('\'');
                 self.at += 1;
             } else {
-                return Some(match fold(&raw) {
+                return Some(Cow::Owned(match fold(&raw) {
                     Cow::Borrowed(_) => raw,
                     Cow::Owned(folded) => folded,
-                });
+                }));
             }
         }
     }
@@ -363,16 +366,21 @@ fn fold(raw: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A string value: its one allocation is the shared text itself.
+fn string(text: &str) -> Value {
+    Value::String(Arc::from(text))
+}
+
 /// A plain scalar resolved by YAML 1.2's core schema.
 fn resolve(text: &str) -> Node {
     let value = match text {
-        "" | "~" | "null" | "Null" | "NULL" => Json::Null,
-        "true" | "True" | "TRUE" => Json::Bool(true),
-        "false" | "False" | "FALSE" => Json::Bool(false),
+        "" | "~" | "null" | "Null" | "NULL" => Value::Null,
+        "true" | "True" | "TRUE" => Value::Bool(true),
+        "false" | "False" | "FALSE" => Value::Bool(false),
         _ => match number(text) {
-            Some(Ok(number)) => Json::Number(number),
+            Some(Ok(number)) => Value::Number(number),
             Some(Err(what)) => return Node::NoJson(what),
-            None => Json::String(text.to_owned()),
+            None => string(text),
         },
     };
     Node::Value(value)
@@ -436,11 +444,11 @@ fn is_core_float(body: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value as Json, json};
 
     fn value(text: &str) -> Json {
         match read(text) {
-            Reading::Value(value) => value,
+            Reading::Value(value) => value.to_json(),
             other => panic!("{text:?} read as {other:?}"),
         }
     }
