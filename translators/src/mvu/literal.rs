@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Number, Value as Json};
-use statecraft_engine::{Key, Object, Value};
+use statecraft_engine::{Array, Key, Object, Value};
 
 use super::math::{self, MathOutcome};
 use super::yaml;
@@ -293,6 +293,10 @@ fn clip(text: &str) -> Cow<'_, str> {
 
 /// `2024-01-01` or `2026-6-1`: digits joined by exactly two `-`, which MVU computes as a subtraction.
 fn date_like(text: &str) -> Option<&str> {
+    // Most texts that reach here do not start with a digit; they need no splitting.
+    if !text.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
     let digits = |p: &str| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit());
     let mut parts = text.split('-');
     let three = parts.by_ref().take(3).filter(|p| digits(p)).count() == 3;
@@ -459,14 +463,14 @@ impl<'t> Parser<'t, '_> {
 
     fn array(&mut self, depth: usize) -> Option<Value> {
         self.at += 1;
-        let mut items = Vec::new();
+        let mut items = Array::new();
         loop {
             self.skip_blank();
             if self.peek()? == b']' {
                 self.at += 1;
-                return Some(Value::Array(items.into_iter().collect()));
+                return Some(Value::Array(items));
             }
-            items.push(self.value(depth)?);
+            items.push_back(self.value(depth)?);
             self.skip_blank();
             match self.peek()? {
                 b',' => self.at += 1,

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Number;
-use statecraft_engine::{Key, Object, Value};
+use statecraft_engine::{Array, Key, Object, Value};
 
 /// How deeply flow collections may nest; deeper text is not read as YAML.
 const MAX_DEPTH: usize = 128;
@@ -147,15 +147,15 @@ impl<'t> Flow<'t> {
 
     fn sequence(&mut self, depth: usize) -> Option<Node> {
         self.at += 1;
-        let mut items = Vec::new();
+        let mut items = Array::new();
         loop {
             self.blank();
             if self.peek()? == b']' {
                 self.at += 1;
-                return Some(Node::Value(Value::Array(items.into_iter().collect())));
+                return Some(Node::Value(Value::Array(items)));
             }
             match self.node(depth)? {
-                Node::Value(value) => items.push(value),
+                Node::Value(value) => items.push_back(value),
                 no_json => return Some(no_json),
             }
             self.blank();
@@ -247,7 +247,8 @@ impl<'t> Flow<'t> {
         let text = self.text;
         let rest = &text[self.at..];
         let close = memchr::memchr(b'\'', rest.as_bytes())?;
-        if rest.as_bytes().get(close + 1) != Some(&b'\'') && !rest[..close].contains('\n') {
+        let line_break = memchr::memchr(b'\n', &rest.as_bytes()[..close]).is_some();
+        if rest.as_bytes().get(close + 1) != Some(&b'\'') && !line_break {
             self.at += close + 1;
             return Some(Cow::Borrowed(&rest[..close]));
         }
@@ -336,7 +337,7 @@ impl<'t> Flow<'t> {
 /// between two lines becomes a line break.
 /// Text without a line break is its own folding and is not copied.
 fn fold(raw: &str) -> Cow<'_, str> {
-    if !raw.contains('\n') {
+    if memchr::memchr(b'\n', raw.as_bytes()).is_none() {
         return Cow::Borrowed(raw);
     }
     let lines: Vec<&str> = raw.split('\n').collect();
