@@ -58,8 +58,10 @@ pub fn evaluate(text: &str) -> MathOutcome {
         };
     }
     let mut parser = Parser {
+        text,
         bytes: text.as_bytes(),
         at: 0,
+        after_blanks: usize::MAX,
         depth: 0,
         outside: None,
         string: false,
@@ -112,8 +114,12 @@ enum Library {
 }
 
 struct Parser<'t> {
+    text: &'t str,
     bytes: &'t [u8],
     at: usize,
+    /// The last position [`Parser::blank`] stopped at: every level of the descent looks past blanks at
+    /// the same position, and only the first needs to.
+    after_blanks: usize,
     depth: usize,
     /// The first reason the text falls outside the subset; parsing continues to check the syntax.
     outside: Option<Cow<'static, str>>,
@@ -125,6 +131,9 @@ struct Parser<'t> {
 
 impl<'t> Parser<'t> {
     fn blank(&mut self) {
+        if self.at == self.after_blanks {
+            return;
+        }
         while self
             .bytes
             .get(self.at)
@@ -132,6 +141,7 @@ impl<'t> Parser<'t> {
         {
             self.at += 1;
         }
+        self.after_blanks = self.at;
     }
 
     /// The next byte after blanks.
@@ -370,8 +380,7 @@ impl<'t> Parser<'t> {
                 while bytes.get(end).is_some_and(|b| b.is_ascii_alphanumeric()) {
                     end += 1;
                 }
-                let digits =
-                    std::str::from_utf8(&bytes[digits_start..end]).map_err(|_| Stop::NotMath)?;
+                let digits = self.text.get(digits_start..end).ok_or(Stop::NotMath)?;
                 let value = u64::from_str_radix(digits, radix).map_err(|_| Stop::NotMath)?;
                 self.at = end;
                 // Integers this large are beyond what a double holds exactly; math.js rounds too.
@@ -416,8 +425,9 @@ impl<'t> Parser<'t> {
             #[allow(clippy::cast_precision_loss)]
             return Ok(whole as f64);
         }
-        std::str::from_utf8(literal)
-            .ok()
+        // Every byte of a number is ASCII, so the slice is on character boundaries.
+        self.text
+            .get(start..end)
             .and_then(|text| text.parse().ok())
             .ok_or(Stop::NotMath)
     }
@@ -438,9 +448,8 @@ impl<'t> Parser<'t> {
             end += 1;
         }
         self.at = end;
-        let bytes: &'t [u8] = self.bytes;
-        // Every byte of a name is ASCII, so the slice is valid UTF-8.
-        std::str::from_utf8(&bytes[start..end]).ok()
+        // Every byte of a name is ASCII, so the slice is on character boundaries.
+        self.text.get(start..end)
     }
 
     /// A constant, a function call, or a library member (`Math.PI`, `math.pow(2, 3)`).
