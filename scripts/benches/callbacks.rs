@@ -9,11 +9,15 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use statecraft_engine::{
-    Batch, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, HistoryLimits, Limits, Random, Store,
-    Value,
+    Batch, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, Limits, Random, Store, Value,
 };
 use statecraft_scripts::LuaHandlers;
 use statecraft_scripts::internals::Limiter;
+
+#[path = "common/before_hook.rs"]
+mod before_hook;
+
+use before_hook::{EDITS, READS, store_with, ten_assigns};
 
 const SCRIPT: &str = r#"
 on("hit", function(ctx, attack)
@@ -218,38 +222,7 @@ fn limiter(c: &mut Criterion) {
 /// other also fixes one path, so its rewrite is reported.
 fn hooks(c: &mut Criterion) {
     let mut group = c.benchmark_group("before hook, 10-instruction batch");
-    let instructions: Vec<_> = (0..10)
-        .map(|i| json!({"op": "assign", "path": ["player", format!("stat-{i}")], "value": i}))
-        .collect();
-    let batch = Batch::from_json(&json!(instructions)).expect("valid");
-    let limits = Limits::default();
-    let history = HistoryLimits {
-        max_steps: 64,
-        ..HistoryLimits::default()
-    };
-    let store_with = |scripts: &[(&str, &str)]| {
-        let handlers = LuaHandlers::from_sources(scripts.iter().copied(), &limits).expect("loads");
-        Store::builder(state())
-            .handler(handlers)
-            .limits(limits.clone())
-            .history_limits(history)
-            .build()
-            .expect("no schema")
-    };
-    const READS: &str = r#"
-before(function(ctx, batch)
-    for _, ins in ipairs(batch) do
-        if ins.path[2] == "max-hp" then ins.path[2] = "max_hp" end
-    end
-    return batch
-end)"#;
-    const EDITS: &str = r#"
-before(function(ctx, batch)
-    for _, ins in ipairs(batch) do
-        if ins.path[2] == "stat-3" then ins.path[2] = "stat_3" end
-    end
-    return batch
-end)"#;
+    let batch = ten_assigns();
     for (name, scripts) in [
         ("no hook (baseline)", &[][..]),
         (

@@ -11,25 +11,10 @@
 //! one). The cost of one apply is the difference of two runs with different N, divided by the
 //! difference of the N.
 
-use serde_json::json;
-use statecraft_engine::{Batch, HistoryLimits, Limits, Store, Value};
-use statecraft_scripts::LuaHandlers;
+#[path = "../benches/common/before_hook.rs"]
+mod before_hook;
 
-const READS: &str = r#"
-before(function(ctx, batch)
-    for _, ins in ipairs(batch) do
-        if ins.path[2] == "max-hp" then ins.path[2] = "max_hp" end
-    end
-    return batch
-end)"#;
-
-const EDITS: &str = r#"
-before(function(ctx, batch)
-    for _, ins in ipairs(batch) do
-        if ins.path[2] == "stat-3" then ins.path[2] = "stat_3" end
-    end
-    return batch
-end)"#;
+use before_hook::{EDITS, READS, store_with, ten_assigns};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -42,24 +27,8 @@ fn main() {
         "edits" => &[("hook.lua", EDITS)],
         _ => panic!("{usage}"),
     };
-    let instructions: Vec<_> = (0..10)
-        .map(|i| json!({"op": "assign", "path": ["player", format!("stat-{i}")], "value": i}))
-        .collect();
-    let batch = Batch::from_json(&json!(instructions)).expect("valid");
-    let limits = Limits::default();
-    let handlers = LuaHandlers::from_sources(scripts.iter().copied(), &limits).expect("loads");
-    let state = Value::from_json(
-        &json!({"monster": {"hp": 1_000_000_000, "name": "orc"}, "player": {"hp": 100}}),
-    );
-    let mut store = Store::builder(state)
-        .handler(handlers)
-        .limits(limits)
-        .history_limits(HistoryLimits {
-            max_steps: 64,
-            ..HistoryLimits::default()
-        })
-        .build()
-        .expect("no schema");
+    let batch = ten_assigns();
+    let mut store = store_with(scripts);
     for _ in 0..times {
         assert!(store.apply(&batch).is_committed());
     }
