@@ -243,14 +243,23 @@ impl<'a> Walker<'a> {
         span: Range<usize>,
         message: impl Into<Cow<'static, str>>,
     ) {
-        if kind == DiagnosticKind::InvalidInstruction {
-            self.invalid_count += 1;
-            self.invalid_last_start = self.invalid_last_start.max(span.start);
-        }
         // Line and column are filled in one pass at the end: computing them from the start of the
         // text for each diagnostic would make many diagnostics quadratic.
         self.diagnostics
             .push(unplaced(kind, severity, span, message));
+    }
+
+    /// Reports an invalid instruction, counted for [`Walker::instruction`] to see which ones the
+    /// summary at the end will only count.
+    fn invalid_instruction(&mut self, span: Range<usize>, message: impl Into<Cow<'static, str>>) {
+        self.invalid_count += 1;
+        self.invalid_last_start = self.invalid_last_start.max(span.start);
+        self.diag(
+            DiagnosticKind::InvalidInstruction,
+            Severity::Error,
+            span,
+            message,
+        );
     }
 
     /// The `<think>`/`<thinking>` sections, in order. A closing tag with no opener hides everything
@@ -962,12 +971,7 @@ impl<'a> Walker<'a> {
             Some(field) => format!("/{}: {reason}", escape_pointer_token(field)),
             None => reason,
         };
-        self.diag(
-            DiagnosticKind::InvalidInstruction,
-            Severity::Error,
-            deep,
-            message,
-        );
+        self.invalid_instruction(deep, message);
     }
 
     /// Decodes one candidate; returns whether it is a JSON Patch op and its span when it decoded.
@@ -1070,12 +1074,7 @@ impl<'a> Walker<'a> {
                         }
                         _ => error.message.into(),
                     };
-                    self.diag(
-                        DiagnosticKind::InvalidInstruction,
-                        Severity::Error,
-                        field_span,
-                        message,
-                    );
+                    self.invalid_instruction(field_span, message);
                 }
                 None
             }
