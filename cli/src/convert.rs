@@ -65,6 +65,8 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
             let mut json = batch.to_json_pretty();
             json.push('\n');
             render::write_stdout(&json)?;
+            // The process exits next: freeing the instructions one by one is work no one sees.
+            std::mem::forget(batch);
         }
         Notation::Mvu => {
             let (mvu, diagnostics) = mvu::to_text(&batch);

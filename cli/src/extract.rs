@@ -53,5 +53,8 @@ pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
     let mut batch = reading.batch().to_json_pretty();
     batch.push('\n');
     render::write_stdout(&batch)?;
+    // The process exits next: freeing every instruction and diagnostic one by one (8 M of the 205 M
+    // instructions of a clean 1 MiB reply) would be work no one sees. The system takes the memory back.
+    std::mem::forget(reading);
     Ok(ExitCode::SUCCESS)
 }

@@ -20,7 +20,7 @@ use statecraft_engine::{
     escape_pointer_token, parse_path,
 };
 
-use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity, unplaced};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, MAX_DIAGNOSTICS_PER_KIND, Severity, unplaced};
 use crate::document::{Document, NodeId, NodeRef};
 use crate::jsonpatch::PATCH_OPS;
 use crate::mvu::{self, MvuOptions};
@@ -198,6 +198,9 @@ struct Walker<'a> {
     /// Whether MVU command lines are read; off when the MVU translator reads `<JSONPatch>` blocks
     /// through this walker, so that the two never call each other in a loop.
     read_mvu: bool,
+    /// The invalid-instruction diagnostics pushed so far: how many, and the last byte one starts at.
+    invalid_count: usize,
+    invalid_last_start: usize,
 }
 
 /// One value that claims to be an instruction, with where it sits in the text.
@@ -228,6 +231,8 @@ impl<'a> Walker<'a> {
             repair_counts: [0; RepairKind::ALL.len()],
             candidates: Vec::new(),
             read_mvu: true,
+            invalid_count: 0,
+            invalid_last_start: 0,
         }
     }
 
@@ -242,6 +247,19 @@ impl<'a> Walker<'a> {
         // text for each diagnostic would make many diagnostics quadratic.
         self.diagnostics
             .push(unplaced(kind, severity, span, message));
+    }
+
+    /// Reports an invalid instruction, counted for [`Walker::instruction`] to see which ones the
+    /// summary at the end will only count.
+    fn invalid_instruction(&mut self, span: Range<usize>, message: impl Into<Cow<'static, str>>) {
+        self.invalid_count += 1;
+        self.invalid_last_start = self.invalid_last_start.max(span.start);
+        self.diag(
+            DiagnosticKind::InvalidInstruction,
+            Severity::Error,
+            span,
+            message,
+        );
     }
 
     /// The `<think>`/`<thinking>` sections, in order. A closing tag with no opener hides everything
@@ -953,12 +971,7 @@ impl<'a> Walker<'a> {
             Some(field) => format!("/{}: {reason}", escape_pointer_token(field)),
             None => reason,
         };
-        self.diag(
-            DiagnosticKind::InvalidInstruction,
-            Severity::Error,
-            deep,
-            message,
-        );
+        self.invalid_instruction(deep, message);
     }
 
     /// Decodes one candidate; returns whether it is a JSON Patch op and its span when it decoded.
@@ -1050,16 +1063,18 @@ impl<'a> Walker<'a> {
                 self.report.invalid_instructions += 1;
                 for error in errors {
                     let field_span = field_span(document.node(node), &error);
-                    let message = match &error.field {
-                        Some(field) if !field.is_empty() => [field, ": ", &error.message].concat(),
-                        _ => error.message.clone(),
+                    // Past the first invalid instructions of the reply, the summary at the end
+                    // counts this one rather than listing it: its message would be thrown away.
+                    let listed = self.invalid_count < MAX_DIAGNOSTICS_PER_KIND
+                        || field_span.start <= self.invalid_last_start;
+                    let message: Cow<'static, str> = match &error.field {
+                        _ if !listed => Cow::Borrowed(""),
+                        Some(field) if !field.is_empty() => {
+                            [field, ": ", &error.message].concat().into()
+                        }
+                        _ => error.message.into(),
                     };
-                    self.diag(
-                        DiagnosticKind::InvalidInstruction,
-                        Severity::Error,
-                        field_span,
-                        message,
-                    );
+                    self.invalid_instruction(field_span, message);
                 }
                 None
             }

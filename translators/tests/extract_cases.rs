@@ -132,3 +132,44 @@ fn extraction_cases() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Past the first hundred invalid instructions the extractor does not build their messages (the
+/// summary counts them): every listed one still has its message, and the summary counts the rest.
+#[test]
+fn many_invalid_instructions_keep_the_first_messages_and_count_the_rest() {
+    use statecraft_translators::DiagnosticKind;
+    let units: Vec<String> = (0..130)
+        .map(|i| format!(r#"{{"op":"frob{i}","path":["a"],"value":1}}"#))
+        .collect();
+    let text = format!("[{}]", units.join(","));
+    let extraction = extract(&text, &ExtractOptions::default());
+    let invalid: Vec<_> = extraction
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::InvalidInstruction)
+        .collect();
+    assert_eq!(invalid.len(), 100);
+    for (i, diagnostic) in invalid.iter().enumerate() {
+        assert!(
+            diagnostic.message.contains(&format!("\"frob{i}\"")),
+            "{i}: {}",
+            diagnostic.message
+        );
+    }
+    let summary: Vec<_> = extraction
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::DiagnosticsElided)
+        .collect();
+    assert_eq!(summary.len(), 1);
+    assert!(
+        summary[0]
+            .message
+            .starts_with("and 30 more invalid_instruction diagnostics"),
+        "{}",
+        summary[0].message
+    );
+    let first_left_out = text.find("frob100").expect("the 101st instruction");
+    assert!(summary[0].span.contains(&first_left_out));
+    assert!(!extraction.valid);
+}
