@@ -1120,6 +1120,9 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// The members in which a tool call sends its arguments, as a JSON string or as they are.
+const ARGUMENT_KEYS: [&str; 4] = ["arguments", "parameters", "input", "args"];
+
 /// The node in which wrapper member `key` holds instructions, if it does. Arguments sent as a JSON
 /// string (`"arguments": "[{\"op\": …}]"`) are read into the document first.
 /// Repairs made reading such a string go into `repairs`.
@@ -1132,7 +1135,7 @@ fn wrapped_instructions(
     let node = document.node(member);
     let span = node.span();
     let json = match (key, node.kind()) {
-        ("arguments" | "parameters" | "input" | "args", NodeKind::String(text)) => {
+        (key, NodeKind::String(text)) if ARGUMENT_KEYS.contains(&key) => {
             match serde_json::from_str::<Json>(text) {
                 Ok(json) => json,
                 Err(_) => {
@@ -1160,8 +1163,8 @@ fn wrapped_instructions(
 /// sent as a string, OpenAI's `function` object, or a member that holds instructions itself.
 fn may_wrap_instructions<'a>(key: &str, member: impl JsonTree<'a>) -> bool {
     match (key, member.kind()) {
-        ("arguments" | "parameters" | "input" | "args", NodeKind::String(_))
-        | ("function", NodeKind::Object) => true,
+        (key, NodeKind::String(_)) if ARGUMENT_KEYS.contains(&key) => true,
+        ("function", NodeKind::Object) => true,
         _ => holds_instructions(member),
     }
 }
