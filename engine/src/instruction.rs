@@ -241,6 +241,16 @@ impl Instruction {
     pub fn to_json(&self) -> Json {
         serde_json::to_value(self).unwrap_or(Json::Null)
     }
+
+    /// The canonical JSON form as compact text: the same bytes as `to_json().to_string()`, written
+    /// straight from the instruction (a quarter of the work: no owned key, segment or number).
+    pub fn to_json_text(&self) -> String {
+        let mut text = Vec::new();
+        let written = serde_json::to_writer(&mut text, &Canonical(self));
+        // Writing to a vector cannot fail, every key is a string, and serde_json writes UTF-8.
+        debug_assert!(written.is_ok());
+        String::from_utf8(text).unwrap_or_default()
+    }
 }
 
 /// A list of instructions that runs atomically.
@@ -815,7 +825,7 @@ mod tests {
     }
 
     #[test]
-    fn pretty_text_is_the_pretty_canonical_json() {
+    fn text_forms_are_the_canonical_json_printed() {
         let batch = Batch::from_json(&json!([
             {"op": "assign", "path": ["player", "hp"], "value": 80, "old": 100, "reason": "a \"hit\"\n\u{1} é 🐉"},
             {"op": "get", "path": []},
@@ -834,6 +844,12 @@ mod tests {
         for batch in [batch, patch, Batch::default()] {
             let expected = serde_json::to_string_pretty(&batch.to_json()).unwrap();
             assert_eq!(batch.to_json_pretty(), expected);
+            for instruction in &batch.instructions {
+                assert_eq!(
+                    instruction.to_json_text(),
+                    instruction.to_json().to_string()
+                );
+            }
         }
         let big: Json = serde_json::from_str(
             r#"[{"op": "assign", "path": ["n"], "value": 123456789012345678901234567890, "old": 1.0e-7}]"#,
@@ -843,6 +859,8 @@ mod tests {
         let expected = serde_json::to_string_pretty(&big.to_json()).unwrap();
         assert_eq!(big.to_json_pretty(), expected);
         assert!(expected.contains("123456789012345678901234567890"));
+        let one = &big.instructions[0];
+        assert_eq!(one.to_json_text(), one.to_json().to_string());
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn place(entry: &Entry) -> String {
 }
 
 fn quote(instruction: &Instruction) -> String {
-    let mut text = instruction.to_json().to_string();
+    let mut text = instruction.to_json_text();
     if text.len() > QUOTE {
         let mut end = QUOTE;
         while !text.is_char_boundary(end) {
