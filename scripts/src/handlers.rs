@@ -9,6 +9,7 @@
 //! `Limits::max_error_text`; the VM is collected and stays usable. This module never changes the
 //! state itself: it only answers with instructions that the engine validates and runs.
 
+use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -494,7 +495,7 @@ impl CallbackHandler for LuaHandlers {
             .iter()
             .enumerate()
             .map(|(i, instruction)| Entry {
-                instruction: instruction.clone(),
+                instruction: Cow::Borrowed(instruction),
                 span: call.spans.get(i).cloned(),
             })
             .collect();
@@ -550,7 +551,10 @@ impl CallbackHandler for LuaHandlers {
             return Ok(None);
         }
         Ok(Some(Rewrite {
-            instructions: entries.into_iter().map(|entry| entry.instruction).collect(),
+            instructions: entries
+                .into_iter()
+                .map(|entry| entry.instruction.into_owned())
+                .collect(),
             notes,
         }))
     }
@@ -596,7 +600,7 @@ impl CallbackHandler for LuaHandlers {
 /// `handed` learns the address of each entry's table, in order (see [`Handed`]).
 fn batch_to_lua(
     inbound: &Inbound<'_>,
-    entries: &[Entry],
+    entries: &[Entry<'_>],
     names: &MemberNames,
     handed: &mut Vec<*const c_void>,
 ) -> mlua::Result<LuaValue> {
@@ -621,12 +625,12 @@ fn batch_to_lua(
 /// Reads what a `before` hook returned: `nil` keeps the batch, a list of instruction tables (or one
 /// instruction table) replaces it. A `span` member is read back as the instruction's span and is not
 /// part of the instruction.
-fn batch_from_lua(
+fn batch_from_lua<'b>(
     state: &mut CallState,
     returned: &LuaValue,
     max_len: usize,
-    handed: &Handed<'_>,
-) -> Result<Option<Vec<Entry>>, String> {
+    handed: &Handed<'_, 'b>,
+) -> Result<Option<Vec<Entry<'b>>>, String> {
     let table = match returned {
         LuaValue::Nil => return Ok(None),
         LuaValue::Table(table) => table,
@@ -668,21 +672,26 @@ fn batch_from_lua(
 
 /// The instruction tables a `before` hook was handed, to skip decoding those it left as they were:
 /// most hooks edit a few instructions of a batch, and a strict decode costs microseconds each.
-struct Handed<'a> {
+struct Handed<'a, 'b> {
     /// The address of each entry's table, in order. An address is only a hint (a collected table's
     /// address can be reused): the table's contents are compared before the entry is reused.
     tables: &'a [*const c_void],
     /// The same, by address: made only for a hook that moved instructions, since most leave each
     /// one where it was.
     by_address: OnceCell<HashMap<*const c_void, usize>>,
-    entries: &'a [Entry],
+    entries: &'a [Entry<'b>],
     array_marker: &'a Table,
     names: &'a MemberNames,
 }
 
-impl Handed<'_> {
+impl<'b> Handed<'_, 'b> {
     /// The handed-out instruction that `table`, returned at `position`, still holds untouched.
-    fn unchanged(&self, table: &Table, position: usize, with_span: bool) -> Option<Instruction> {
+    fn unchanged(
+        &self,
+        table: &Table,
+        position: usize,
+        with_span: bool,
+    ) -> Option<Cow<'b, Instruction>> {
         let address = table.to_pointer();
         let index = if self.tables.get(position) == Some(&address) {
             position
@@ -709,12 +718,12 @@ impl Handed<'_> {
 }
 
 /// One returned instruction table (at `position` in the returned batch) and its `span`.
-fn entry_from_lua(
+fn entry_from_lua<'b>(
     state: &mut CallState,
     value: &LuaValue,
     position: usize,
-    handed: &Handed<'_>,
-) -> Result<Entry, String> {
+    handed: &Handed<'_, 'b>,
+) -> Result<Entry<'b>, String> {
     let LuaValue::Table(table) = value else {
         return Err(format!("is of type {}, not a table", type_name(value)));
     };
@@ -734,7 +743,7 @@ fn entry_from_lua(
     };
     let instruction = match handed.unchanged(table, position, span.is_some()) {
         Some(instruction) => instruction,
-        None => instruction_from(state, value, true)?,
+        None => Cow::Owned(instruction_from(state, value, true)?),
     };
     Ok(Entry { instruction, span })
 }

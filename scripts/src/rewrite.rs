@@ -5,14 +5,16 @@
 //! same position), dropped or added. Each note names the hook's file and line and, where an
 //! instruction came from the reply, its byte span there. This module must not run Lua.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use statecraft_engine::{Instruction, RewriteNote};
 
 /// One instruction of a batch passing through `before` hooks, with its span in the reply if known.
+/// An instruction no hook changed is borrowed from the batch: most hooks hand most of it back.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Entry {
-    pub instruction: Instruction,
+pub(crate) struct Entry<'a> {
+    pub instruction: Cow<'a, Instruction>,
     pub span: Option<Range<usize>>,
 }
 
@@ -20,8 +22,8 @@ pub(crate) struct Entry {
 const QUOTE: usize = 160;
 
 /// The notes for a hook at `origin` that turned `old` into `new`. Empty when nothing changed.
-pub(crate) fn notes(origin: &str, old: &[Entry], new: &[Entry]) -> Vec<RewriteNote> {
-    let same = |a: &Entry, b: &Entry| a.instruction == b.instruction;
+pub(crate) fn notes(origin: &str, old: &[Entry<'_>], new: &[Entry<'_>]) -> Vec<RewriteNote> {
+    let same = |a: &Entry<'_>, b: &Entry<'_>| a.instruction == b.instruction;
     let head = old.iter().zip(new).take_while(|(a, b)| same(a, b)).count();
     let tail = old[head..]
         .iter()
@@ -75,7 +77,7 @@ pub(crate) fn notes(origin: &str, old: &[Entry], new: &[Entry]) -> Vec<RewriteNo
 }
 
 /// `(reply bytes 10..42) ` when the span is known.
-fn place(entry: &Entry) -> String {
+fn place(entry: &Entry<'_>) -> String {
     match &entry.span {
         Some(span) => format!("(reply bytes {}..{}) ", span.start, span.end),
         None => String::new(),
