@@ -62,9 +62,7 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
     }
     match args.to {
         Notation::Json => {
-            let mut json = batch.to_json_pretty();
-            json.push('\n');
-            render::write_stdout(&json)?;
+            render::write_batch(&batch)?;
             // The process exits next: freeing the instructions one by one is work no one sees.
             std::mem::forget(batch);
         }

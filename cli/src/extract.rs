@@ -50,9 +50,7 @@ pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
         report_invalid(out, &reading);
         return Ok(ExitCode::from(EXIT_REJECTED));
     }
-    let mut batch = reading.batch().to_json_pretty();
-    batch.push('\n');
-    render::write_stdout(&batch)?;
+    render::write_batch(reading.batch())?;
     // The process exits next: freeing every instruction and diagnostic one by one (8 M of the 205 M
     // instructions of a clean 1 MiB reply) would be work no one sees. The system takes the memory back.
     std::mem::forget(reading);

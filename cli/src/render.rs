@@ -10,7 +10,7 @@ use std::io::{IsTerminal, Write as _};
 
 use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
 use serde_json::json;
-use statecraft_engine::{BatchError, Change, HostEvent, Path, Segment, Value};
+use statecraft_engine::{Batch, BatchError, Change, HostEvent, Path, Segment, Value};
 use statecraft_translators::{Diagnostic, Severity};
 
 use crate::args::Format;
@@ -333,6 +333,13 @@ pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .context("cannot write to stdout")
+}
+
+/// Writes a batch to stdout as indented canonical JSON and a newline.
+pub(crate) fn write_batch(batch: &Batch) -> anyhow::Result<()> {
+    let mut json = batch.to_json_pretty();
+    json.push('\n');
+    write_stdout(&json)
 }
 
 /// Writes to stderr, ignoring failure: there is nowhere left to report it.
