@@ -201,6 +201,31 @@ fn bad_bodies_answer_400_and_large_ones_413() {
     let path = format!("/v1/games/{id}/apply");
     let not_json = http::raw(&server.address, "POST", &path, b"{not json", &[]).unwrap();
     assert_error(&not_json, 400, "bad_request");
+    // A body is an object of named members: an array is not read as the members in order (it
+    // would apply a reply, move the game to the root, or create a game).
+    let positional: [(&str, &[u8]); 3] = [
+        (
+            &path,
+            br#"["{\"op\": \"assign\", \"path\": [\"x\"], \"value\": 1}"]"#,
+        ),
+        (&format!("/v1/games/{id}/checkout"), b"[0]"),
+        ("/v1/games", br#"[{"made": "from an array"}]"#),
+    ];
+    for (endpoint, body) in positional {
+        let answer = http::raw(&server.address, "POST", endpoint, body, &[]).unwrap();
+        assert_error(&answer, 400, "bad_request");
+        assert!(
+            answer.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("JSON object"),
+            "{:?}",
+            answer.body
+        );
+    }
+    assert_eq!(state(&server, &id), json!({}));
+    let list = server.call("GET", "/v1/games", None);
+    assert_eq!(list.body["games"].as_array().unwrap().len(), 1);
     assert_error(
         &server.call("POST", &path, Some(&json!({"input": "x", "dryrun": true}))),
         400,

@@ -122,10 +122,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
                 }
             })?;
         // An empty body is an empty object, for the endpoints whose every member is optional.
-        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-            b"{}"
-        } else {
-            &bytes
+        let text: &[u8] = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            None => b"{}",
+            Some(b'{') => &bytes,
+            // serde would read an array as the members in order (`["x"]` as `{"input": "x"}`),
+            // which no reader of the API would expect: every body is an object of named members.
+            Some(_) => {
+                return Err(ApiError::new(
+                    Kind::BadRequest,
+                    "the body must be a JSON object of named members, like {\"input\": \"...\"}",
+                ));
+            }
         };
         let value = serde_json::from_slice(text).map_err(|error| {
             ApiError::new(
