@@ -2,7 +2,10 @@
 
 mod http;
 
-use http::{Server, apply_ok, create, seeded_rolls_survive_a_restart, sqlite, state};
+use http::{
+    Server, a_key_raced_on_commits_once, apply_ok, create, seeded_rolls_survive_a_restart, sqlite,
+    state,
+};
 use serde_json::{Value as Json, json};
 
 fn server() -> (tempfile::TempDir, Server) {
@@ -448,6 +451,12 @@ fn an_idempotency_key_replays_the_first_answer_and_commits_once() {
     assert_eq!(remade.body, made.body);
     let list = server.call("GET", "/v1/games", None);
     assert_eq!(list.body["games"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn an_idempotency_key_raced_on_by_two_processes_commits_once() {
+    let dir = tempfile::tempdir().unwrap();
+    a_key_raced_on_commits_once(&sqlite(dir.path()));
 }
 
 #[test]

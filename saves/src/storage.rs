@@ -84,7 +84,8 @@ pub struct Receipt {
 /// `#[non_exhaustive]`: a new kind of write must break every backend until it stores it.
 #[derive(Clone, Debug)]
 pub enum Write {
-    /// A new game with no records. Refused with [`Written::Exists`] if the id is taken.
+    /// A new game with no records. Refused with [`Written::Exists`] if the id is taken, or if its
+    /// receipt's key has a receipt already (another request under the key made its game first).
     Create {
         /// Its id.
         id: String,

@@ -354,10 +354,19 @@ fn create(
         .map_err(|error| storage_error(&error))?
     {
         Written::Done => Ok(answer),
-        _ => Err(ApiError::new(
-            Kind::GameExists,
-            format!("a game with the id \"{id}\" exists already"),
-        )),
+        _ => {
+            // Another request under the same key, racing this one, made its game first: this one
+            // answers as that one did.
+            if let Some(idempotency) = &idempotency
+                && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
+            {
+                return replayed(&kept, idempotency);
+            }
+            Err(ApiError::new(
+                Kind::GameExists,
+                format!("a game with the id \"{id}\" exists already"),
+            ))
+        }
     }
 }
 

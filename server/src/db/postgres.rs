@@ -493,8 +493,28 @@ fn decide(
             if inserted == 0 {
                 return Ok(Written::Exists);
             }
+            // The receipt goes in at once, not in bulk: a receipt under the same key, from this
+            // batch or another process's (whose commit this insert waits for), means another
+            // request under the key made its game first, and this one makes none.
+            if let Some(receipt) = receipt {
+                let kept = tx.execute(
+                    "INSERT INTO receipts (game, key, fingerprint, status, body, created)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                    &[
+                        &rows::CREATE_SCOPE,
+                        &receipt.key,
+                        &receipt.fingerprint,
+                        &i32::from(receipt.status),
+                        &receipt.body,
+                        &rows::now(),
+                    ],
+                )?;
+                if kept == 0 {
+                    tx.execute("DELETE FROM games WHERE id = $1", &[id])?;
+                    return Ok(Written::Exists);
+                }
+            }
             heads.insert(id.clone(), head.seq);
-            bulk.receipt(rows::CREATE_SCOPE, receipt.as_ref());
             Ok(Written::Done)
         }
         Write::Append {

@@ -267,9 +267,13 @@ fn apply(
     encoded: &rows::Encoded,
 ) -> Result<Written, rusqlite::Error> {
     let now = rows::now();
-    let receipt = |game: &str, receipt: &Option<Receipt>| -> Result<(), rusqlite::Error> {
-        if let Some(receipt) = receipt {
-            tx.prepare_cached(
+    // Whether the receipt was kept: false when its key has one already.
+    let receipt = |game: &str, receipt: &Option<Receipt>| -> Result<bool, rusqlite::Error> {
+        let Some(receipt) = receipt else {
+            return Ok(true);
+        };
+        let inserted = tx
+            .prepare_cached(
                 "INSERT OR IGNORE INTO receipts (game, key, fingerprint, status, body, created)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
@@ -281,8 +285,7 @@ fn apply(
                 receipt.body,
                 now
             ])?;
-        }
-        Ok(())
+        Ok(inserted == 1)
     };
     let insert_records = |id: &str, on: u64| -> Result<(), rusqlite::Error> {
         let mut statement =
@@ -327,7 +330,12 @@ fn apply(
             if inserted == 0 {
                 return Ok(Written::Exists);
             }
-            receipt(rows::CREATE_SCOPE, kept)?;
+            if !receipt(rows::CREATE_SCOPE, kept)? {
+                // Another request under the same key made its game first: this one makes none.
+                tx.prepare_cached("DELETE FROM games WHERE id = ?1")?
+                    .execute(params![id])?;
+                return Ok(Written::Exists);
+            }
             Ok(Written::Done)
         }
         Write::Append {
