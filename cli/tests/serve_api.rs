@@ -227,6 +227,24 @@ fn bad_bodies_answer_400_and_large_ones_413() {
         );
     }
     assert_eq!(state(&server, &id), json!({}));
+    // A step that is neither a label nor an id says what it found and what a step is.
+    for (endpoint, body, found) in [
+        (&path, json!({"batch": [], "at": -1}), "-1"),
+        (&path, json!({"batch": [], "at": 1.5}), "1.5"),
+        (
+            &format!("/v1/games/{id}/checkout"),
+            json!({"to": true}),
+            "boolean `true`",
+        ),
+    ] {
+        let answer = server.call("POST", endpoint, Some(&body));
+        assert_error(&answer, 400, "bad_request");
+        let message = answer.body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(found) && message.contains("its label (a string) or its id"),
+            "{message}"
+        );
+    }
     let list = server.call("GET", "/v1/games", None);
     assert_eq!(list.body["games"].as_array().unwrap().len(), 1);
     assert_error(
