@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use http::{
-    PgSchema, Server, a_key_raced_on_commits_once, apply_ok, create, increment,
-    seeded_rolls_survive_a_restart, state,
+    PgSchema, Server, a_game_made_again_under_its_id_is_never_the_old_one,
+    a_key_raced_on_commits_once, apply_ok, create, increment, seeded_rolls_survive_a_restart,
+    state,
 };
 use serde_json::json;
 
@@ -195,4 +196,12 @@ fn an_idempotency_key_raced_on_by_two_processes_commits_once_on_postgresql() {
         return;
     };
     a_key_raced_on_commits_once(&schema.url);
+}
+
+#[test]
+fn a_game_made_again_under_its_id_at_another_process_is_never_the_old_one_on_postgresql() {
+    let Some(schema) = PgSchema::new("remade") else {
+        return;
+    };
+    a_game_made_again_under_its_id_is_never_the_old_one(&schema.url);
 }

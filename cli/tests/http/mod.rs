@@ -460,3 +460,38 @@ pub(crate) fn a_key_raced_on_commits_once(db: &str) {
         list.body
     );
 }
+
+/// A game deleted and made again under its id at one process (a chat reset) while another process
+/// still holds the old game in memory: the other process reads and changes the new game, never the
+/// old one it held, even when the new game has as many records as the old.
+pub(crate) fn a_game_made_again_under_its_id_is_never_the_old_one(db: &str) {
+    let (holder, resetter) = (Server::start(&["--db", db]), Server::start(&["--db", db]));
+    let increment = |key: &str| json!({"batch": [{"op": "increment", "path": [key], "value": 1}]});
+    let id = create(&holder, &json!({"id": "chat", "state": {"old": 0}}));
+    apply_ok(&holder, &id, &increment("old"));
+    apply_ok(&holder, &id, &increment("old"));
+    assert_eq!(state(&holder, &id), json!({"old": 2}));
+    let deleted = resetter.call("DELETE", "/v1/games/chat", None);
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    create(&resetter, &json!({"id": "chat", "state": {"new": 0}}));
+    apply_ok(&resetter, &id, &increment("new"));
+    apply_ok(&resetter, &id, &increment("new"));
+    assert_eq!(
+        state(&holder, &id),
+        json!({"new": 2}),
+        "the holder reads the new game"
+    );
+    let stale = holder.call("POST", "/v1/games/chat/apply", Some(&increment("old")));
+    assert_eq!(
+        stale.status, 422,
+        "an apply runs on the new game: {:?}",
+        stale.body
+    );
+    apply_ok(&holder, &id, &increment("new"));
+    let fresh = Server::start(&["--db", db]);
+    for server in [&holder, &resetter, &fresh] {
+        assert_eq!(state(server, &id), json!({"new": 3}));
+    }
+    let log = fresh.call("GET", "/v1/games/chat/log", None).body;
+    assert_eq!(log["steps"].as_array().map(Vec::len), Some(3), "{log}");
+}

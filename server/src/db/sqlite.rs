@@ -49,6 +49,10 @@ CREATE TABLE IF NOT EXISTS receipts (
     PRIMARY KEY (game, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS receipts_created ON receipts (created);
+CREATE TABLE IF NOT EXISTS deleted_games (
+    id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+) WITHOUT ROWID;
 ";
 
 /// Games in a SQLite file.
@@ -313,6 +317,13 @@ fn apply(
             receipt: kept,
             ..
         } => {
+            // A game made again under the id of a deleted one numbers its records after the old
+            // one's, so that a process still holding the old game finds its head gone.
+            let start: i64 = tx
+                .prepare_cached("SELECT seq + 1 FROM deleted_games WHERE id = ?1")?
+                .query_row(params![id], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
             let inserted = tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO games (id, base, scripts, seq, base_seq, step, label)
@@ -322,8 +333,8 @@ fn apply(
                     id,
                     encoded.base,
                     encoded.scripts,
-                    head.seq as i64,
-                    head.base_seq as i64,
+                    start + head.seq as i64,
+                    start + head.base_seq as i64,
                     head.step.get() as i64,
                     head.label
                 ])?;
@@ -391,6 +402,11 @@ fn apply(
             Ok(Written::Done)
         }
         Write::Delete { id } => {
+            // The id keeps its last record number, for a game made again under it.
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO deleted_games (id, seq) SELECT id, seq FROM games WHERE id = ?1",
+            )?
+            .execute(params![id])?;
             let deleted = tx
                 .prepare_cached("DELETE FROM games WHERE id = ?1")?
                 .execute(params![id])?;
