@@ -227,6 +227,25 @@ fn bad_bodies_answer_400_and_large_ones_413() {
         );
     }
     assert_eq!(state(&server, &id), json!({}));
+    // An endpoint that takes no query refuses one, rather than ignoring what it asked for: this dry
+    // run would commit, this delete would delete.
+    let dry = json!({"batch": [{"op": "assign", "path": ["x"], "value": 1}]});
+    let answer = server.call("POST", &format!("{path}?dry_run=true"), Some(&dry));
+    assert_error(&answer, 400, "bad_request");
+    assert!(
+        answer.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"dry_run=true\""),
+        "{:?}",
+        answer.body
+    );
+    assert_error(
+        &server.call("DELETE", &format!("/v1/games/{id}?really=no"), None),
+        400,
+        "bad_request",
+    );
+    assert_eq!(state(&server, &id), json!({}));
     // A step that is neither a label nor an id says what it found and what a step is.
     for (endpoint, body, found) in [
         (&path, json!({"batch": [], "at": -1}), "-1"),

@@ -96,6 +96,30 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
+/// Refuses a query string on an endpoint that takes none: `?dry_run=true` on an apply would otherwise
+/// be ignored and the batch committed, as an unknown body member would be without `deny_unknown_fields`.
+pub(crate) struct NoQuery;
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NoQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<NoQuery, ApiError> {
+        match parts.uri.query() {
+            None | Some("") => Ok(NoQuery),
+            Some(query) => Err(ApiError::new(
+                Kind::BadRequest,
+                format!(
+                    "this endpoint takes no query parameters, but got \"{query}\"; its options \
+                     are members of the JSON body"
+                ),
+            )),
+        }
+    }
+}
+
 /// A JSON body, read strictly and within the body limit, with its bytes (for idempotency digests).
 pub(crate) struct Body<T> {
     value: T,
@@ -272,6 +296,7 @@ fn new_id() -> Result<String, ApiError> {
 
 async fn create_game(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<CreateRequest>,
 ) -> Result<Answer, ApiError> {
@@ -373,6 +398,7 @@ fn create(
 async fn show_game(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Show, None).await
 }
@@ -406,7 +432,11 @@ async fn state_at(
     app.run(&id, operation, None).await
 }
 
-async fn log(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Answer, ApiError> {
+async fn log(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    _: NoQuery,
+) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Log, None).await
 }
 
@@ -414,6 +444,7 @@ async fn log(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Answ
 async fn delete_game(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Delete, None).await
 }
@@ -421,6 +452,7 @@ async fn delete_game(
 async fn apply(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<ApplyRequest>,
 ) -> Result<Answer, ApiError> {
@@ -432,6 +464,7 @@ async fn apply(
 async fn checkout(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<CheckoutRequest>,
 ) -> Result<Answer, ApiError> {
@@ -448,6 +481,7 @@ struct Empty {}
 async fn undo(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<Empty>,
 ) -> Result<Answer, ApiError> {
@@ -458,6 +492,7 @@ async fn undo(
 async fn redo(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<Empty>,
 ) -> Result<Answer, ApiError> {
@@ -467,6 +502,7 @@ async fn redo(
 
 async fn extract_reply(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     body: Body<ExtractRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;
@@ -494,6 +530,7 @@ async fn extract_reply(
 
 async fn convert(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     body: Body<ConvertRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;
@@ -568,6 +605,7 @@ fn converted(request: ConvertRequest, limits: &Limits) -> Result<Answer, ApiErro
 
 async fn prompt(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     body: Body<PromptRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;
@@ -600,6 +638,7 @@ async fn prompt(
 
 async fn schema(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     body: Body<SchemaRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;
