@@ -264,8 +264,8 @@ fn step_ref(label: Option<&str>, id: Option<u64>) -> Option<StepRef> {
     }
 }
 
-/// Opens a save, and warns when opening it dropped a torn tail: a crash cut a write short, and what
-/// it held was never acknowledged.
+/// Opens a save, and warns when opening it dropped a torn tail (a crash cut a write short, and what
+/// it held was never acknowledged), or when a read-only opening stopped at a damaged record.
 fn open(save: &Path, options: OpenOptions, out: &Output) -> Result<Game> {
     let game = Game::open_with(save, options)?;
     if let Some(torn) = game.torn_tail() {
@@ -284,6 +284,24 @@ fn open(save: &Path, options: OpenOptions, out: &Output) -> Result<Game> {
             );
         } else {
             errln!("warning: {file}: {torn}");
+        }
+    }
+    if let Some(damage) = game.damage() {
+        let file = game.path().display();
+        if out.json() {
+            errln!(
+                "{}",
+                json!({
+                    "warning": "damaged",
+                    "file": file.to_string(),
+                    "offset": damage.offset,
+                    "problem": damage.problem,
+                    "records": damage.records,
+                    "message": damage.to_string(),
+                })
+            );
+        } else {
+            errln!("warning: {file}: {damage}");
         }
     }
     Ok(game)

@@ -227,6 +227,10 @@ fn killed_appliers_never_lose_an_acknowledged_step() {
         let game = Game::open_read_only(&save).unwrap_or_else(|error| {
             panic!("trial {trial}: the save does not load after a kill: {error}")
         });
+        // Read-only, damage would load what came before it: a kill must never cause any.
+        if let Some(damage) = game.damage() {
+            panic!("trial {trial}: a kill damaged the save: {damage}");
+        }
         let happened = operation.happened(game.store(), &model);
         assert!(
             happened || !acknowledged,

@@ -1,7 +1,8 @@
 //! Nothing acknowledged is lost or unreadable, as a hostile user would check with the real binary: what a
 //! batch builds always reads back, a labelled batch that changes nothing is a step, locks hold through
 //! symlinks, files keep their links and modes, reading needs only read access, failed commands leave
-//! no lock files, and a torn tail is cut with a word.
+//! no lock files, a torn tail is cut with a word, and a damaged record still lets the game before it
+//! be read.
 
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -217,6 +218,77 @@ fn a_torn_tail_is_reported_when_it_is_cut() {
     assert_eq!(
         serde_json::from_str::<Value>(&run.stdout).unwrap(),
         json!({"log": [1, 1]})
+    );
+}
+
+#[test]
+fn a_damaged_record_still_shows_the_game_before_it_and_refuses_changes() {
+    let dir = folder_with_state(&json!({"log": []}));
+    assert_eq!(
+        run_in(dir.path(), &["new", "g.save", "--state", "state.json"], "").code,
+        0
+    );
+    let push = |n: u32| format!(r#"[{{"op": "push", "path": ["log"], "value": {n}}}]"#);
+    let save = dir.path().join("g.save");
+    for n in 1..=2 {
+        let run = run_in(dir.path(), &["apply", "--save", "g.save", "-"], &push(n));
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let intact = fs::read(&save).unwrap().len();
+    let run = run_in(dir.path(), &["apply", "--save", "g.save", "-"], &push(3));
+    assert_eq!(run.code, 0, "{run:?}");
+    // A byte of the last record's payload rots on the disk: its checksum fails.
+    let mut bytes = fs::read(&save).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0x01;
+    fs::write(&save, &bytes).unwrap();
+    let run = run_in(dir.path(), &["show", "--save", "g.save"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.stdout).unwrap(),
+        json!({"log": [1, 2]}),
+        "the steps before the damage"
+    );
+    let warning = format!(
+        "warning: g.save: the record at byte {intact} is damaged (the record fails its checksum): \
+         this is the game as of the 2 records before it"
+    );
+    assert!(run.stderr.starts_with(&warning), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("cut the file to its first {intact} bytes")),
+        "{}",
+        run.stderr
+    );
+    let run = run_in(
+        dir.path(),
+        &["--format", "json", "log", "--save", "g.save"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let warning: Value = serde_json::from_str(run.stderr.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (&warning["warning"], &warning["offset"], &warning["records"]),
+        (&json!("damaged"), &json!(intact), &json!(2))
+    );
+    // A change is refused, as before, and the file is left as it is.
+    let run = run_in(dir.path(), &["apply", "--save", "g.save", "-"], &push(4));
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "g.save at byte {intact}: the record fails its checksum"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(fs::read(&save).unwrap(), bytes);
+    // Cut where the message says, the save goes on from the steps before the damage.
+    fs::write(&save, &bytes[..intact]).unwrap();
+    let run = run_in(dir.path(), &["apply", "--save", "g.save", "-"], &push(4));
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.stdout).unwrap(),
+        json!({"log": [1, 2, 4]})
     );
 }
 

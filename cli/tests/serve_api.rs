@@ -2,7 +2,10 @@
 
 mod http;
 
-use http::{Server, apply_ok, create, seeded_rolls_survive_a_restart, sqlite, state};
+use http::{
+    Server, a_game_made_again_under_its_id_is_never_the_old_one, a_key_raced_on_commits_once,
+    apply_ok, create, seeded_rolls_survive_a_restart, sqlite, state,
+};
 use serde_json::{Value as Json, json};
 
 fn server() -> (tempfile::TempDir, Server) {
@@ -201,6 +204,68 @@ fn bad_bodies_answer_400_and_large_ones_413() {
     let path = format!("/v1/games/{id}/apply");
     let not_json = http::raw(&server.address, "POST", &path, b"{not json", &[]).unwrap();
     assert_error(&not_json, 400, "bad_request");
+    // A body is an object of named members: an array is not read as the members in order (it
+    // would apply a reply, move the game to the root, or create a game).
+    let positional: [(&str, &[u8]); 3] = [
+        (
+            &path,
+            br#"["{\"op\": \"assign\", \"path\": [\"x\"], \"value\": 1}"]"#,
+        ),
+        (&format!("/v1/games/{id}/checkout"), b"[0]"),
+        ("/v1/games", br#"[{"made": "from an array"}]"#),
+    ];
+    for (endpoint, body) in positional {
+        let answer = http::raw(&server.address, "POST", endpoint, body, &[]).unwrap();
+        assert_error(&answer, 400, "bad_request");
+        assert!(
+            answer.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("JSON object"),
+            "{:?}",
+            answer.body
+        );
+    }
+    assert_eq!(state(&server, &id), json!({}));
+    // An endpoint that takes no query refuses one, rather than ignoring what it asked for: this dry
+    // run would commit, this delete would delete.
+    let dry = json!({"batch": [{"op": "assign", "path": ["x"], "value": 1}]});
+    let answer = server.call("POST", &format!("{path}?dry_run=true"), Some(&dry));
+    assert_error(&answer, 400, "bad_request");
+    assert!(
+        answer.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"dry_run=true\""),
+        "{:?}",
+        answer.body
+    );
+    assert_error(
+        &server.call("DELETE", &format!("/v1/games/{id}?really=no"), None),
+        400,
+        "bad_request",
+    );
+    assert_eq!(state(&server, &id), json!({}));
+    // A step that is neither a label nor an id says what it found and what a step is.
+    for (endpoint, body, found) in [
+        (&path, json!({"batch": [], "at": -1}), "-1"),
+        (&path, json!({"batch": [], "at": 1.5}), "1.5"),
+        (
+            &format!("/v1/games/{id}/checkout"),
+            json!({"to": true}),
+            "boolean `true`",
+        ),
+    ] {
+        let answer = server.call("POST", endpoint, Some(&body));
+        assert_error(&answer, 400, "bad_request");
+        let message = answer.body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(found) && message.contains("its label (a string) or its id"),
+            "{message}"
+        );
+    }
+    let list = server.call("GET", "/v1/games", None);
+    assert_eq!(list.body["games"].as_array().unwrap().len(), 1);
     assert_error(
         &server.call("POST", &path, Some(&json!({"input": "x", "dryrun": true}))),
         400,
@@ -423,6 +488,18 @@ fn an_idempotency_key_replays_the_first_answer_and_commits_once() {
     assert_eq!(remade.body, made.body);
     let list = server.call("GET", "/v1/games", None);
     assert_eq!(list.body["games"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_game_made_again_under_its_id_at_another_process_is_never_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    a_game_made_again_under_its_id_is_never_the_old_one(&sqlite(dir.path()));
+}
+
+#[test]
+fn an_idempotency_key_raced_on_by_two_processes_commits_once() {
+    let dir = tempfile::tempdir().unwrap();
+    a_key_raced_on_commits_once(&sqlite(dir.path()));
 }
 
 #[test]

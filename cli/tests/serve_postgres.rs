@@ -9,7 +9,11 @@ mod http;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use http::{PgSchema, Server, apply_ok, create, increment, seeded_rolls_survive_a_restart, state};
+use http::{
+    PgSchema, Server, a_game_made_again_under_its_id_is_never_the_old_one,
+    a_key_raced_on_commits_once, apply_ok, create, increment, seeded_rolls_survive_a_restart,
+    state,
+};
 use serde_json::json;
 
 #[test]
@@ -184,4 +188,20 @@ fn the_seed_is_kept_with_the_game_on_postgresql() {
         return;
     };
     seeded_rolls_survive_a_restart(&schema.url);
+}
+
+#[test]
+fn an_idempotency_key_raced_on_by_two_processes_commits_once_on_postgresql() {
+    let Some(schema) = PgSchema::new("key_race") else {
+        return;
+    };
+    a_key_raced_on_commits_once(&schema.url);
+}
+
+#[test]
+fn a_game_made_again_under_its_id_at_another_process_is_never_the_old_one_on_postgresql() {
+    let Some(schema) = PgSchema::new("remade") else {
+        return;
+    };
+    a_game_made_again_under_its_id_is_never_the_old_one(&schema.url);
 }

@@ -202,6 +202,37 @@ impl std::fmt::Display for TornTail {
     }
 }
 
+/// Damage a read-only opening found and stopped at: a record whose frame fails its checksum or whose
+/// payload is not a record. Everything before it loaded; nothing from it on did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Damage {
+    /// Where the damaged record starts: the whole records before it are what loaded.
+    pub offset: u64,
+    /// What is wrong with it.
+    pub problem: String,
+    /// How many records after the base loaded.
+    pub records: usize,
+}
+
+/// `the record at byte 1234 is damaged (the record fails its checksum): this is the game as of the 12
+/// records before it, ...`.
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the record at byte {} is damaged ({}): this is the game as of the {} record{} before \
+             it, not necessarily its current step; the file is left as it is and refuses changes (to \
+             go on from here, keep a copy and cut the file to its first {} bytes)",
+            self.offset,
+            self.problem,
+            self.records,
+            if self.records == 1 { "" } else { "s" },
+            self.offset
+        )
+    }
+}
+
 /// A durable game: a [`Store`] whose changes are on disk before they are acknowledged.
 ///
 /// The save stays locked against other processes for as long as the `Game` lives (a read-only game holds
@@ -214,6 +245,8 @@ pub struct Game {
     _lock: Option<Lock>,
     read_only: bool,
     torn: Option<TornTail>,
+    /// Damage a read-only opening stopped at.
+    damage: Option<Damage>,
     store: Store,
     schema: Option<serde_json::Value>,
     scripts: Option<PathBuf>,
@@ -320,6 +353,7 @@ impl Game {
             _lock: Some(lock),
             read_only: false,
             torn: None,
+            damage: None,
             store,
             schema: setup.schema,
             scripts: setup.scripts,
@@ -376,11 +410,12 @@ impl Game {
         }
         // Every reader produces the current in-memory form, and each version keeps its reader for the
         // files already out there.
-        let loaded = match version {
+        let mut loaded = match version {
             1 => v1::read(path, &bytes, options.setup)?,
-            _ => read_v2(path, &bytes, version, options.setup)?,
+            _ => read_v2(path, &bytes, version, options.setup, options.read_only)?,
         };
-        let torn = (loaded.good < bytes.len()).then(|| TornTail {
+        let damage = loaded.damage.take();
+        let torn = (damage.is_none() && loaded.good < bytes.len()).then(|| TornTail {
             offset: loaded.good as u64,
             bytes: (bytes.len() - loaded.good) as u64,
             cut: !options.read_only,
@@ -404,6 +439,7 @@ impl Game {
             _lock: lock,
             read_only: options.read_only,
             torn,
+            damage,
             store: loaded.store,
             schema: loaded.schema,
             scripts: loaded.scripts,
@@ -433,6 +469,12 @@ impl Game {
     /// Opens a save only to read it (see [`OpenOptions::read_only`]).
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Game, SaveError> {
         Game::open_with(path, OpenOptions::default().read_only())
+    }
+
+    /// The damage a read-only opening stopped at, if any: callers show it, since the game is then
+    /// only what the records before it hold.
+    pub fn damage(&self) -> Option<&Damage> {
+        self.damage.as_ref()
     }
 
     /// What opening the save found after its last whole record and dropped, if anything: callers show
@@ -716,6 +758,8 @@ pub(crate) struct Loaded {
     /// Where the whole records end.
     pub(crate) good: usize,
     pub(crate) records: usize,
+    /// Damage that reading stopped at instead of failing (read-only openings only).
+    pub(crate) damage: Option<Damage>,
 }
 
 /// Reads a format version 2 or 3 file: the base, then every timeline record replayed in order. The
@@ -725,6 +769,7 @@ fn read_v2(
     bytes: &[u8],
     version: u32,
     setup: Option<Setup>,
+    read_only: bool,
 ) -> Result<Loaded, SaveError> {
     let (base, mut offset) = read_base(path, bytes, |record: Record| record.timeline().err())?;
     if base.seed.is_some() != (version >= 3) {
@@ -737,19 +782,42 @@ fn read_v2(
     }
     let mut loaded = load_base(path, *base, setup)?;
     loop {
+        // A read-only opening stops at a damaged record and keeps what came before it, so that the
+        // game up to the damage can still be read; a record that does not replay is not salvaged,
+        // since a failed replay may leave the store anywhere.
+        let damaged = |problem: String, loaded: &mut Loaded| {
+            if read_only {
+                loaded.damage = Some(Damage {
+                    offset: offset as u64,
+                    problem,
+                    records: loaded.records,
+                });
+                Ok(())
+            } else {
+                Err(corrupt(path, offset, problem))
+            }
+        };
         let (payload, next) = match format::scan(bytes, offset) {
             Scan::Record { payload, next } => (payload, next),
             Scan::End | Scan::Torn => break,
-            Scan::Damaged(problem) => return Err(corrupt(path, offset, problem)),
+            Scan::Damaged(problem) => {
+                damaged(problem, &mut loaded)?;
+                break;
+            }
         };
-        let record: Record =
-            format::decode(payload).map_err(|problem| corrupt(path, offset, problem))?;
+        let record: Record = match format::decode(payload) {
+            Ok(record) => record,
+            Err(problem) => {
+                damaged(problem, &mut loaded)?;
+                break;
+            }
+        };
         let Ok(record) = record.timeline() else {
-            return Err(corrupt(
-                path,
-                offset,
-                "a second base snapshot after the first",
-            ));
+            damaged(
+                "a second base snapshot after the first".to_owned(),
+                &mut loaded,
+            )?;
+            break;
         };
         record.replay(&mut loaded.store).map_err(|error| {
             corrupt(
@@ -842,6 +910,7 @@ pub(crate) fn load_base(
         metadata: base.metadata,
         good: base_offset,
         records: 0,
+        damage: None,
     })
 }
 

@@ -25,8 +25,9 @@ use crate::records::{BaseRecord, TimelineRecord};
 /// Where a stored game stands: what a writer compares and sets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
-    /// The number of the game's last record (0 before any); it grows with every write, compactions
-    /// included, so two different histories never share a head.
+    /// The number of the game's last record (0 before any, or for a game made again under the id of
+    /// a deleted one, the deleted game's last number plus one); it grows with every write,
+    /// compactions included, so two different histories never share a head.
     pub seq: u64,
     /// The number of the last record written before the base was last replaced (a compaction): a
     /// reader holding records up to an older number than this must load the game again.
@@ -84,7 +85,8 @@ pub struct Receipt {
 /// `#[non_exhaustive]`: a new kind of write must break every backend until it stores it.
 #[derive(Clone, Debug)]
 pub enum Write {
-    /// A new game with no records. Refused with [`Written::Exists`] if the id is taken.
+    /// A new game with no records. Refused with [`Written::Exists`] if the id is taken, or if its
+    /// receipt's key has a receipt already (another request under the key made its game first).
     Create {
         /// Its id.
         id: String,
@@ -92,7 +94,8 @@ pub enum Write {
         base: BaseRecord,
         /// Its scripts.
         scripts: BTreeMap<String, String>,
-        /// The head it starts at (sequence 0).
+        /// The head it starts at (sequence 0; the database starts a game made again under a deleted
+        /// game's id after that game's last number instead).
         head: Head,
         /// The answer to keep for the creating request.
         receipt: Option<Receipt>,

@@ -110,6 +110,63 @@ fn every_flipped_byte_is_a_clear_error_and_the_file_is_left_alone() {
     }
 }
 
+/// Read-only, a flipped byte after the base loads exactly the records before the damaged one and
+/// says where the damage is, so the game up to it can be read; the file is left alone and every
+/// change is refused. A flip in the base leaves nothing to read, and stays an error.
+#[test]
+fn read_only_every_flipped_byte_after_the_base_loads_the_records_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = small_save(dir.path());
+    let base_end = small.points[0].0;
+    for at in 0..small.bytes.len() {
+        for mask in [0x01, 0x80, 0xff] {
+            let mut bad = small.bytes.clone();
+            bad[at] ^= mask;
+            let path = dir.path().join("flipped.save");
+            std::fs::write(&path, &bad).unwrap();
+            let opened = Game::open_with(&path, unsynced().read_only());
+            let flip = format!("a flip at byte {at} (mask {mask:#x})");
+            if at < base_end {
+                assert_clear(&opened.map(|_| ()).expect_err(&flip), &path);
+                continue;
+            }
+            let mut game = opened.unwrap_or_else(|error| panic!("{flip} read nothing: {error}"));
+            let damaged = small
+                .points
+                .iter()
+                .rposition(|(len, _)| *len <= at)
+                .unwrap();
+            let (start, expected) = &small.points[damaged];
+            let damage = game
+                .damage()
+                .unwrap_or_else(|| panic!("{flip} went unnoticed"));
+            assert_eq!(
+                (damage.offset, damage.records),
+                (*start as u64, damaged),
+                "{flip}"
+            );
+            assert!(
+                damage
+                    .to_string()
+                    .contains(&format!("at byte {start} is damaged")),
+                "{damage}"
+            );
+            assert_eq!(game.torn_tail(), None, "{flip}: damage is not a torn tail");
+            assert_eq!(&view(game.store()), expected, "{flip}");
+            assert!(
+                matches!(game.undo(), Err(SaveError::ReadOnly { .. })),
+                "{flip}"
+            );
+            drop(game);
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                bad,
+                "{flip}: the file was written to"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_truncation_is_an_error_or_loads_exactly_the_whole_records() {
     let dir = tempfile::tempdir().unwrap();

@@ -277,17 +277,22 @@ impl Worker {
         idempotency: Option<&Idempotency>,
     ) -> Result<Answer, ApiError> {
         let idempotency = idempotency.filter(|_| operation.changes());
-        if let Some(idempotency) = idempotency
-            && let Some(receipt) = self.storage.receipt(&self.id, &idempotency.key)?
-        {
-            return replayed(&receipt, idempotency);
-        }
         if let Operation::Delete = operation {
             return self.delete();
         }
         let id = self.id.clone();
         for _ in 0..MAX_ATTEMPTS {
-            let game = self.fresh()?;
+            self.fresh()?;
+            // The receipt is read after the head, and written with the head it moves: a request
+            // under this key that another process commits is either seen here, or commits after the
+            // head was read, so this attempt's write loses the compare-and-set and the next attempt
+            // sees the receipt. Read before the head, the key would commit twice.
+            if let Some(idempotency) = idempotency
+                && let Some(receipt) = self.storage.receipt(&self.id, &idempotency.key)?
+            {
+                return replayed(&receipt, idempotency);
+            }
+            let game = self.game.as_mut().expect("loaded by fresh");
             let done = match game.run(operation) {
                 Ok(done) => done,
                 // An answer to keep for a retry (a rejection, a conflict) changed nothing in memory.

@@ -96,6 +96,30 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
+/// Refuses a query string on an endpoint that takes none: `?dry_run=true` on an apply would otherwise
+/// be ignored and the batch committed, as an unknown body member would be without `deny_unknown_fields`.
+pub(crate) struct NoQuery;
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NoQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<NoQuery, ApiError> {
+        match parts.uri.query() {
+            None | Some("") => Ok(NoQuery),
+            Some(query) => Err(ApiError::new(
+                Kind::BadRequest,
+                format!(
+                    "this endpoint takes no query parameters, but got \"{query}\"; its options \
+                     are members of the JSON body"
+                ),
+            )),
+        }
+    }
+}
+
 /// A JSON body, read strictly and within the body limit, with its bytes (for idempotency digests).
 pub(crate) struct Body<T> {
     value: T,
@@ -122,10 +146,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
                 }
             })?;
         // An empty body is an empty object, for the endpoints whose every member is optional.
-        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-            b"{}"
-        } else {
-            &bytes
+        let text: &[u8] = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            None => b"{}",
+            Some(b'{') => &bytes,
+            // serde would read an array as the members in order (`["x"]` as `{"input": "x"}`),
+            // which no reader of the API would expect: every body is an object of named members.
+            Some(_) => {
+                return Err(ApiError::new(
+                    Kind::BadRequest,
+                    "the body must be a JSON object of named members, like {\"input\": \"...\"}",
+                ));
+            }
         };
         let value = serde_json::from_slice(text).map_err(|error| {
             ApiError::new(
@@ -265,6 +296,7 @@ fn new_id() -> Result<String, ApiError> {
 
 async fn create_game(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<CreateRequest>,
 ) -> Result<Answer, ApiError> {
@@ -347,16 +379,26 @@ fn create(
         .map_err(|error| storage_error(&error))?
     {
         Written::Done => Ok(answer),
-        _ => Err(ApiError::new(
-            Kind::GameExists,
-            format!("a game with the id \"{id}\" exists already"),
-        )),
+        _ => {
+            // Another request under the same key, racing this one, made its game first: this one
+            // answers as that one did.
+            if let Some(idempotency) = &idempotency
+                && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
+            {
+                return replayed(&kept, idempotency);
+            }
+            Err(ApiError::new(
+                Kind::GameExists,
+                format!("a game with the id \"{id}\" exists already"),
+            ))
+        }
     }
 }
 
 async fn show_game(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Show, None).await
 }
@@ -390,7 +432,11 @@ async fn state_at(
     app.run(&id, operation, None).await
 }
 
-async fn log(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Answer, ApiError> {
+async fn log(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    _: NoQuery,
+) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Log, None).await
 }
 
@@ -398,6 +444,7 @@ async fn log(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Answ
 async fn delete_game(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Delete, None).await
 }
@@ -405,6 +452,7 @@ async fn delete_game(
 async fn apply(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<ApplyRequest>,
 ) -> Result<Answer, ApiError> {
@@ -416,6 +464,7 @@ async fn apply(
 async fn checkout(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<CheckoutRequest>,
 ) -> Result<Answer, ApiError> {
@@ -432,6 +481,7 @@ struct Empty {}
 async fn undo(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<Empty>,
 ) -> Result<Answer, ApiError> {
@@ -442,6 +492,7 @@ async fn undo(
 async fn redo(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Body<Empty>,
 ) -> Result<Answer, ApiError> {
@@ -451,6 +502,7 @@ async fn redo(
 
 async fn extract_reply(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     body: Body<ExtractRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;
@@ -478,6 +530,7 @@ async fn extract_reply(
 
 async fn convert(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     body: Body<ConvertRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;
@@ -552,6 +605,7 @@ fn converted(request: ConvertRequest, limits: &Limits) -> Result<Answer, ApiErro
 
 async fn prompt(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     body: Body<PromptRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;
@@ -584,6 +638,7 @@ async fn prompt(
 
 async fn schema(
     State(app): State<Arc<App>>,
+    _: NoQuery,
     body: Body<SchemaRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;

@@ -13,13 +13,39 @@ use serde_json::{Map, Value as Json};
 use statecraft_engine::{StepId, StepRef};
 
 /// A step as a body names it: `"m7"` (a label) or `3` (an id; `0` is the root).
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum StepName {
     /// By id.
     Id(u64),
     /// By label.
     Label(String),
+}
+
+/// Read by hand rather than as an untagged enum, whose error ("data did not match any variant of
+/// untagged enum StepName") says neither what was found nor what a step is. It goes through a JSON
+/// value because numbers are read with their exact text (`arbitrary_precision`).
+impl<'de> Deserialize<'de> for StepName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<StepName, D::Error> {
+        use serde::de::{Error, Unexpected};
+        const A_STEP: &str =
+            "a step: its label (a string) or its id (a whole number, 0 for the root)";
+        let number;
+        let found = match Json::deserialize(deserializer)? {
+            Json::String(label) => return Ok(StepName::Label(label)),
+            Json::Number(id) => {
+                if let Some(id) = id.as_u64() {
+                    return Ok(StepName::Id(id));
+                }
+                number = id.to_string();
+                Unexpected::Other(&number)
+            }
+            Json::Bool(value) => Unexpected::Bool(value),
+            Json::Null => Unexpected::Unit,
+            Json::Array(_) => Unexpected::Seq,
+            Json::Object(_) => Unexpected::Map,
+        };
+        Err(D::Error::invalid_type(found, &A_STEP))
+    }
 }
 
 impl StepName {

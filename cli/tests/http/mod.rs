@@ -398,3 +398,100 @@ pub(crate) fn seeded_rolls_survive_a_restart(db: &str) {
     assert_ne!(rolls(&a), rolls(&other), "another seed rolls otherwise");
     assert_eq!(rolls(&a).as_array().map(Vec::len), Some(2));
 }
+
+/// Sends the same request under the same `Idempotency-Key` from several clients at once, spread over
+/// `servers`, and returns every answer as `(status, body)`.
+fn race_one_key(servers: &[Server], path: &str, body: &Json, key: &str) -> Vec<(u16, Json)> {
+    std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..4)
+            .map(|client| {
+                let server = &servers[client % servers.len()];
+                scope.spawn(move || {
+                    let answer =
+                        server.call_with("POST", path, Some(body), &[("Idempotency-Key", key)]);
+                    (answer.status, answer.body)
+                })
+            })
+            .collect();
+        clients
+            .into_iter()
+            .map(|client| client.join().expect("a client thread"))
+            .collect()
+    })
+}
+
+/// Two processes on one database get the same request under one `Idempotency-Key` at once, from
+/// clients retrying it: it commits once, and every client gets the first answer. Applies and creates
+/// both, with and without a game id.
+pub(crate) fn a_key_raced_on_commits_once(db: &str) {
+    let servers = [Server::start(&["--db", db]), Server::start(&["--db", db])];
+    let id = create(&servers[0], &json!({"state": {"n": 0}}));
+    let rounds = 20;
+    for round in 0..rounds {
+        let path = format!("/v1/games/{id}/apply");
+        let answers = race_one_key(&servers, &path, &increment(), &format!("apply-{round}"));
+        assert_eq!(answers[0].0, 200, "{:?}", answers[0].1);
+        assert!(
+            answers.iter().all(|answer| answer == &answers[0]),
+            "round {round}: {answers:?}"
+        );
+        let made = json!({"state": {"round": round}});
+        let answers = race_one_key(&servers, "/v1/games", &made, &format!("create-{round}"));
+        assert_eq!(answers[0].0, 201, "{:?}", answers[0].1);
+        assert!(
+            answers.iter().all(|answer| answer == &answers[0]),
+            "round {round}: {answers:?}"
+        );
+        let named = json!({"state": {}, "id": format!("named-{round}")});
+        let answers = race_one_key(&servers, "/v1/games", &named, &format!("named-{round}"));
+        assert!(
+            answers
+                .iter()
+                .all(|answer| answer == &(201, json!({"id": format!("named-{round}"), "step": 0}))),
+            "round {round}: {answers:?}"
+        );
+    }
+    assert_eq!(state(&servers[1], &id), json!({"n": rounds}));
+    let list = servers[0].call("GET", "/v1/games?limit=1000", None);
+    assert_eq!(
+        list.body["games"].as_array().map(Vec::len),
+        Some(1 + 2 * rounds),
+        "one game per key: {:?}",
+        list.body
+    );
+}
+
+/// A game deleted and made again under its id at one process (a chat reset) while another process
+/// still holds the old game in memory: the other process reads and changes the new game, never the
+/// old one it held, even when the new game has as many records as the old.
+pub(crate) fn a_game_made_again_under_its_id_is_never_the_old_one(db: &str) {
+    let (holder, resetter) = (Server::start(&["--db", db]), Server::start(&["--db", db]));
+    let increment = |key: &str| json!({"batch": [{"op": "increment", "path": [key], "value": 1}]});
+    let id = create(&holder, &json!({"id": "chat", "state": {"old": 0}}));
+    apply_ok(&holder, &id, &increment("old"));
+    apply_ok(&holder, &id, &increment("old"));
+    assert_eq!(state(&holder, &id), json!({"old": 2}));
+    let deleted = resetter.call("DELETE", "/v1/games/chat", None);
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    create(&resetter, &json!({"id": "chat", "state": {"new": 0}}));
+    apply_ok(&resetter, &id, &increment("new"));
+    apply_ok(&resetter, &id, &increment("new"));
+    assert_eq!(
+        state(&holder, &id),
+        json!({"new": 2}),
+        "the holder reads the new game"
+    );
+    let stale = holder.call("POST", "/v1/games/chat/apply", Some(&increment("old")));
+    assert_eq!(
+        stale.status, 422,
+        "an apply runs on the new game: {:?}",
+        stale.body
+    );
+    apply_ok(&holder, &id, &increment("new"));
+    let fresh = Server::start(&["--db", db]);
+    for server in [&holder, &resetter, &fresh] {
+        assert_eq!(state(server, &id), json!({"new": 3}));
+    }
+    let log = fresh.call("GET", "/v1/games/chat/log", None).body;
+    assert_eq!(log["steps"].as_array().map(Vec::len), Some(3), "{log}");
+}

@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS receipts (
     PRIMARY KEY (game, key)
 );
 CREATE INDEX IF NOT EXISTS receipts_created ON receipts (created);
+CREATE TABLE IF NOT EXISTS deleted_games (
+    id TEXT PRIMARY KEY,
+    seq BIGINT NOT NULL
+);
 ";
 
 /// A connection with its statements prepared once.
@@ -493,8 +497,38 @@ fn decide(
             if inserted == 0 {
                 return Ok(Written::Exists);
             }
-            heads.insert(id.clone(), head.seq);
-            bulk.receipt(rows::CREATE_SCOPE, receipt.as_ref());
+            // The receipt goes in at once, not in bulk: a receipt under the same key, from this
+            // batch or another process's (whose commit this insert waits for), means another
+            // request under the key made its game first, and this one makes none.
+            if let Some(receipt) = receipt {
+                let kept = tx.execute(
+                    "INSERT INTO receipts (game, key, fingerprint, status, body, created)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                    &[
+                        &rows::CREATE_SCOPE,
+                        &receipt.key,
+                        &receipt.fingerprint,
+                        &i32::from(receipt.status),
+                        &receipt.body,
+                        &rows::now(),
+                    ],
+                )?;
+                if kept == 0 {
+                    tx.execute("DELETE FROM games WHERE id = $1", &[id])?;
+                    return Ok(Written::Exists);
+                }
+            }
+            // A game made again under the id of a deleted one numbers its records after the old
+            // one's, so that a process still holding the old game finds its head gone. Read after
+            // the insert, which waits for a delete of the id in flight, so its number is seen.
+            let seq = tx
+                .query_opt(
+                    "UPDATE games AS g SET seq = g.seq + d.seq + 1, base_seq = g.base_seq + d.seq + 1
+                     FROM deleted_games AS d WHERE g.id = $1 AND d.id = $1 RETURNING g.seq",
+                    &[id],
+                )?
+                .map_or(head.seq, |row| row.get::<_, i64>(0) as u64);
+            heads.insert(id.clone(), seq);
             Ok(Written::Done)
         }
         Write::Append {
@@ -539,9 +573,15 @@ fn decide(
             Ok(Written::Done)
         }
         Write::Delete { id } => {
-            if heads.remove(id).is_none() {
+            let Some(seq) = heads.remove(id) else {
                 return Ok(Written::Missing);
-            }
+            };
+            // The id keeps its last record number, for a game made again under it.
+            tx.execute(
+                "INSERT INTO deleted_games (id, seq) VALUES ($1, $2)
+                 ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq",
+                &[id, &(seq as i64)],
+            )?;
             tx.execute("DELETE FROM games WHERE id = $1", &[id])?;
             tx.execute("DELETE FROM records WHERE game = $1", &[id])?;
             tx.execute("DELETE FROM receipts WHERE game = $1", &[id])?;

@@ -49,6 +49,10 @@ CREATE TABLE IF NOT EXISTS receipts (
     PRIMARY KEY (game, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS receipts_created ON receipts (created);
+CREATE TABLE IF NOT EXISTS deleted_games (
+    id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+) WITHOUT ROWID;
 ";
 
 /// Games in a SQLite file.
@@ -267,9 +271,13 @@ fn apply(
     encoded: &rows::Encoded,
 ) -> Result<Written, rusqlite::Error> {
     let now = rows::now();
-    let receipt = |game: &str, receipt: &Option<Receipt>| -> Result<(), rusqlite::Error> {
-        if let Some(receipt) = receipt {
-            tx.prepare_cached(
+    // Whether the receipt was kept: false when its key has one already.
+    let receipt = |game: &str, receipt: &Option<Receipt>| -> Result<bool, rusqlite::Error> {
+        let Some(receipt) = receipt else {
+            return Ok(true);
+        };
+        let inserted = tx
+            .prepare_cached(
                 "INSERT OR IGNORE INTO receipts (game, key, fingerprint, status, body, created)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
@@ -281,8 +289,7 @@ fn apply(
                 receipt.body,
                 now
             ])?;
-        }
-        Ok(())
+        Ok(inserted == 1)
     };
     let insert_records = |id: &str, on: u64| -> Result<(), rusqlite::Error> {
         let mut statement =
@@ -310,6 +317,13 @@ fn apply(
             receipt: kept,
             ..
         } => {
+            // A game made again under the id of a deleted one numbers its records after the old
+            // one's, so that a process still holding the old game finds its head gone.
+            let start: i64 = tx
+                .prepare_cached("SELECT seq + 1 FROM deleted_games WHERE id = ?1")?
+                .query_row(params![id], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
             let inserted = tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO games (id, base, scripts, seq, base_seq, step, label)
@@ -319,15 +333,20 @@ fn apply(
                     id,
                     encoded.base,
                     encoded.scripts,
-                    head.seq as i64,
-                    head.base_seq as i64,
+                    start + head.seq as i64,
+                    start + head.base_seq as i64,
                     head.step.get() as i64,
                     head.label
                 ])?;
             if inserted == 0 {
                 return Ok(Written::Exists);
             }
-            receipt(rows::CREATE_SCOPE, kept)?;
+            if !receipt(rows::CREATE_SCOPE, kept)? {
+                // Another request under the same key made its game first: this one makes none.
+                tx.prepare_cached("DELETE FROM games WHERE id = ?1")?
+                    .execute(params![id])?;
+                return Ok(Written::Exists);
+            }
             Ok(Written::Done)
         }
         Write::Append {
@@ -383,6 +402,11 @@ fn apply(
             Ok(Written::Done)
         }
         Write::Delete { id } => {
+            // The id keeps its last record number, for a game made again under it.
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO deleted_games (id, seq) SELECT id, seq FROM games WHERE id = ?1",
+            )?
+            .execute(params![id])?;
             let deleted = tx
                 .prepare_cached("DELETE FROM games WHERE id = ?1")?
                 .execute(params![id])?;
