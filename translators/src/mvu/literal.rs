@@ -618,18 +618,32 @@ impl<'t> Parser<'t, '_> {
         }
         let body = &self.text[digits_start..self.at];
         if !float {
-            let parsed = if negative {
-                format!("-{body}").parse::<i64>().ok().map(Number::from)
-            } else {
-                body.parse::<u64>().ok().map(Number::from)
-            };
-            if let Some(n) = parsed {
+            if let Some(n) = integer(negative, body) {
                 return Some(n);
             }
         }
         let magnitude: f64 = body.parse().ok()?;
         Number::from_f64(if negative { -magnitude } else { magnitude })
     }
+}
+
+/// A decimal integer exactly, whatever its size (numbers keep their exact value, as everywhere in
+/// statecraft: `123456789012345678901234567890` is not rounded to a float). `body` is digits only;
+/// `None` when it does not read as an integer (leading zeros beyond 64 bits).
+pub(crate) fn integer(negative: bool, body: &str) -> Option<Number> {
+    let fits = if negative {
+        format!("-{body}").parse::<i64>().ok().map(Number::from)
+    } else {
+        body.parse::<u64>().ok().map(Number::from)
+    };
+    fits.or_else(|| {
+        let text = if negative {
+            format!("-{body}")
+        } else {
+            body.to_owned()
+        };
+        text.parse::<Number>().ok()
+    })
 }
 
 #[cfg(test)]
