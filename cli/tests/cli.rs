@@ -721,6 +721,27 @@ fn convert_of_an_empty_batch_to_jsonpatch_is_the_empty_document() {
 }
 
 #[test]
+fn convert_skips_a_byte_order_mark_as_state_files_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = "\u{feff}[{\"op\":\"assign\",\"path\":[\"a\"],\"value\":1}]";
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "json", "--to", "mvu", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "_.set('a', 1);\n");
+    let patch = "\u{feff}[{\"op\":\"remove\",\"path\":\"/a\"}]";
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "jsonpatch", "--to", "json", "-"],
+        patch,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(parse(&run.stdout), json!([{"op": "remove", "path": ["a"]}]));
+}
+
+#[test]
 fn convert_of_invalid_json_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let run = run_in(

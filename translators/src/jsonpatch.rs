@@ -32,7 +32,11 @@ pub(crate) const PATCH_OPS: [&str; 8] = [
 /// Reads a JSON Patch document from its JSON text.
 /// Time: O(n) in the length of `text`.
 pub fn from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
-    match serde_json::from_str::<Json>(text) {
+    // A byte-order mark, which some editors on Windows write, is not JSON but says nothing either;
+    // spans still count it.
+    let document = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mark = text.len() - document.len();
+    match serde_json::from_str::<Json>(document) {
         Ok(json) => {
             let mut read = from_value(&json, limits);
             for diagnostic in &mut read.diagnostics {
@@ -47,7 +51,7 @@ pub fn from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
             read
         }
         Err(error) => {
-            let at = byte_offset(text, error.line(), error.column());
+            let at = mark + byte_offset(document, error.line(), error.column());
             JsonPatchTranslation {
                 batch: Batch::default(),
                 diagnostics: vec![Diagnostic::new(

@@ -21,6 +21,7 @@ use statecraft_translators::{Severity, jsonpatch};
 #[case::empty_document("[]", json!([]), &[])]
 #[case::dotted_key(r#"[{ "op": "remove", "path": "/inventory.v2/items/1" }]"#, json!([{"op": "remove", "path": ["inventory.v2", "items", "1"]}]), &[])]
 #[case::not_json(r#"[{"op": "add", "path": "/a", "value": 1},]"#, json!([]), &[("json_patch_not_json", Severity::Error)])]
+#[case::byte_order_mark("\u{feff}[{\"op\": \"remove\", \"path\": \"/a\"}]", json!([{"op": "remove", "path": ["a"]}]), &[])]
 #[case::not_an_array("42", json!([]), &[("json_patch_invalid", Severity::Error)])]
 #[case::instruction_op(r#"[{"op": "assign", "path": ["a"], "value": 1}]"#, json!([]), &[("json_patch_invalid", Severity::Error)])]
 #[case::no_op_member(r#"[{"path": "/a"}]"#, json!([]), &[("json_patch_invalid", Severity::Error)])]
@@ -50,6 +51,17 @@ fn a_syntax_error_points_at_its_byte() {
     let read = jsonpatch::from_text(text, &Limits::default());
     let diagnostic = &read.diagnostics[0];
     assert_eq!((diagnostic.line, diagnostic.column), (2, 30));
+    assert_eq!(
+        &text[diagnostic.span.start..diagnostic.span.start + 7],
+        "\"value\""
+    );
+}
+
+#[test]
+fn a_syntax_error_after_a_byte_order_mark_points_at_its_byte() {
+    let text = "\u{feff}[{\"op\": \"add\", \"path\": \"/a\" \"value\": 1}]";
+    let read = jsonpatch::from_text(text, &Limits::default());
+    let diagnostic = &read.diagnostics[0];
     assert_eq!(
         &text[diagnostic.span.start..diagnostic.span.start + 7],
         "\"value\""
