@@ -388,6 +388,24 @@ fn apply_with_a_missing_state_file_is_a_usage_error() {
 }
 
 #[test]
+fn input_that_is_not_utf8_names_the_first_bad_byte_and_its_line() {
+    let dir = folder_with_state(&hero());
+    fs::write(
+        dir.path().join("reply.txt"),
+        b"_.set('hp', 1);\n\xe5\xa5\xbd \xff garbage",
+    )
+    .unwrap();
+    let run = run_in(dir.path(), &["extract", "reply.txt"], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "error: cannot read the input file reply.txt: it is not UTF-8 text: byte 20 (line 2, byte 5 \
+         of the line) is 0xff\n"
+    );
+}
+
+#[test]
 fn apply_with_an_invalid_json_state_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("state.json"), "{\"hp\": 1,,}").unwrap();
