@@ -610,6 +610,35 @@ fn usage_errors_are_json_with_format_json() {
     );
 }
 
+#[test]
+fn command_line_errors_are_json_with_format_json_too() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--format", "json", "extract", "--macro", "=x"][..],
+        &["extract", "--format=json", "--bogus"],
+        &[
+            "convert", "--from", "yaml", "--to", "json", "--format", "json",
+        ],
+        &["--format", "json"],
+    ] {
+        let run = run_in(dir.path(), args, "");
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert_eq!(run.stdout, "");
+        let error = parse(run.stderr.trim());
+        assert!(error["error"].is_string(), "{args:?}: {error}");
+    }
+    let run = run_in(dir.path(), &["extract", "--macro", "=x"], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.starts_with("error: invalid value '=x'"),
+        "people still get clap's text: {}",
+        run.stderr
+    );
+    let help = run_in(dir.path(), &["--format", "json", "extract", "--help"], "");
+    assert_eq!(help.code, 0, "{help:?}");
+    assert!(help.stdout.starts_with("Show the instructions"), "{help:?}");
+}
+
 // ---- convert -------------------------------------------------------------------------------------
 
 #[test]
