@@ -418,8 +418,7 @@ fn number(text: &str) -> Option<Result<Number, &'static str>> {
     if !is_core_float(body) {
         return None;
     }
-    let magnitude: f64 = body.parse().ok()?;
-    Number::from_f64(if negative { -magnitude } else { magnitude }).map(Ok)
+    literal::decimal_float(negative, body).map(Ok)
 }
 
 /// `(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?` without its sign.
