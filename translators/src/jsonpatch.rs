@@ -111,18 +111,22 @@ impl Problem {
         }
     }
 
-    /// An error or warning of the engine's decoding, placed where it points.
+    /// An error or warning of the engine's decoding, placed where it points. `index_offset` is the
+    /// operation's index when it was decoded on its own (as instruction 0).
     fn decoded(error: &BatchError, severity: Severity, index_offset: usize) -> Problem {
+        let mut error = error.clone();
+        if let Some(index) = error
+            .instruction
+            .as_mut()
+            .and_then(|trail| trail.0.first_mut())
+        {
+            *index += index_offset;
+        }
         let index = error.instruction.as_ref().and_then(|trail| trail.0.first());
         Problem {
             severity,
             message: error.to_string(),
-            at: index.map(|index| {
-                (
-                    index + index_offset,
-                    error.field.clone().unwrap_or_default(),
-                )
-            }),
+            at: index.map(|index| (*index, error.field.clone().unwrap_or_default())),
         }
     }
 
