@@ -1220,6 +1220,43 @@ fn save_commands_on_an_unreadable_save_are_usage_errors() {
 }
 
 #[test]
+fn a_closed_stdout_after_a_durable_step_says_the_step_is_committed() {
+    use std::io::Write;
+    let dir = folder_with_state(&json!({"hp": 100}));
+    let new = run_in(
+        dir.path(),
+        &["new", "game.save", "--state", "state.json"],
+        "",
+    );
+    assert_eq!(new.code, 0, "{new:?}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+        .args(["apply", "--save", "game.save", "-"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader of stdout goes away before the command has read its reply, so printing the state
+    // fails once the step is on disk.
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(br#"[{"op":"assign","path":["hp"],"value":7}]"#)
+        .unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("step 1 is committed and on disk; only printing the new state failed"),
+        "{stderr}"
+    );
+    let show = run_in(dir.path(), &["show", "--save", "game.save"], "");
+    assert_eq!(parse(&show.stdout), json!({"hp": 7}), "{show:?}");
+}
+
+#[test]
 fn a_save_applies_durably_and_undoes_and_redoes_across_processes() {
     let dir = folder_with_state(&json!({"hp": 100}));
     let new = run_in(
