@@ -67,6 +67,15 @@ pub(crate) fn read_json(path: &Path, what: &str) -> Result<serde_json::Value> {
         .with_context(|| format!("the {what} file {} is not valid json", path.display()))
 }
 
+/// Takes the exclusive lock of a state file (its real path, beside it as `STATE.json.lock`, removed
+/// when released), waiting up to ten seconds for another command to finish with it.
+pub(crate) fn lock_state(path: &Path) -> Result<statecraft_saves::Lock> {
+    let real = statecraft_saves::resolve_links(path)
+        .with_context(|| format!("cannot resolve the state file {}", path.display()))?;
+    statecraft_saves::lock_exclusive(&real, std::time::Duration::from_secs(10))
+        .with_context(|| format!("cannot lock the state file {}", path.display()))
+}
+
 /// Reads a state file.
 pub(crate) fn read_state(path: &Path) -> Result<Value> {
     Ok(Value::from_json(&read_json(path, "state")?))

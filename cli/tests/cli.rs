@@ -161,6 +161,43 @@ fn apply_rejects_a_schema_violation_and_names_the_location() {
 }
 
 #[test]
+fn concurrent_in_place_applies_lose_no_change() {
+    use std::io::Write;
+    let dir = folder_with_state(&json!({"n": 0}));
+    // Sixteen commands at once, each adding 1: without the state file's lock most of them read the
+    // same old state and the last replacement wins.
+    let children: Vec<_> = (0..16)
+        .map(|_| {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+                .args(["apply", "--state", "state.json", "--in-place", "-"])
+                .current_dir(dir.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(br#"[{"op":"increment","path":["n"],"value":1}]"#)
+                .unwrap();
+            child
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+    }
+    let state = parse(&fs::read_to_string(dir.path().join("state.json")).unwrap());
+    assert_eq!(state, json!({"n": 16}));
+    assert!(
+        !dir.path().join("state.json.lock").exists(),
+        "the lock file is removed"
+    );
+}
+
+#[test]
 fn apply_in_place_writes_the_state_back_and_prints_nothing() {
     let dir = folder_with_state(&hero());
     let run = run_in(
