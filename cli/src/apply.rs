@@ -23,6 +23,13 @@ use crate::{EXIT_REJECTED, scripting};
 
 /// Runs `apply --state`.
 pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<ExitCode> {
+    // Written back in place, the state file is read, changed and replaced under its lock, so that
+    // two commands at once cannot both start from the old state and lose one's change.
+    let _lock = if args.in_place {
+        Some(files::lock_state(state_path)?)
+    } else {
+        None
+    };
     let state = files::read_state(state_path)?;
     let schema = args.schema.as_deref().map(files::read_schema).transpose()?;
     let text = files::read_input(args.input.as_deref())?;

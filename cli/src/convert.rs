@@ -40,8 +40,10 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
             )
         }
         Notation::Json => {
-            let json: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{origin} is not valid json"))?;
+            // A byte-order mark is skipped, as in state files.
+            let json: serde_json::Value =
+                serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
+                    .with_context(|| format!("{origin} is not valid json"))?;
             match Batch::from_json(&json) {
                 Ok(batch) => (batch, Vec::new(), Vec::new()),
                 Err(errors) => (Batch::default(), Vec::new(), errors.0),

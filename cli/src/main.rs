@@ -43,6 +43,7 @@ mod serve;
 
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 
@@ -55,9 +56,10 @@ pub(crate) const EXIT_REJECTED: u8 = 1;
 pub(crate) const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
-    // clap exits with 2 on its own usage errors and 0 for `--help`, which is the contract already.
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    let matches = Cli::command()
+        .try_get_matches()
+        .unwrap_or_else(|error| exit_on(&error));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| exit_on(&error));
     let out = Output::detect(cli.format);
     // `log` and `grade` print JSON unless the human format is asked for by name (SPEC §7).
     let drawn = matches!(
@@ -71,6 +73,46 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// Ends the process on one of clap's answers. `--help` and `--version` print as clap prints them;
+/// clap's usage errors exit 2, which is the contract already, and under `--format json` they are a
+/// JSON document like every other error, so that a host never has to parse text.
+fn exit_on(error: &clap::Error) -> ! {
+    if !error.use_stderr() || !asks_for_json(std::env::args()) {
+        error.exit();
+    }
+    let message = if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        "a command is required; `statecraft --help` lists them".to_owned()
+    } else {
+        let rendered = error.to_string();
+        let message = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+        // The first paragraph says what and why; the rest is usage text for people.
+        message
+            .split("\n\n")
+            .next()
+            .unwrap_or(message)
+            .trim()
+            .to_owned()
+    };
+    errln!("{}", serde_json::json!({ "error": message }));
+    std::process::exit(EXIT_USAGE.into());
+}
+
+/// Whether the command line asks for `--format json`, read from the raw arguments because it is
+/// clap that could not parse them.
+fn asks_for_json(arguments: impl Iterator<Item = String>) -> bool {
+    let mut previous_was_format = false;
+    for argument in arguments {
+        if argument == "--" {
+            break;
+        }
+        if argument == "--format=json" || (previous_was_format && argument == "json") {
+            return true;
+        }
+        previous_was_format = argument == "--format";
+    }
+    false
 }
 
 /// Runs one command; `drawn` says that `--format human` was given.

@@ -83,7 +83,14 @@ pub(crate) fn apply(args: &ApplyArgs, save: &Path, out: &Output) -> Result<ExitC
         }
         Outcome::Committed(commit) => {
             report_commit(out, &commit, true);
-            out!("{}", files::state_text(game.state())?)?;
+            // The step is durable by now: an error from here on must not read as "nothing applied",
+            // or a host would apply the reply a second time.
+            out!("{}", files::state_text(game.state())?).with_context(|| {
+                let step = commit
+                    .step
+                    .map_or_else(|| "the step".to_owned(), |id| format!("step {id}"));
+                format!("{step} is committed and on disk; only printing the new state failed")
+            })?;
             Ok(ExitCode::SUCCESS)
         }
     }

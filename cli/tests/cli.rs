@@ -161,6 +161,43 @@ fn apply_rejects_a_schema_violation_and_names_the_location() {
 }
 
 #[test]
+fn concurrent_in_place_applies_lose_no_change() {
+    use std::io::Write;
+    let dir = folder_with_state(&json!({"n": 0}));
+    // Sixteen commands at once, each adding 1: without the state file's lock most of them read the
+    // same old state and the last replacement wins.
+    let children: Vec<_> = (0..16)
+        .map(|_| {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+                .args(["apply", "--state", "state.json", "--in-place", "-"])
+                .current_dir(dir.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(br#"[{"op":"increment","path":["n"],"value":1}]"#)
+                .unwrap();
+            child
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+    }
+    let state = parse(&fs::read_to_string(dir.path().join("state.json")).unwrap());
+    assert_eq!(state, json!({"n": 16}));
+    assert!(
+        !dir.path().join("state.json.lock").exists(),
+        "the lock file is removed"
+    );
+}
+
+#[test]
 fn apply_in_place_writes_the_state_back_and_prints_nothing() {
     let dir = folder_with_state(&hero());
     let run = run_in(
@@ -388,6 +425,24 @@ fn apply_with_a_missing_state_file_is_a_usage_error() {
 }
 
 #[test]
+fn input_that_is_not_utf8_names_the_first_bad_byte_and_its_line() {
+    let dir = folder_with_state(&hero());
+    fs::write(
+        dir.path().join("reply.txt"),
+        b"_.set('hp', 1);\n\xe5\xa5\xbd \xff garbage",
+    )
+    .unwrap();
+    let run = run_in(dir.path(), &["extract", "reply.txt"], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "error: cannot read the input file reply.txt: it is not UTF-8 text: byte 20 (line 2, byte 5 \
+         of the line) is 0xff\n"
+    );
+}
+
+#[test]
 fn apply_with_an_invalid_json_state_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("state.json"), "{\"hp\": 1,,}").unwrap();
@@ -592,6 +647,35 @@ fn usage_errors_are_json_with_format_json() {
     );
 }
 
+#[test]
+fn command_line_errors_are_json_with_format_json_too() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--format", "json", "extract", "--macro", "=x"][..],
+        &["extract", "--format=json", "--bogus"],
+        &[
+            "convert", "--from", "yaml", "--to", "json", "--format", "json",
+        ],
+        &["--format", "json"],
+    ] {
+        let run = run_in(dir.path(), args, "");
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert_eq!(run.stdout, "");
+        let error = parse(run.stderr.trim());
+        assert!(error["error"].is_string(), "{args:?}: {error}");
+    }
+    let run = run_in(dir.path(), &["extract", "--macro", "=x"], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.starts_with("error: invalid value '=x'"),
+        "people still get clap's text: {}",
+        run.stderr
+    );
+    let help = run_in(dir.path(), &["--format", "json", "extract", "--help"], "");
+    assert_eq!(help.code, 0, "{help:?}");
+    assert!(help.stdout.starts_with("Show the instructions"), "{help:?}");
+}
+
 // ---- convert -------------------------------------------------------------------------------------
 
 #[test]
@@ -718,6 +802,27 @@ fn convert_of_an_empty_batch_to_jsonpatch_is_the_empty_document() {
     );
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout.trim(), "[]");
+}
+
+#[test]
+fn convert_skips_a_byte_order_mark_as_state_files_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = "\u{feff}[{\"op\":\"assign\",\"path\":[\"a\"],\"value\":1}]";
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "json", "--to", "mvu", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "_.set('a', 1);\n");
+    let patch = "\u{feff}[{\"op\":\"remove\",\"path\":\"/a\"}]";
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "jsonpatch", "--to", "json", "-"],
+        patch,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(parse(&run.stdout), json!([{"op": "remove", "path": ["a"]}]));
 }
 
 #[test]
@@ -1149,6 +1254,43 @@ fn save_commands_on_an_unreadable_save_are_usage_errors() {
     let missing = run_in(dir.path(), &["show", "--save", "missing.save"], "");
     assert_eq!(missing.code, 2, "{missing:?}");
     assert_eq!(missing.stdout, "");
+}
+
+#[test]
+fn a_closed_stdout_after_a_durable_step_says_the_step_is_committed() {
+    use std::io::Write;
+    let dir = folder_with_state(&json!({"hp": 100}));
+    let new = run_in(
+        dir.path(),
+        &["new", "game.save", "--state", "state.json"],
+        "",
+    );
+    assert_eq!(new.code, 0, "{new:?}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+        .args(["apply", "--save", "game.save", "-"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader of stdout goes away before the command has read its reply, so printing the state
+    // fails once the step is on disk.
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(br#"[{"op":"assign","path":["hp"],"value":7}]"#)
+        .unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("step 1 is committed and on disk; only printing the new state failed"),
+        "{stderr}"
+    );
+    let show = run_in(dir.path(), &["show", "--save", "game.save"], "");
+    assert_eq!(parse(&show.stdout), json!({"hp": 7}), "{show:?}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 
 use crate::error::{BatchError, BatchErrors, ErrorKind, Trail};
 use crate::limits::Limits;
-use crate::path::{Path, path_from_json};
+use crate::path::{Path, Segment, path_from_json};
 use crate::tree::{JsonTree, NodeKind, type_name};
 use crate::value::{Value, json_depth};
 
@@ -755,12 +755,31 @@ fn decode_path<'a>(
                 }
             };
         }
+        if json.kind() == NodeKind::Array {
+            // The canonical form (`extract`, `convert --to json`) writes every path as a list, a
+            // patch's too, so that it reads back: each segment is the reference token it spells.
+            return match path_from_json(json) {
+                Ok(path) => Some(
+                    path.segments()
+                        .iter()
+                        .map(|segment| match segment {
+                            Segment::Index(index) => Segment::key(&index.to_string()),
+                            Segment::Key(_) => segment.clone(),
+                        })
+                        .collect(),
+                ),
+                Err(message) => {
+                    report.push(field_error(index, ErrorKind::InvalidPath, field, message));
+                    None
+                }
+            };
+        }
         report.push(field_error(
             index,
             ErrorKind::InvalidPath,
             field,
             format!(
-                "a JSON Patch \"{}\" must be a JSON Pointer string, not {}",
+                "a JSON Patch \"{}\" must be a JSON Pointer string or a list of keys, not {}",
                 &field[1..],
                 type_name(json)
             ),

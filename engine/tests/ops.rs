@@ -308,3 +308,24 @@ fn integers_beyond_64_bits_are_kept_exactly_and_never_rounded() {
         "instruction 0, at /big: 123456789012345678901234567890 + 1 overflows"
     );
 }
+
+#[test]
+fn a_json_patch_reads_back_from_its_canonical_form() {
+    // `extract` and `convert --to json` write every path as a list, a patch's too; reading that
+    // text back must give the same patch, or their output could not be applied.
+    let patch = Batch::from_json(&json!([
+        {"op": "add", "path": "/l/1", "value": 9},
+        {"op": "move", "from": "/a~1b", "path": "/l/-"},
+        {"op": "test", "path": "/l/0", "value": 1},
+    ]))
+    .unwrap();
+    assert_eq!(Batch::from_json(&patch.to_json()).unwrap(), patch);
+    // An integer segment is the reference token it spells, as in the pointer.
+    let state = json!({"l": [1, 2], "a/b": "x"});
+    let by_list = json!([{"op": "add", "path": ["l", 1], "value": 9}]);
+    let by_pointer = json!([{"op": "add", "path": "/l/1", "value": 9}]);
+    assert_eq!(
+        apply(state.clone(), by_list, Policies::default()),
+        apply(state, by_pointer, Policies::default())
+    );
+}

@@ -22,7 +22,7 @@ use crate::error::SaveError;
 
 /// A held lock; dropping it (or the process dying) releases it.
 #[derive(Debug)]
-pub(crate) struct Lock {
+pub struct Lock {
     _file: File,
     path: PathBuf,
     exclusive: bool,
@@ -46,8 +46,11 @@ pub(crate) fn lock_path(save: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Takes the exclusive lock of `save` (its real path), polling until `timeout` has passed.
-pub(crate) fn acquire(save: &Path, timeout: Duration) -> Result<Lock, SaveError> {
+/// Takes the exclusive lock of `save` (its real path), polling until `timeout` has passed. The same
+/// lock serves any file that is read, changed and replaced whole, such as the command's state file
+/// under `apply --in-place`: without it, two processes could both read the old file and the second
+/// replacement would drop the first one's change.
+pub fn acquire(save: &Path, timeout: Duration) -> Result<Lock, SaveError> {
     let path = lock_path(save);
     let open = || {
         OpenOptions::new()

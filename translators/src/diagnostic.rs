@@ -414,7 +414,7 @@ impl Diagnostic {
 
 /// The 1-based line and character column of byte `offset` in `text` (clamped to the text).
 pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut position = Position::START;
+    let mut position = Position::start(text);
     position.advance(text, offset)
 }
 
@@ -428,11 +428,20 @@ struct Position {
 }
 
 impl Position {
-    const START: Position = Position {
-        at: 0,
-        line: 1,
-        column: 1,
-    };
+    /// The start of `text`: line 1, column 1, after a byte-order mark, which no editor counts as a
+    /// column of the first line.
+    fn start(text: &str) -> Position {
+        let mark = if text.starts_with('\u{feff}') {
+            '\u{feff}'.len_utf8()
+        } else {
+            0
+        };
+        Position {
+            at: mark,
+            line: 1,
+            column: 1,
+        }
+    }
 
     /// Moves forward to byte `offset` (clamped to the text and to a character boundary; an offset
     /// behind the position stays where it is) and returns the line and column there.
@@ -493,7 +502,7 @@ pub(crate) fn place(text: &str, diagnostics: &mut Vec<Diagnostic>) {
         diagnostics.sort_by_key(|d| d.span.start);
     }
     // Sorted starts only move forward; equal starts share the position.
-    let mut position = Position::START;
+    let mut position = Position::start(text);
     for diagnostic in diagnostics {
         (diagnostic.line, diagnostic.column) = position.advance(text, diagnostic.span.start);
     }
@@ -596,6 +605,20 @@ pub fn diagnostics_json(diagnostics: &[Diagnostic]) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_no_column() {
+        let text = "\u{feff}ab\ncd";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, 3), (1, 1));
+        assert_eq!(line_column(text, 4), (1, 2));
+        assert_eq!(line_column(text, 7), (2, 2));
+        assert_eq!(
+            line_column("ab\u{feff}c", 5),
+            (1, 4),
+            "only a leading mark is skipped"
+        );
+    }
 
     #[test]
     fn place_agrees_with_line_column() {

@@ -11,7 +11,10 @@
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Batch, BatchError, BatchErrors, Change, ErrorKind, Limits, Path, Trail};
 
+use statecraft_engine::{JsonTree, NodeKind};
+
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+use crate::repair;
 
 /// What [`from_text`] or [`from_value`] read.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -19,7 +22,8 @@ pub struct JsonPatchTranslation {
     /// The document as a batch of RFC 6902 ops; empty when the document has errors, because a patch
     /// applies whole or not at all.
     pub batch: Batch,
-    /// Repairs (warnings) and problems (errors). Spans cover the whole text, or are empty for a value.
+    /// Repairs (warnings) and problems (errors). Spans cover the operation or member each is about
+    /// (the whole text for a document that is no patch at all), or are empty for a value.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -29,25 +33,40 @@ pub(crate) const PATCH_OPS: [&str; 8] = [
     "add", "remove", "replace", "move", "copy", "test", "delta", "insert",
 ];
 
-/// Reads a JSON Patch document from its JSON text.
+/// Reads a JSON Patch document from its JSON text. Each problem's span covers the operation, or the
+/// member of it, that the problem is about.
 /// Time: O(n) in the length of `text`.
 pub fn from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
-    match serde_json::from_str::<Json>(text) {
+    // A byte-order mark, which some editors on Windows write, is not JSON but says nothing either;
+    // spans still count it.
+    let document = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mark = text.len() - document.len();
+    match serde_json::from_str::<Json>(document) {
         Ok(json) => {
-            let mut read = from_value(&json, limits);
-            for diagnostic in &mut read.diagnostics {
-                *diagnostic = Diagnostic::new(
-                    text,
-                    diagnostic.kind,
-                    diagnostic.severity,
-                    0..text.len(),
-                    std::mem::take(&mut diagnostic.message),
-                );
+            let (batch, problems) = read(&json, limits);
+            // On valid JSON the repair parser reads what serde_json reads, with the span of each node.
+            let parsed = repair::parse_value(text, mark);
+            let place = |problem: &Problem| {
+                let Some(((index, field), root)) = problem.at.as_ref().zip(parsed.value) else {
+                    return mark..text.len();
+                };
+                let root = parsed.document.node(root);
+                let operation = match root.kind() {
+                    NodeKind::Array => root.items().nth(*index).unwrap_or(root),
+                    _ => root,
+                };
+                operation.pointer_target(field).span()
+            };
+            JsonPatchTranslation {
+                batch,
+                diagnostics: problems
+                    .iter()
+                    .map(|problem| problem.diagnostic(text, place(problem)))
+                    .collect(),
             }
-            read
         }
         Err(error) => {
-            let at = byte_offset(text, error.line(), error.column());
+            let at = mark + byte_offset(document, error.line(), error.column());
             JsonPatchTranslation {
                 batch: Batch::default(),
                 diagnostics: vec![Diagnostic::new(
@@ -63,69 +82,141 @@ pub fn from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
 }
 
 /// Reads a JSON Patch document: an array of operation objects (a single operation object is accepted
-/// as a one-operation document).
+/// as a one-operation document). A value has no text, so the diagnostics have empty spans.
 pub fn from_value(json: &Json, limits: &Limits) -> JsonPatchTranslation {
-    let problem = |message: String| JsonPatchTranslation {
-        batch: Batch::default(),
-        diagnostics: vec![Diagnostic::new(
-            "",
-            DiagnosticKind::JsonPatchInvalid,
-            Severity::Error,
-            0..0,
+    let (batch, problems) = read(json, limits);
+    JsonPatchTranslation {
+        batch,
+        diagnostics: problems
+            .iter()
+            .map(|problem| problem.diagnostic("", 0..0))
+            .collect(),
+    }
+}
+
+/// Something [`read`] reports: a repair (warning) or a problem (error), and where it is.
+struct Problem {
+    severity: Severity,
+    message: String,
+    /// The operation's index and a JSON Pointer into it, or `None` for the document as a whole.
+    at: Option<(usize, String)>,
+}
+
+impl Problem {
+    fn new(severity: Severity, index: usize, field: &str, message: String) -> Problem {
+        Problem {
+            severity,
             message,
-        )],
-    };
+            at: Some((index, field.to_owned())),
+        }
+    }
+
+    /// An error or warning of the engine's decoding, placed where it points. `index_offset` is the
+    /// operation's index when it was decoded on its own (as instruction 0).
+    fn decoded(error: &BatchError, severity: Severity, index_offset: usize) -> Problem {
+        let mut error = error.clone();
+        if let Some(index) = error
+            .instruction
+            .as_mut()
+            .and_then(|trail| trail.0.first_mut())
+        {
+            *index += index_offset;
+        }
+        let index = error.instruction.as_ref().and_then(|trail| trail.0.first());
+        Problem {
+            severity,
+            message: error.to_string(),
+            at: index.map(|index| (*index, error.field.clone().unwrap_or_default())),
+        }
+    }
+
+    fn diagnostic(&self, text: &str, span: std::ops::Range<usize>) -> Diagnostic {
+        let kind = if self.severity == Severity::Error {
+            DiagnosticKind::JsonPatchInvalid
+        } else {
+            DiagnosticKind::JsonPatchRepaired
+        };
+        Diagnostic::new(text, kind, self.severity, span, self.message.clone())
+    }
+}
+
+/// The batch a JSON Patch document holds, and every problem in it: an operation whose `op` is not a
+/// patch op does not hide the problems of the others.
+fn read(json: &Json, limits: &Limits) -> (Batch, Vec<Problem>) {
     let operations: &[Json] = match json {
         Json::Array(items) => items,
         Json::Object(_) => std::slice::from_ref(json),
         other => {
-            return problem(format!(
-                "a json patch document is an array of operations, not {}",
-                type_name(other)
-            ));
+            let problem = Problem {
+                severity: Severity::Error,
+                message: format!(
+                    "a json patch document is an array of operations, not {}",
+                    type_name(other)
+                ),
+                at: None,
+            };
+            return (Batch::default(), vec![problem]);
         }
     };
-    for (index, operation) in operations.iter().enumerate() {
-        match operation.get("op").and_then(Json::as_str) {
-            Some(op) if PATCH_OPS.contains(&op) => {}
-            Some(op) => {
-                return problem(format!(
-                    "operation {index}: \"{op}\" is not a json patch op (add, remove, replace, move, copy, test, delta, insert)"
-                ));
-            }
-            None => {
-                return problem(format!(
-                    "operation {index}: an operation needs an \"op\" string"
-                ));
+    if operations
+        .iter()
+        .any(|operation| !op_name(operation).is_some_and(|op| PATCH_OPS.contains(&op)))
+    {
+        // The document is refused. Every operation is reported, in order: one whose op is not a
+        // patch op, and what else is wrong with the others, so that one round of corrections fixes
+        // everything.
+        let mut problems = Vec::new();
+        for (index, operation) in operations.iter().enumerate() {
+            match op_name(operation) {
+                Some(op) if PATCH_OPS.contains(&op) => {
+                    if let Err(errors) = Batch::from_json_lenient(operation, limits) {
+                        problems.extend(
+                            errors
+                                .iter()
+                                .map(|e| Problem::decoded(e, Severity::Error, index)),
+                        );
+                    }
+                }
+                Some(op) => problems.push(Problem::new(
+                    Severity::Error,
+                    index,
+                    "/op",
+                    format!(
+                        "operation {index}: \"{op}\" is not a json patch op (add, remove, replace, move, copy, test, delta, insert)"
+                    ),
+                )),
+                None => problems.push(Problem::new(
+                    Severity::Error,
+                    index,
+                    "",
+                    format!("operation {index}: an operation needs an \"op\" string"),
+                )),
             }
         }
+        return (Batch::default(), problems);
     }
     match Batch::from_json_lenient(json, limits) {
-        Ok(lenient) => JsonPatchTranslation {
-            batch: lenient.batch,
-            diagnostics: lenient
+        Ok(lenient) => {
+            let warnings = lenient
                 .warnings
                 .iter()
-                .map(|w| diagnostic(w, Severity::Warning))
-                .collect(),
-        },
-        Err(errors) => JsonPatchTranslation {
-            batch: Batch::default(),
-            diagnostics: errors
+                .map(|w| Problem::decoded(w, Severity::Warning, 0))
+                .collect();
+            (lenient.batch, warnings)
+        }
+        Err(errors) => {
+            let errors = errors
                 .iter()
-                .map(|e| diagnostic(e, Severity::Error))
-                .collect(),
-        },
+                .map(|e| Problem::decoded(e, Severity::Error, 0))
+                .collect();
+            (Batch::default(), errors)
+        }
     }
 }
 
-fn diagnostic(error: &BatchError, severity: Severity) -> Diagnostic {
-    let kind = if severity == Severity::Error {
-        DiagnosticKind::JsonPatchInvalid
-    } else {
-        DiagnosticKind::JsonPatchRepaired
-    };
-    Diagnostic::new("", kind, severity, 0..0, error.to_string())
+/// The `op` member of an operation, when it is a string.
+fn op_name(operation: &Json) -> Option<&str> {
+    operation.get("op").and_then(Json::as_str)
 }
 
 fn type_name(json: &Json) -> &'static str {

@@ -1009,10 +1009,12 @@ impl<'a> Parser<'a> {
         if is_quote(c) || (c == '\\' && self.b.get(self.pos + 1) == Some(&b'"')) {
             return Some(Node::String(self.string(context)));
         }
-        if c.is_ascii_digit()
-            || c == '-'
-            || (c == '.' && self.b.get(self.pos + 1).is_some_and(u8::is_ascii_digit))
-        {
+        let digit_follows = || {
+            self.b
+                .get(self.pos + 1)
+                .is_some_and(|&b| b.is_ascii_digit() || b == b'.')
+        };
+        if c.is_ascii_digit() || c == '-' || (matches!(c, '.' | '+') && digit_follows()) {
             if let Some(number) = self.number() {
                 return Some(number);
             }
@@ -1376,6 +1378,13 @@ fn read_number(token: &str) -> Option<(Number, bool)> {
             return Some((number, false));
         }
     }
+    // JavaScript's and JSON5's explicit plus sign (`"value": +5`, a delta as models write it).
+    if let Some(unsigned) = token.strip_prefix('+') {
+        if unsigned.starts_with(['+', '-']) {
+            return None;
+        }
+        return read_number(unsigned).map(|(number, _)| (number, true));
+    }
     let mut fixed = String::with_capacity(token.len() + 2);
     let (sign, body) = token
         .strip_prefix('-')
@@ -1570,6 +1579,10 @@ mod tests {
         assert_eq!(
             repaired("[.25, 2., 2e, -0, 007, 1.1.1, 10-20]"),
             json!([0.25, 2.0, 2, 0, "007", "1.1.1", "10-20"])
+        );
+        assert_eq!(
+            repaired("[+5, +2.5, +.5, +-1, ++1, +, +x]"),
+            json!([5, 2.5, 0.5, "+-1", "++1", "+", "+x"])
         );
         assert_eq!(
             repaired("{\"big\": 12345678901234567890}"),

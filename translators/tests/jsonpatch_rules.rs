@@ -21,6 +21,7 @@ use statecraft_translators::{Severity, jsonpatch};
 #[case::empty_document("[]", json!([]), &[])]
 #[case::dotted_key(r#"[{ "op": "remove", "path": "/inventory.v2/items/1" }]"#, json!([{"op": "remove", "path": ["inventory.v2", "items", "1"]}]), &[])]
 #[case::not_json(r#"[{"op": "add", "path": "/a", "value": 1},]"#, json!([]), &[("json_patch_not_json", Severity::Error)])]
+#[case::byte_order_mark("\u{feff}[{\"op\": \"remove\", \"path\": \"/a\"}]", json!([{"op": "remove", "path": ["a"]}]), &[])]
 #[case::not_an_array("42", json!([]), &[("json_patch_invalid", Severity::Error)])]
 #[case::instruction_op(r#"[{"op": "assign", "path": ["a"], "value": 1}]"#, json!([]), &[("json_patch_invalid", Severity::Error)])]
 #[case::no_op_member(r#"[{"path": "/a"}]"#, json!([]), &[("json_patch_invalid", Severity::Error)])]
@@ -50,6 +51,41 @@ fn a_syntax_error_points_at_its_byte() {
     let read = jsonpatch::from_text(text, &Limits::default());
     let diagnostic = &read.diagnostics[0];
     assert_eq!((diagnostic.line, diagnostic.column), (2, 30));
+    assert_eq!(
+        &text[diagnostic.span.start..diagnostic.span.start + 7],
+        "\"value\""
+    );
+}
+
+#[test]
+fn every_problem_is_reported_with_the_span_of_what_it_is_about() {
+    let text = "[\n  {\"op\": \"add\", \"path\": \"/a\", \"value\": 1},\n  {\"op\": \"add\", \"path\": \"/b\"},\n  \
+                {\"op\": \"frob\", \"path\": \"/c\"},\n  {\"op\": \"move\", \"from\": 5, \"path\": \"/d\"}\n]";
+    let read = jsonpatch::from_text(text, &Limits::default());
+    assert!(read.batch.is_empty());
+    let found: Vec<(&str, usize, &str)> = read
+        .diagnostics
+        .iter()
+        .map(|d| (&text[d.span.clone()], d.line, &d.message[..]))
+        .collect();
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert_eq!(found[0].0, "{\"op\": \"add\", \"path\": \"/b\"}");
+    assert!(
+        found[0].2.starts_with("instruction 1, field /value"),
+        "{found:#?}"
+    );
+    assert_eq!((found[1].0, found[1].1), ("\"frob\"", 4));
+    assert_eq!((found[2].0, found[2].1), ("5", 5));
+    // A document that is valid but not an array is a problem of the whole text.
+    let read = jsonpatch::from_text(" 42", &Limits::default());
+    assert_eq!(read.diagnostics[0].span, 0..3);
+}
+
+#[test]
+fn a_syntax_error_after_a_byte_order_mark_points_at_its_byte() {
+    let text = "\u{feff}[{\"op\": \"add\", \"path\": \"/a\" \"value\": 1}]";
+    let read = jsonpatch::from_text(text, &Limits::default());
+    let diagnostic = &read.diagnostics[0];
     assert_eq!(
         &text[diagnostic.span.start..diagnostic.span.start + 7],
         "\"value\""

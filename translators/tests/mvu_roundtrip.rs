@@ -38,6 +38,11 @@ fn json() -> impl Strategy<Value = Json> {
         any::<bool>().prop_map(Json::Bool),
         any::<i64>().prop_map(Json::from),
         any::<u64>().prop_map(Json::from),
+        // Integers beyond 64 bits, which statecraft keeps exactly.
+        "-?[1-9][0-9]{20,40}".prop_map(|digits| Json::Number(digits.parse().unwrap())),
+        // Floats beyond a double's range, which JSON text holds and statecraft keeps.
+        "-?[1-9](\\.[0-9]{1,3})?e[+-]?[4-9][0-9]{2}"
+            .prop_map(|digits| Json::Number(digits.parse().unwrap())),
         any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f)
             .map(Json::Number)),
         any::<String>().prop_map(Json::String),
@@ -197,4 +202,50 @@ proptest! {
             prop_assert_eq!(again, written);
         }
     }
+}
+
+#[test]
+fn integers_beyond_64_bits_are_read_exactly() {
+    // Numbers keep their exact value everywhere (docs/numbers-and-keys.md), in MVU text too: as a
+    // bare argument, inside a JavaScript literal, and in YAML's flow forms.
+    let text = "_.set('a', 123456789012345678901234567890);\n\
+                _.set('b', [-123456789012345678901234567890]);\n\
+                _.set('c', {x: 18446744073709551616, y: z});\n";
+    let read = mvu::from_text(text, &MvuOptions::default());
+    let values: Vec<Json> = read
+        .instructions
+        .iter()
+        .map(|i| i.value.as_ref().unwrap().to_json())
+        .collect();
+    let exact = |digits: &str| Json::Number(digits.parse().unwrap());
+    assert_eq!(
+        values,
+        vec![
+            exact("123456789012345678901234567890"),
+            Json::Array(vec![exact("-123456789012345678901234567890")]),
+            serde_json::json!({"x": exact("18446744073709551616"), "y": "z"}),
+        ]
+    );
+}
+
+#[test]
+fn floats_beyond_a_doubles_range_are_read_exactly() {
+    // `1e400` is a JSON number that statecraft keeps; MVU text writes it as such, so it must read
+    // back as that number, not as the text "1e+400" (and an `_.add` of it must not be skipped).
+    let text = "_.set('a', 1e400);\n_.add('b', -2.5E+400);\n_.set('c', {x: 1e-400, y: z});\n";
+    let read = mvu::from_text(text, &MvuOptions::default());
+    let values: Vec<Json> = read
+        .instructions
+        .iter()
+        .map(|i| i.value.as_ref().unwrap().to_json())
+        .collect();
+    let exact = |digits: &str| Json::Number(digits.parse().unwrap());
+    assert_eq!(
+        values,
+        vec![
+            exact("1e400"),
+            exact("-2.5E+400"),
+            serde_json::json!({"x": exact("1e-400"), "y": "z"}),
+        ]
+    );
 }

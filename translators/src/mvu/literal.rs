@@ -618,18 +618,47 @@ impl<'t> Parser<'t, '_> {
         }
         let body = &self.text[digits_start..self.at];
         if !float {
-            let parsed = if negative {
-                format!("-{body}").parse::<i64>().ok().map(Number::from)
-            } else {
-                body.parse::<u64>().ok().map(Number::from)
-            };
-            if let Some(n) = parsed {
+            if let Some(n) = integer(negative, body) {
                 return Some(n);
             }
         }
-        let magnitude: f64 = body.parse().ok()?;
-        Number::from_f64(if negative { -magnitude } else { magnitude })
+        decimal_float(negative, body)
     }
+}
+
+/// A decimal integer exactly, whatever its size (numbers keep their exact value, as everywhere in
+/// statecraft: `123456789012345678901234567890` is not rounded to a float). `body` is digits only;
+/// `None` when it does not read as an integer (leading zeros beyond 64 bits).
+pub(crate) fn integer(negative: bool, body: &str) -> Option<Number> {
+    let fits = if negative {
+        format!("-{body}").parse::<i64>().ok().map(Number::from)
+    } else {
+        body.parse::<u64>().ok().map(Number::from)
+    };
+    fits.or_else(|| exact(negative, body))
+}
+
+/// A decimal float (`body` unsigned, with a fraction or an exponent). Beyond a double's range
+/// (`1e400`, `1e-400`) it keeps its exact text, as a JSON number does, rather than becoming text,
+/// infinity or zero.
+pub(crate) fn decimal_float(negative: bool, body: &str) -> Option<Number> {
+    let magnitude: f64 = body.parse().ok()?;
+    let mantissa = body.split(['e', 'E']).next().unwrap_or(body);
+    let underflows = magnitude == 0.0 && mantissa.bytes().any(|b| matches!(b, b'1'..=b'9'));
+    if magnitude.is_infinite() || underflows {
+        return exact(negative, body);
+    }
+    Number::from_f64(if negative { -magnitude } else { magnitude })
+}
+
+/// The number `body` spells with its sign, exactly, when it follows JSON's number grammar.
+fn exact(negative: bool, body: &str) -> Option<Number> {
+    let text = if negative {
+        format!("-{body}")
+    } else {
+        body.to_owned()
+    };
+    text.parse::<Number>().ok()
 }
 
 #[cfg(test)]

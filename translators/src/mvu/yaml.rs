@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use super::literal;
 use serde_json::Number;
 use statecraft_engine::{Array, Key, Object, Value};
 
@@ -410,20 +411,14 @@ fn number(text: &str) -> Option<Result<Number, &'static str>> {
     }
     let bytes = body.as_bytes();
     if !bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit) {
-        let integer = if negative {
-            format!("-{body}").parse::<i64>().ok().map(Number::from)
-        } else {
-            body.parse::<u64>().ok().map(Number::from)
-        };
-        if let Some(integer) = integer {
+        if let Some(integer) = literal::integer(negative, body) {
             return Some(Ok(integer));
         }
     }
     if !is_core_float(body) {
         return None;
     }
-    let magnitude: f64 = body.parse().ok()?;
-    Number::from_f64(if negative { -magnitude } else { magnitude }).map(Ok)
+    literal::decimal_float(negative, body).map(Ok)
 }
 
 /// `(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?` without its sign.
