@@ -1,4 +1,4 @@
-//! The command line grammar: every command of SPEC §7 and its options, as clap derive types.
+//! The command line grammar: every command of docs/cli.md and its options, as clap derive types.
 //!
 //! This module owns names, help texts and examples, nothing else: the commands themselves live in their
 //! own modules, and the save commands in `save_commands.rs`, which receive these structs. The grammar is
@@ -150,7 +150,7 @@ statecraft feedback --state state.json --schema schema.json --format json -\n\n\
 Exit 0 when there is nothing to correct, 1 otherwise; the state file is never written.")]
     Feedback(crate::prompt_commands::FeedbackArgs),
 
-    /// Serve the HTTP API (SPEC §8) to front ends: games on SQLite (default) or PostgreSQL.
+    /// Serve the HTTP API (docs/http.md) to front ends: games on SQLite (default) or PostgreSQL.
     #[command(after_help = "Examples:\n  \
 statecraft serve                                          127.0.0.1:8765, games in ./statecraft.db\n  \
 statecraft serve --listen 127.0.0.1:0                     a free port, printed on stdout\n  \

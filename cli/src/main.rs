@@ -1,7 +1,7 @@
 //! The `statecraft` command: the engine, the translators, Lua handlers and saves behind one binary.
 //!
 //! `main` parses the command line (`args`), runs one command and maps the result to the exit codes of
-//! SPEC §7: 0 success, 1 a rejected batch (or a failed expectation in `play`), 2 a usage or IO error.
+//! docs/cli.md: 0 success, 1 a rejected batch (or a failed expectation in `play`), 2 a usage or IO error.
 //! Every command module returns `Ok(code)` for an expected outcome and `Err` only for usage and IO
 //! problems, so that no path can print a state and still exit non-zero, or the reverse. This crate is the
 //! only `anyhow` user; it must not hold instruction semantics of its own.
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         .unwrap_or_else(|error| exit_on(&error));
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| exit_on(&error));
     let out = Output::detect(cli.format);
-    // `log` and `grade` print JSON unless the human format is asked for by name (SPEC §7).
+    // `log` and `grade` print JSON unless the human format is asked for by name (docs/cli.md).
     let drawn = matches!(
         matches.value_source("format"),
         Some(ValueSource::CommandLine)

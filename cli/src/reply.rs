@@ -35,7 +35,7 @@ impl Reading {
     }
 
     /// Whether the batch may be applied: an instruction with an `op` that is invalid makes the whole
-    /// reply invalid (SPEC §4), and the error diagnostics say why.
+    /// reply invalid (docs/lenient-layer.md), and the error diagnostics say why.
     pub(crate) fn valid(&self) -> bool {
         self.extraction.valid
     }

@@ -1,4 +1,4 @@
-//! The save commands of SPEC §7: `new`, `apply --save [--at]`, `undo`, `redo`, `checkout`, `show [--at]`
+//! The save commands of docs/cli.md: `new`, `apply --save [--at]`, `undo`, `redo`, `checkout`, `show [--at]`
 //! and `log`.
 //!
 //! `main.rs` parses the arguments (see `args.rs`) and calls the functions below. Each returns the

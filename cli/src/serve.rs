@@ -1,4 +1,4 @@
-//! `statecraft serve`: the HTTP API of SPEC §8, from the `statecraft-server` crate.
+//! `statecraft serve`: the HTTP API of docs/http.md, from the `statecraft-server` crate.
 //!
 //! This module owns the command's options and its logs: it turns the arguments into a
 //! `statecraft_server::Config`, installs the `tracing` subscriber (text or JSON lines on stderr), prints

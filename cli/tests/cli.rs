@@ -1,5 +1,5 @@
 //! The `statecraft` binary as users and scripts see it: stdout, stderr and exit codes of every command
-//! (SPEC §7), on fixtures and on every scenario in `examples/`.
+//! (docs/cli.md), on fixtures and on every scenario in `examples/`.
 //!
 //! Each test runs the built binary in a temporary folder, so files the commands write (`--in-place`,
 //! saves) never touch the repository. Exit codes: 0 success, 1 rejected batch or failed expectation,

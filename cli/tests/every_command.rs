@@ -1,5 +1,5 @@
 //! What every command must do, for every command `statecraft --help` lists (a new command without a
-//! case here fails these tests): show examples in its `--help`, and honour `--format json` (SPEC §7:
+//! case here fails these tests): show examples in its `--help`, and honour `--format json` (docs/cli.md:
 //! machine-readable diagnostics), where whatever it prints, on stdout and on stderr, is JSON documents
 //! and nothing else. Each command runs on a case that gives it something to say on stderr where it
 //! has anything to say (repairs, a warning, a refusal, an error), and the same run without the flag

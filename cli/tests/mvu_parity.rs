@@ -1,6 +1,6 @@
 //! MVU text through the command, where real replies break: text MVU would not run is skipped with a
 //! warning and the rest applies (`--mvu-unrunnable skip`, the default) or refuses the reply
-//! (`reject`); `<JSONPatch>` blocks inside MVU text convert; evaluated math applies (SPEC §6, §7).
+//! (`reject`); `<JSONPatch>` blocks inside MVU text convert; evaluated math applies (docs/mvu.md, docs/cli.md).
 
 use std::fs;
 

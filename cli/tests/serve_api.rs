@@ -1,4 +1,4 @@
-//! `statecraft serve` answers every endpoint of SPEC §8, and every error in one shape, on SQLite.
+//! `statecraft serve` answers every endpoint of docs/http.md, and every error in one shape, on SQLite.
 
 mod http;
 

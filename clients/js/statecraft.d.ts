@@ -1,4 +1,4 @@
-// Types for statecraft.js: the HTTP API of `statecraft serve` (SPEC §8, docs/http.md).
+// Types for statecraft.js: the HTTP API of `statecraft serve` (docs/http.md).
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

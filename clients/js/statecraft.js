@@ -1,4 +1,4 @@
-// A client for `statecraft serve` (SPEC §8): every endpoint, on `fetch`, with no dependencies.
+// A client for `statecraft serve` (docs/http.md): every endpoint, on `fetch`, with no dependencies.
 //
 // Works in browsers, Node 18+, Deno and Bun. Every error the server answers becomes a
 // `StatecraftError` with the server's `kind` and `message`, and for a rejected batch (422) its

@@ -36,7 +36,7 @@ fn failure(kind: ErrorKind, segments: &[Segment], message: impl Into<String>) ->
 /// What running an instruction produced besides changes.
 #[derive(Debug, Default)]
 pub(crate) struct Ran {
-    /// The op's result (SPEC §2 "returns"), `None` for absent.
+    /// The op's result (docs/instructions.md "returns"), `None` for absent.
     pub(crate) result: Option<Value>,
     /// Soft problems that policies turned into warnings (an old mismatch under `warn`, a skipped target).
     pub(crate) warnings: Vec<Failure>,

@@ -1,6 +1,6 @@
 //! Instructions and batches, and their decoding from JSON.
 //!
-//! A batch is a list of instructions that runs atomically. Instruction ops follow SPEC §2; RFC 6902 ops
+//! A batch is a list of instructions that runs atomically. Instruction ops follow docs/instructions.md; RFC 6902 ops
 //! (`add`, `remove`, `replace`, `move`, `copy`, `test`) appear only in batches decoded from a JSON Patch
 //! document and run with RFC semantics. Decoding reports every problem with the instruction index and a
 //! JSON Pointer into it. Strict decoding refuses unknown members; lenient decoding (for the text layer)
@@ -489,7 +489,7 @@ fn decode_batch<'a, T: JsonTree<'a>>(json: T, mode: Mode, limits: &Limits) -> De
             }
         }
     }
-    // One block is either instructions or a JSON Patch document (SPEC §2).
+    // One block is either instructions or a JSON Patch document (docs/instructions.md).
     if let Some(odd) = patch_forms.iter().position(|form| *form != patch_forms[0]) {
         problems.push(BatchError::whole_batch(
             ErrorKind::MixedBatch,

@@ -6,7 +6,7 @@
 //! redo replay from its change log. The engine never does IO, never links a script interpreter and
 //! never guesses at text: it takes instructions that are already structured. The rules every crate
 //! shares live here too, so that they exist once: JSON Pointer escaping ([`escape_pointer_token`]),
-//! the string path spellings of SPEC §1 ([`parse_path`]) and the forbidden-key check
+//! the string path spellings of docs/instructions.md ([`parse_path`]) and the forbidden-key check
 //! ([`is_forbidden`], [`find_forbidden_key`]).
 
 mod budget;

@@ -128,7 +128,7 @@ pub enum SchemaViolation {
     Repair,
 }
 
-/// How a store treats the soft failures of SPEC §3. Set per store, overridable per batch.
+/// How a store treats the soft failures of docs/instructions.md, "Policies". Set per store, overridable per batch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Policies {

@@ -26,7 +26,7 @@ impl Segment {
     }
 
     /// The index this segment names on an existing array: an integer, or a decimal key with no sign
-    /// and no leading zeros (SPEC §1).
+    /// and no leading zeros (docs/instructions.md).
     pub fn as_index(&self) -> Option<usize> {
         match self {
             Segment::Index(i) => Some(*i),
@@ -123,7 +123,7 @@ impl Path {
 
     /// Parses an RFC 6901 JSON Pointer strictly: `""` is the root, every other pointer starts with
     /// `/`, `~0` is `~` and `~1` is `/`. Every segment is a key; array access reads decimal keys as
-    /// indexes (SPEC §1).
+    /// indexes (docs/instructions.md).
     pub fn from_pointer(pointer: &str) -> Result<Path, PointerError> {
         if pointer.is_empty() {
             return Ok(Path::root());

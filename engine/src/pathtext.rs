@@ -1,4 +1,4 @@
-//! String path spellings (SPEC §1) read into canonical [`Path`]s.
+//! String path spellings (docs/instructions.md) read into canonical [`Path`]s.
 //!
 //! Model output, MVU commands and scripts write paths as text: `"player.hp"`, `"inventory[0].name"`,
 //! `"a[\"x.y\"]"`, `"a['x.y']"` or the JSON Pointer `"/player/hp"`. This module owns reading those

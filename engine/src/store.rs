@@ -67,7 +67,7 @@ pub struct Commit {
     pub parent: StepId,
     /// Every primitive change, in order. Shared with the history step.
     pub changes: Arc<[Change]>,
-    /// One entry per instruction of the batch: what the op returns (SPEC §2), `None` for absent.
+    /// One entry per instruction of the batch: what the op returns (docs/instructions.md), `None` for absent.
     pub results: Vec<Option<Value>>,
     /// Host events queued by handlers, delivered now that the batch committed.
     pub events: Vec<HostEvent>,
@@ -518,7 +518,7 @@ impl Store {
             label_moved_from: None,
             trimmed: Vec::new(),
         };
-        // Every commit is a step (SPEC §3), but one that changed nothing and has no label would be an
+        // Every commit is a step (docs/timeline.md), but one that changed nothing and has no label would be an
         // invisible step that undo crosses without a trace; a labelled one is how a front end marks a
         // message that changed nothing, so that `undo_to` finds it and a swipe can commit on it. A batch
         // whose scripts drew random numbers is a step too, even if nothing changed (a missed roll):

@@ -15,7 +15,7 @@ use crate::value::Value;
 pub const DEFAULT_FORBIDDEN: [&str; 3] = ["__proto__", "constructor", "prototype"];
 
 /// Whether `key` is one of the `forbidden` segments (a store's list, [`DEFAULT_FORBIDDEN`] unless
-/// configured). The one check behind every refusal of a forbidden path segment or value key (SPEC §3).
+/// configured). The one check behind every refusal of a forbidden path segment or value key (docs/instructions.md, "Paths").
 pub fn is_forbidden(key: &str, forbidden: &[String]) -> bool {
     forbidden.iter().any(|f| f == key)
 }

@@ -250,7 +250,7 @@ impl Value {
     }
 
     /// The value at `segments` under this one, read as the engine reads it: keys in objects, indexes
-    /// (and decimal keys, SPEC §1) in arrays; `None` when absent or when the path runs through a
+    /// (and decimal keys, docs/instructions.md) in arrays; `None` when absent or when the path runs through a
     /// scalar. The one read-only lookup every crate uses. Time: O(depth × log n).
     pub fn lookup(&self, segments: &[Segment]) -> Option<&Value> {
         crate::exec::lookup(self, segments).ok().flatten()

@@ -114,7 +114,7 @@ fn op() -> impl Strategy<Value = Op> {
         })
 }
 
-/// The naive model: plain recursion on serde_json, following SPEC §1–§3 directly.
+/// The naive model: plain recursion on serde_json, following docs/instructions.md and docs/timeline.md directly.
 mod model {
     use super::*;
 
@@ -349,7 +349,7 @@ struct ModelStep {
     visited: u64,
 }
 
-/// The naive history tree of SPEC §3, with every step's state copied in full. Ids are numbers, 0 the
+/// The naive history tree of docs/timeline.md, with every step's state copied in full. Ids are numbers, 0 the
 /// root. Everything is found by scanning, which is fine for a few dozen steps.
 #[derive(Debug)]
 struct Timeline {
@@ -433,7 +433,7 @@ impl Timeline {
         (id, moved)
     }
 
-    /// Drops `count` steps (fewer if only the current step is left) in the order of SPEC §3: least
+    /// Drops `count` steps (fewer if only the current step is left) in the order of docs/timeline.md: least
     /// recently visited branch tips first, never the current step or its ancestors while anything else
     /// can go; then the oldest steps of the current line.
     fn trim(&mut self, count: usize) -> Vec<u64> {

@@ -650,7 +650,7 @@ fn undo_to_label_rolls_back_later_steps_on_the_current_line() {
 
 #[test]
 fn an_empty_batch_with_a_label_is_a_step_that_undo_to_finds() {
-    // A front end labels every message, also those that change nothing (SPEC §3: an empty batch is a
+    // A front end labels every message, also those that change nothing (docs/timeline.md: an empty batch is a
     // successful, empty commit, and each commit is a step).
     let mut store = store(json!({"n": 0}));
     let labelled = |label: &str| ApplyOptions {

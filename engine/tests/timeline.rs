@@ -1,4 +1,4 @@
-//! The chat timeline as a front end uses it (SPEC §3, "History is a tree"): swipes are siblings, a
+//! The chat timeline as a front end uses it (docs/timeline.md): swipes are siblings, a
 //! return to an earlier swipe brings back exactly its state, a deleted message returns to its parent,
 //! an edit starts a branch, labels are unique, and trimming drops the least recently visited branches
 //! and says which. The model test (`model.rs`) checks the same rules on random sequences.

@@ -659,7 +659,7 @@ fn path_matches(target: &Target, path: &[Json]) -> bool {
 
 /// A JSON value the tailored schema reads as an array index: a non-negative integer (JSON Schema's
 /// `integer` also takes `2.0`), or a decimal string such as `"0"`, which the engine reads as an index
-/// on an existing array (SPEC §1).
+/// on an existing array (docs/instructions.md).
 fn is_index(segment: &Json) -> bool {
     segment.is_u64()
         || segment

@@ -512,7 +512,7 @@ impl Inbound<'_> {
     }
 }
 
-/// Reads a path given by a script: `nil` (the root), a string in any spelling of SPEC §1 read by the
+/// Reads a path given by a script: `nil` (the root), a string in any spelling of docs/instructions.md read by the
 /// engine's [`parse_path`] (`"player.hp"`, `"inventory[0].name"`, `"a['x.y']"`, `"/player/hp"`; `""`
 /// is the root), or a list of strings and 0-based integers.
 pub(crate) fn path_from_lua(value: &LuaValue) -> Result<Path, String> {
@@ -555,7 +555,7 @@ pub(crate) fn path_from_lua(value: &LuaValue) -> Result<Path, String> {
     }
 }
 
-/// A string path in any spelling of SPEC §1, read by the same rules as everywhere else.
+/// A string path in any spelling of docs/instructions.md, read by the same rules as everywhere else.
 pub(crate) fn spelled(text: &str) -> Result<Path, String> {
     parse_path(text)
         .map(|(path, _)| path)

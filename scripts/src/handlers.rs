@@ -798,7 +798,7 @@ fn relevant(watch: &Path, change: &Change) -> Option<(Path, Option<Value>, Optio
     None
 }
 
-/// Whether `prefix` leads `path`, reading decimal keys as indexes as the engine does (SPEC §1).
+/// Whether `prefix` leads `path`, reading decimal keys as indexes as the engine does (docs/instructions.md).
 fn prefix_matches(prefix: &[Segment], path: &[Segment]) -> bool {
     prefix
         .iter()
@@ -855,7 +855,7 @@ fn value_out(state: &mut CallState, value: &LuaValue, what: &str) -> Result<Valu
 }
 
 /// Converts an instruction table and decodes it strictly, as the engine decodes JSON instructions. A
-/// string path not starting with `/` is read in its SPEC §1 spelling, like `ctx.get`'s; a JSON
+/// string path not starting with `/` is read in its docs/instructions.md spelling, like `ctx.get`'s; a JSON
 /// Pointer is left to the engine, which reads it by the same rules (and keeps RFC 6902 ops' pointers).
 fn instruction_out(state: &mut CallState, value: &LuaValue) -> Result<Instruction, String> {
     instruction_from(state, value, false)

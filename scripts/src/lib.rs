@@ -18,7 +18,7 @@
 //! # Ok::<(), statecraft_scripts::LoadError>(())
 //! ```
 //!
-//! The script contract (SPEC §5):
+//! The script contract (docs/callbacks.md):
 //! - `on(name, function(ctx, ...args) ... end)` registers the handler of `callback` instructions whose
 //!   `path[0]` is `name`; the instruction's `value` list is the arguments. An optional third argument
 //!   describes the handler for the model, `{doc = "...", args = {{name = "amount", type = "integer",
@@ -39,7 +39,7 @@
 //!   the schema check, reads `ctx.get_before(path)` and may emit. `ctx.random(m, n)` draws from the
 //!   batch's generator, keyed by the game's seed and the step. `docs/callbacks.md` has the details.
 //! - Paths are lists of keys and 0-based indexes (`{"inventory", 0}`), as in instructions, or strings
-//!   in any spelling of SPEC §1, read by the engine's `parse_path` exactly as model output is read:
+//!   in any spelling of docs/instructions.md, read by the engine's `parse_path` exactly as model output is read:
 //!   `"player.hp"`, `"inventory[0].name"`, `"a['x.y']"`, `"/player/hp"`. A malformed spelling (an
 //!   unclosed `[`) is an error, never a guess.
 //!

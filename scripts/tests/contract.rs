@@ -1,4 +1,4 @@
-//! The script contract of SPEC §5 through a real `Store`: reads, emits, events only on commit,
+//! The script contract of docs/callbacks.md through a real `Store`: reads, emits, events only on commit,
 //! returned lists, watchers, ordering, loading and the values that cross the boundary.
 
 mod support;

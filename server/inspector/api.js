@@ -1,4 +1,4 @@
-// The page's one way to the server: the HTTP API of SPEC §8 on this page's own origin, with the bearer
+// The page's one way to the server: the HTTP API of docs/http.md on this page's own origin, with the bearer
 // token when the server asks for one. The token is asked once (on the first 401), kept in this tab's
 // sessionStorage, and asked again only if the server refuses it.
 

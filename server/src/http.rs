@@ -1,4 +1,4 @@
-//! The endpoints of SPEC §8 and the router that holds them.
+//! The endpoints of docs/http.md and the router that holds them.
 //!
 //! Each handler reads its body with [`Body`] (JSON, strict, within `--max-body`, a 400 or 413 in the
 //! one error shape otherwise), hands game requests to [`Games`] and stateless ones to a blocking
@@ -66,7 +66,7 @@ pub(crate) fn app(app: Arc<App>, max_body: usize) -> Router {
         .with_state(app)
 }
 
-/// The routes of SPEC §8.
+/// The routes of docs/http.md.
 fn api() -> Router<Arc<App>> {
     Router::new()
         .route("/v1/health", get(health))

@@ -1,6 +1,6 @@
 //! The inspector page (`docs/inspector.md`): its files, embedded in the binary, served at `/`.
 //!
-//! The page is plain HTML, CSS and JavaScript modules (no build step) that talk to the API of SPEC §8
+//! The page is plain HTML, CSS and JavaScript modules (no build step) that talk to the API of docs/http.md
 //! on their own origin. Its files hold no game data, so the guard serves them without the token (the
 //! page must load to ask for it) but with the `Host` and `Origin` checks; [`is_page`] is what it asks.
 //! Every file goes out with a Content-Security-Policy that lets the page load only its own files and

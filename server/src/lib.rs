@@ -1,7 +1,7 @@
 //! `statecraft serve`: the engine over HTTP, for front ends in any language and hosted platforms.
 //!
 //! [`serve`] opens the database (`db/`: SQLite by default, PostgreSQL for many processes), starts the
-//! group-commit writer (`writer.rs`) and answers the API of SPEC §8 (`http.rs`) behind the guard
+//! group-commit writer (`writer.rs`) and answers the API of docs/http.md (`http.rs`) behind the guard
 //! (`guard.rs`: request ids, the `Host` and `Origin` checks, CORS, the bearer token), and serves the
 //! inspector page at `/` (`inspector.rs`) behind the same guard. Game requests
 //! run on the game's own thread (`games.rs`), where its store and Lua VM live (`game.rs`); a change

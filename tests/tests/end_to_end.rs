@@ -92,7 +92,7 @@ fn mvu_text_round_trips_through_instructions() {
 
 #[test]
 fn an_extraction_applies_with_the_policies_its_reply_calls_for() {
-    // MVU ignores old values and models often write stale ones (SPEC §3): the extraction's options
+    // MVU ignores old values and models often write stale ones (docs/instructions.md, "Old-value checks"): the extraction's options
     // make the stale `old` a warning, where the store's own policies would reject the batch.
     let reply = "<UpdateVariable>\n_.set('player.hp', 90, 70);//hit\n</UpdateVariable>";
     let extraction = extract(reply, &ExtractOptions::default());

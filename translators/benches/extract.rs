@@ -3,7 +3,7 @@
 //! The baseline in the same run is `serde_json::from_str` to a `Value` on the same bytes of a valid
 //! batch; the repair parser (`parse_value`) and the whole extraction (which also decodes instructions
 //! into the engine's persistent values) are measured against it. The broken output (about 1 MB) is a
-//! reply made of prose, fences, tags, `<think>` drafts and every defect of SPEC §4; the broken JSON
+//! reply made of prose, fences, tags, `<think>` drafts and every defect of docs/lenient-layer.md; the broken JSON
 //! (about 1 MB) is one array of such instructions with no prose, for the repair parser alone. The adversarial
 //! inputs (commas, an unclosed string full of commas and quotes, nested openers, nested objects, `{` in
 //! prose, JSON-looking prose) run through both `extract` and the repair parser alone, at 1 MB and at

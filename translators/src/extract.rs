@@ -1,4 +1,4 @@
-//! Finding instructions in a raw model reply: blocks, wrappers, truncation, path spellings (SPEC §4).
+//! Finding instructions in a raw model reply: blocks, wrappers, truncation, path spellings (docs/lenient-layer.md).
 //!
 //! This module owns the walk over a reply: `<think>` sections are skipped, fences (```` ``` ```` and
 //! `~~~`, labelled or not, closed or not) and tags (`<UpdateVariable>`, `<tool_call>`, `<JSONPatch>`, any
@@ -50,7 +50,7 @@ pub struct Extraction {
     pub diagnostics: Vec<Diagnostic>,
     /// What was cleaned, and the cleanliness score.
     pub report: RepairReport,
-    /// `false` when a value with an `op` was invalid (SPEC §4: it makes the batch invalid).
+    /// `false` when a value with an `op` was invalid (docs/lenient-layer.md: it makes the batch invalid).
     pub valid: bool,
     /// The policies the batch should run under: MVU's (`old_mismatch = warn`) when any instruction
     /// came from MVU command text, the defaults otherwise. Private so that no caller applies the
@@ -61,7 +61,7 @@ pub struct Extraction {
 impl Extraction {
     /// The batch and the options to apply it with, or `None` when the reply is invalid and must not be
     /// applied. The options carry the policies the reply calls for: MVU's (`old_mismatch = warn`,
-    /// SPEC §3) when any instruction came from MVU command text, the defaults otherwise. Set a label
+    /// docs/instructions.md, "Old-value checks") when any instruction came from MVU command text, the defaults otherwise. Set a label
     /// on the options before applying when the step should have one.
     pub fn applicable(&self) -> Option<(&Batch, ApplyOptions)> {
         self.valid.then(|| {
@@ -116,7 +116,7 @@ pub(crate) struct PatchBlock {
 }
 
 /// Reads every `<JSONPatch>` (or `<json_patch>`) block of `text` exactly as [`extract`] reads one: the
-/// MVU translator hands its blocks here (SPEC §6). Diagnostics go to `diagnostics`, unplaced, with
+/// MVU translator hands its blocks here (docs/mvu.md). Diagnostics go to `diagnostics`, unplaced, with
 /// spans into `text`. Commands inside the blocks are the MVU translator's own to find.
 /// Time: O(n) in the length of `text`.
 pub(crate) fn patch_blocks(
@@ -1006,7 +1006,7 @@ impl<'a> Walker<'a> {
         if let Some((NodeKind::String(text), path_span)) =
             path_node.map(|path| (path.kind(), path.span()))
         {
-            // A string path (SPEC §1) is read into its list form in the document.
+            // A string path (docs/instructions.md) is read into its list form in the document.
             let path = match parse_path(text) {
                 Ok((path, spelling)) => {
                     self.report.normalised_paths += 1;

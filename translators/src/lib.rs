@@ -1,7 +1,7 @@
 //! Text in, instructions and diagnostics out.
 //!
 //! This crate owns every text heuristic: finding and repairing instructions in raw model output (the
-//! lenient layer of SPEC §4), MVU command text (SPEC §6) and JSON Patch documents. Translators never
+//! lenient layer of docs/lenient-layer.md), MVU command text (docs/mvu.md) and JSON Patch documents. Translators never
 //! fail: they return what they could read plus [`Diagnostic`]s. This crate must not run instructions
 //! or hold state: it hands canonical [`statecraft_engine::Batch`]es to the engine, and reads a state
 //! only to resolve MVU's type-dependent commands.

@@ -17,15 +17,15 @@ const CORPUS: &str = "tests/corpora/json-patch-tests";
 /// FIXME: empty it as the engine is fixed; the test fails when a listed case starts passing.
 const KNOWN_ENGINE_FAILURES: &[(&str, usize)] = &[];
 
-/// Cases where SPEC §2 decides otherwise than the suite: a pointer missing its leading `/` is MVU's
+/// Cases where docs/instructions.md decides otherwise than the suite: a pointer missing its leading `/` is MVU's
 /// extension, accepted and reported by the lenient reader (strict decoding still refuses it).
 const DELIBERATE: &[(&str, usize, &str)] = &[(
     "tests.json",
     76,
-    "a pointer without its leading '/' is read as if it had one and reported (SPEC §2)",
+    "a pointer without its leading '/' is read as if it had one and reported (docs/instructions.md)",
 )];
 
-/// A deliberate difference must behave as SPEC §2 says: read with a repair warning, refused by strict
+/// A deliberate difference must behave as docs/instructions.md says: read with a repair warning, refused by strict
 /// decoding, and committed.
 fn run_deliberate(case: &Json) -> Result<(), String> {
     let read = jsonpatch::from_value(&case["patch"], &Limits::default());
@@ -163,7 +163,7 @@ fn rfc6902_conformance_suite_runs_through_the_engine() {
         }
     }
     println!(
-        "json patch corpus: {passed} of {total} enabled cases pass as the suite expects, {deliberate} behave as SPEC §2 \
+        "json patch corpus: {passed} of {total} enabled cases pass as the suite expects, {deliberate} behave as docs/instructions.md \
          decides instead, {} known engine failures",
         KNOWN_ENGINE_FAILURES.len()
     );

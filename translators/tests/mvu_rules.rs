@@ -315,7 +315,7 @@ fn columns_count_characters_and_lines_count_every_break() {
     }
 }
 
-/// MVU reads what JSON and JavaScript refuse as YAML (SPEC §6); YAML's block structure in prose is
+/// MVU reads what JSON and JavaScript refuse as YAML (docs/mvu.md); YAML's block structure in prose is
 /// MVU's accident and stays text.
 #[rstest]
 #[case::capital_true("True", json!(true), &["mvu_yaml_value"])]

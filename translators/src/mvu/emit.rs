@@ -1,4 +1,4 @@
-//! Writing instructions as MVU command text: one command per line, values as JSON (SPEC §6).
+//! Writing instructions as MVU command text: one command per line, values as JSON (docs/mvu.md).
 //!
 //! `assign` becomes `_.set('path', old, new);//reason` (or `_.set('path', new);` without `old`),
 //! `increment` `_.add`, `delete` a one-argument `_.remove`, `push` a two-argument `_.insert`, a

@@ -7,7 +7,7 @@
 //! quotes as JSON, then as YAML; single quotes as YAML (`''` is `'`, a backslash is a backslash);
 //! backticks with the quotes trimmed. Math goes to `math` and the YAML fallback to `yaml`. Dates
 //! (`2024-01-01`), percentages (`50%`), math.js outside the evaluated subset and YAML block structure
-//! stay text, with a diagnostic naming what MVU would have done (SPEC §6). Macros are substituted in
+//! stay text, with a diagnostic naming what MVU would have done (docs/mvu.md). Macros are substituted in
 //! every string this module produces. It must not know about commands or paths.
 
 use std::borrow::Cow;

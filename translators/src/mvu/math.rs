@@ -1,4 +1,4 @@
-//! The math.js subset MVU arguments are evaluated with (SPEC §6), by a small parser of its own.
+//! The math.js subset MVU arguments are evaluated with (docs/mvu.md), by a small parser of its own.
 //!
 //! MVU hands an argument it could not read as JSON to math.js and keeps a number result rounded to 12
 //! significant digits. This module evaluates the common, side-effect-free part of that language the
@@ -187,7 +187,7 @@ impl<'t> Parser<'t> {
         self.at = start;
         let value = self.sum()?;
         if self.eat(b':') {
-            // `10:30` is a math.js range, which MVU turns into a matrix; SPEC §6 keeps it as text.
+            // `10:30` is a math.js range, which MVU turns into a matrix; docs/mvu.md keeps it as text.
             self.outside("a range (`a:b`)");
             self.sum()?;
             if self.eat(b':') {
@@ -221,7 +221,7 @@ impl<'t> Parser<'t> {
                 if self.starts_operand() {
                     total = modulo(total, self.implicit()?);
                 } else {
-                    // `50%` with nothing after it is math.js's percentage, which SPEC §6 keeps as text.
+                    // `50%` with nothing after it is math.js's percentage, which docs/mvu.md keeps as text.
                     self.outside("a percentage (`%` with nothing after it)");
                 }
             } else {

@@ -1,4 +1,4 @@
-//! MVU command text to instructions and back (SPEC §6).
+//! MVU command text to instructions and back (docs/mvu.md).
 //!
 //! MVU (MagVarUpdate) is the variable system of SillyTavern character cards: models write commands such
 //! as `_.set('悠纪.好感度', 33, 35);//愉快的讨论`. This module owns translating that text into engine
@@ -49,7 +49,7 @@ pub struct MvuOptions {
     pub unrunnable: Unrunnable,
 }
 
-/// What to do with text MVU itself would not run (SPEC §6): a command without `;` right after its
+/// What to do with text MVU itself would not run (docs/mvu.md): a command without `;` right after its
 /// `)`, a command cut off by the end of the text, a command with the wrong number of arguments, a
 /// space between the name and `(`, a path that cannot be read, an `_.add` whose delta is no number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl MvuTranslation {
     }
 
     /// The policies to run these instructions under: `old_mismatch = warn`, because MVU ignores old
-    /// values and models often write stale ones (SPEC §3).
+    /// values and models often write stale ones (docs/instructions.md, "Old-value checks").
     pub fn policies() -> Policies {
         Policies::mvu()
     }

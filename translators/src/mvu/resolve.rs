@@ -1,4 +1,4 @@
-//! Deciding what an MVU command does: which instruction ops, at which paths (SPEC §6).
+//! Deciding what an MVU command does: which instruction ops, at which paths (docs/mvu.md).
 //!
 //! `set` is an `assign` (with `old` when given) and `add` an `increment`. `insert`/`assign` and
 //! `remove`/`unset`/`delete` depend on the target's type in MVU; with a state they resolve exactly as

@@ -1,5 +1,5 @@
 //! MVU's last reading of an argument: YAML, for text that is neither JSON, a JavaScript literal nor
-//! math (SPEC §6: `True` is `true`, `[x, y]` is `["x", "y"]`, `'it''s'` is `it's`).
+//! math (docs/mvu.md: `True` is `true`, `[x, y]` is `["x", "y"]`, `'it''s'` is `it's`).
 //!
 //! This module owns the part of YAML 1.2 an argument can hold on its own: single- and double-quoted
 //! scalars (with YAML's escapes and line folding), flow sequences and mappings, and plain scalars
