@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use gbnf_check::Grammar;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Batch, CallbackArg, CallbackSignature, StateSchema, Store, Value};
 use statecraft_prompt::{InstructionSpec, Lang, batch_gbnf, batch_schema, prompt};
@@ -266,7 +266,11 @@ fn engine_schema_grammar_and_spec_agree() {
     let mut accepted = 0usize;
     let mut runner = TestRunner::new(Config {
         cases: 600,
-        failure_persistence: None,
+        // A failing case is saved beside this file (`*.proptest-regressions`, committed) and run first
+        // from then on, as the other property tests do. `source_file` tells the runner where "beside"
+        // is: the `proptest!` macro fills it in, a hand-made runner must.
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        source_file: Some(file!()),
         ..Config::default()
     });
     let pick = (0..64usize, 0..16usize, 0..64usize, 0..4usize, any::<bool>());
