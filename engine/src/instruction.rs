@@ -20,8 +20,11 @@ use crate::tree::{JsonTree, NodeKind, type_name};
 use crate::value::{Value, json_depth};
 
 /// An operation.
+///
+/// Unlike the other public enums, `Op` is exhaustive on purpose: the ops are the contract, and a new
+/// one must be handled by every `match` over them (the prompt kit's rules, MVU text, ...), which the
+/// compiler can only enforce across crates when no match needs a wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Op {
     /// Set `value` at `path`, creating missing parents.
     Assign,
@@ -94,6 +97,18 @@ impl Op {
             Op::Copy => "copy",
             Op::Test => "test",
         }
+    }
+
+    /// The names of the instruction ops (`json_patch` false) or of the RFC 6902 ops (true), in the
+    /// order of [`Op::ALL`], joined by ", ": the "expected one of" lists of every message, so that
+    /// a new op is named in them without anyone editing a message.
+    pub fn names(json_patch: bool) -> String {
+        let names: Vec<&str> = Op::ALL
+            .into_iter()
+            .filter(|op| op.is_json_patch() == json_patch)
+            .map(Op::name)
+            .collect();
+        names.join(", ")
     }
 
     /// Whether this is an RFC 6902 op, which runs with JSON Patch semantics.
@@ -495,9 +510,11 @@ fn decode_batch<'a, T: JsonTree<'a>>(json: T, mode: Mode, limits: &Limits) -> De
             ErrorKind::MixedBatch,
             None,
             format!(
-                "this array mixes JSON Patch ops (add, remove, replace, move, copy, test, delta) with \
-                 instruction ops ({} and {}); send them as separate blocks",
-                instructions[0].op, instructions[odd].op
+                "this array mixes JSON Patch ops ({}, delta) with instruction ops ({} and {}); send \
+                 them as separate blocks",
+                Op::names(true),
+                instructions[0].op,
+                instructions[odd].op
             ),
         ));
     }
@@ -597,13 +614,11 @@ fn decode_instruction<'a>(
                     index,
                     ErrorKind::UnknownOp,
                     "/op",
-                    [
-                        "unknown op \"",
-                        name,
-                        "\"; expected one of assign, get, delete, merge, push, pop, splice, callback, \
-                         increment (or a JSON Patch document's add, remove, replace, move, copy, test)",
-                    ]
-                    .concat(),
+                    format!(
+                        "unknown op \"{name}\"; expected one of {} (or a JSON Patch document's {})",
+                        Op::names(false),
+                        Op::names(true)
+                    ),
                 ));
                 None
             }
@@ -823,6 +838,46 @@ fn decode_value<'a>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `Op::ALL` lists every op once, in the order of this match. The match is exhaustive, so a new
+    /// variant fails to compile here; giving it the next position and adding it at the end of
+    /// `Op::ALL` (ARCHITECTURE.md, "How to add an op") is what this test then checks.
+    #[test]
+    fn all_lists_every_op_once_in_order() {
+        fn position(op: Op) -> usize {
+            match op {
+                Op::Assign => 0,
+                Op::Get => 1,
+                Op::Delete => 2,
+                Op::Merge => 3,
+                Op::Push => 4,
+                Op::Pop => 5,
+                Op::Splice => 6,
+                Op::Callback => 7,
+                Op::Increment => 8,
+                Op::Add => 9,
+                Op::Remove => 10,
+                Op::Replace => 11,
+                Op::Move => 12,
+                Op::Copy => 13,
+                Op::Test => 14,
+            }
+        }
+        for (index, op) in Op::ALL.into_iter().enumerate() {
+            assert_eq!(position(op), index, "{op} is out of place in Op::ALL");
+            assert_eq!(op.name().parse::<Op>(), Ok(op), "{op} does not read back");
+        }
+        // Positions are dense: the last of `ALL` has the highest position, so `ALL` has no gap.
+        assert_eq!(position(Op::ALL[Op::ALL.len() - 1]) + 1, Op::ALL.len());
+        // Every op is named in the messages that list what is expected.
+        let listed = format!("{}, {}", Op::names(false), Op::names(true));
+        for op in Op::ALL {
+            assert!(
+                listed.split(", ").any(|name| name == op.name()),
+                "{op} is not listed"
+            );
+        }
+    }
 
     #[test]
     fn decodes_every_instruction_op() {

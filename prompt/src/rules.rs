@@ -100,7 +100,15 @@ fn en_op(op: Op) -> &'static str {
         Op::Splice => "at index start, remove deleteCount items and insert items",
         Op::Delete => "remove a key or an array item",
         Op::Merge => "set several keys of an object at once",
-        _ => "",
+        // Not taught by the rules (see TAUGHT): reading, callbacks (listed apart) and JSON Patch ops.
+        Op::Get
+        | Op::Callback
+        | Op::Add
+        | Op::Remove
+        | Op::Replace
+        | Op::Move
+        | Op::Copy
+        | Op::Test => "",
     }
 }
 
@@ -113,7 +121,15 @@ fn zh_op(op: Op) -> &'static str {
         Op::Splice => "从下标 start 起删除 deleteCount 项并插入 items",
         Op::Delete => "删除一个键或数组项",
         Op::Merge => "一次设置对象的多个键",
-        _ => "",
+        // Not taught by the rules (see TAUGHT): reading, callbacks (listed apart) and JSON Patch ops.
+        Op::Get
+        | Op::Callback
+        | Op::Add
+        | Op::Remove
+        | Op::Replace
+        | Op::Move
+        | Op::Copy
+        | Op::Test => "",
     }
 }
 
@@ -390,7 +406,15 @@ fn rank(spec: &InstructionSpec, target: &Target, current: &Json, path: &[Json], 
                 (true, _) => 2,
             }
         }
-        _ => 0,
+        Op::Increment
+        | Op::Get
+        | Op::Callback
+        | Op::Add
+        | Op::Remove
+        | Op::Replace
+        | Op::Move
+        | Op::Copy
+        | Op::Test => 0,
     }
 }
 
@@ -439,7 +463,21 @@ fn example_at(
             }
             Some(Json::Object(partial))
         }
-        _ => None,
+        // The other ops have no example with a value: `pop` and `delete` take none, and the rest
+        // are not taught.
+        (
+            Op::Pop
+            | Op::Delete
+            | Op::Get
+            | Op::Callback
+            | Op::Add
+            | Op::Remove
+            | Op::Replace
+            | Op::Move
+            | Op::Copy
+            | Op::Test,
+            Some(_),
+        ) => None,
     };
     let mut instruction = Map::new();
     instruction.insert("op".into(), json!(op.name()));

@@ -269,7 +269,9 @@ fn engine_schema_grammar_and_spec_agree() {
         // A failing case is saved beside this file (`*.proptest-regressions`, committed) and run first
         // from then on, as the other property tests do. `source_file` tells the runner where "beside"
         // is: the `proptest!` macro fills it in, a hand-made runner must.
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
         source_file: Some(file!()),
         ..Config::default()
     });

@@ -9,7 +9,9 @@
 //! semantics atomically.
 
 use serde_json::{Value as Json, json};
-use statecraft_engine::{Batch, BatchError, BatchErrors, Change, ErrorKind, Limits, Path, Trail};
+use statecraft_engine::{
+    Batch, BatchError, BatchErrors, Change, ErrorKind, Limits, Op, Path, Trail,
+};
 
 use statecraft_engine::{JsonTree, NodeKind};
 
@@ -182,7 +184,8 @@ fn read(json: &Json, limits: &Limits) -> (Batch, Vec<Problem>) {
                     index,
                     "/op",
                     format!(
-                        "operation {index}: \"{op}\" is not a json patch op (add, remove, replace, move, copy, test, delta, insert)"
+                        "operation {index}: \"{op}\" is not a json patch op ({}, delta, insert)",
+                        Op::names(true)
                     ),
                 )),
                 None => problems.push(Problem::new(

@@ -98,7 +98,15 @@ fn command(instruction: &Instruction) -> Result<(String, Option<String>), String
             )?;
             format!("_.insert({path}, {start}, {});", json(item))
         }
-        other => return Err(format!("{other} has no mvu command")),
+        Op::Pop
+        | Op::Get
+        | Op::Callback
+        | Op::Add
+        | Op::Remove
+        | Op::Replace
+        | Op::Move
+        | Op::Copy
+        | Op::Test => return Err(format!("{} has no mvu command", instruction.op)),
     };
     if instruction.old.is_some() && instruction.op != Op::Assign {
         warning = Some(format!(
