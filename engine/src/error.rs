@@ -90,6 +90,44 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in declaration order (docs/codes.md lists them from here).
+    pub const ALL: [ErrorKind; 34] = [
+        ErrorKind::NotAnInstruction,
+        ErrorKind::UnknownOp,
+        ErrorKind::MissingField,
+        ErrorKind::UnexpectedField,
+        ErrorKind::UnknownMember,
+        ErrorKind::InvalidField,
+        ErrorKind::InvalidPath,
+        ErrorKind::PointerWithoutSlash,
+        ErrorKind::MixedBatch,
+        ErrorKind::EmptyPath,
+        ErrorKind::ForbiddenSegment,
+        ErrorKind::PathTooDeep,
+        ErrorKind::ValueTooDeep,
+        ErrorKind::StringTooLong,
+        ErrorKind::StateTooDeep,
+        ErrorKind::StateTooLarge,
+        ErrorKind::OpTooLarge,
+        ErrorKind::BatchTooLong,
+        ErrorKind::TooManyEmitted,
+        ErrorKind::CascadeTooDeep,
+        ErrorKind::TypeMismatch,
+        ErrorKind::MissingTarget,
+        ErrorKind::MissingParent,
+        ErrorKind::IndexOutOfRange,
+        ErrorKind::OldMismatch,
+        ErrorKind::Overflow,
+        ErrorKind::UnknownCallback,
+        ErrorKind::CallbackFailed,
+        ErrorKind::TestFailed,
+        ErrorKind::SchemaViolation,
+        ErrorKind::SchemaRepaired,
+        ErrorKind::RewrittenByScript,
+        ErrorKind::UnknownStep,
+        ErrorKind::HistoryDamaged,
+    ];
+
     /// The stable snake_case code that JSON output and scenario files use (`old_mismatch`).
     pub fn code(self) -> &'static str {
         match self {
@@ -319,6 +357,25 @@ impl<'e> IntoIterator for &'e BatchErrors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ErrorKind::ALL` holds every kind once: `code` matches exhaustively, so a new kind fails to
+    /// compile there, and then this test fails until `ALL` holds it (codes are unique, one per kind,
+    /// and their count is the number of arms in `code`, counted from this file).
+    #[test]
+    fn all_lists_every_kind_once() {
+        let codes: std::collections::BTreeSet<&str> =
+            ErrorKind::ALL.into_iter().map(ErrorKind::code).collect();
+        assert_eq!(codes.len(), ErrorKind::ALL.len(), "two kinds share a code");
+        let arms = include_str!("error.rs")
+            .lines()
+            .filter(|line| line.trim_start().starts_with("ErrorKind::") && line.contains(" => \""))
+            .count();
+        assert_eq!(
+            arms,
+            ErrorKind::ALL.len(),
+            "ErrorKind::ALL misses a kind of `code`"
+        );
+    }
 
     #[test]
     fn a_list_of_batch_errors_is_one_error_naming_each() {

@@ -114,6 +114,64 @@ pub enum DiagnosticKind {
 }
 
 impl DiagnosticKind {
+    /// Every kind that is not a repair, in declaration order; [`DiagnosticKind::all`] adds the repairs.
+    const NOT_REPAIRS: [DiagnosticKind; 45] = [
+        DiagnosticKind::ThinkIgnored,
+        DiagnosticKind::TrailingGarbage,
+        DiagnosticKind::UnclosedTag,
+        DiagnosticKind::UnclosedFence,
+        DiagnosticKind::NotAnInstruction,
+        DiagnosticKind::WrapperUnwrapped,
+        DiagnosticKind::RepairsElided,
+        DiagnosticKind::DiagnosticsElided,
+        DiagnosticKind::MixedBatch,
+        DiagnosticKind::ArgumentsRepaired,
+        DiagnosticKind::TruncatedInstruction,
+        DiagnosticKind::PathNormalised,
+        DiagnosticKind::InvalidPath,
+        DiagnosticKind::UnknownMember,
+        DiagnosticKind::PointerRepaired,
+        DiagnosticKind::InvalidInstruction,
+        DiagnosticKind::NoInstructions,
+        DiagnosticKind::JsonPatchNotJson,
+        DiagnosticKind::JsonPatchInvalid,
+        DiagnosticKind::JsonPatchRepaired,
+        DiagnosticKind::MvuEmitLossy,
+        DiagnosticKind::MvuEmitUnsupported,
+        DiagnosticKind::MvuUndefined,
+        DiagnosticKind::MvuArithmeticDifference,
+        DiagnosticKind::MvuArithmetic,
+        DiagnosticKind::MvuUnbalancedQuotes,
+        DiagnosticKind::MvuExpressionKeptAsText,
+        DiagnosticKind::MvuBareText,
+        DiagnosticKind::MvuUnquotedPath,
+        DiagnosticKind::MvuReasonOnNextLine,
+        DiagnosticKind::MvuPointerPath,
+        DiagnosticKind::MvuInvalidPath,
+        DiagnosticKind::MvuExtraArguments,
+        DiagnosticKind::MvuAddNotANumber,
+        DiagnosticKind::MvuGuessed,
+        DiagnosticKind::MvuMissingTarget,
+        DiagnosticKind::MvuInsertType,
+        DiagnosticKind::MvuSpaceBeforeParen,
+        DiagnosticKind::MvuScanStopped,
+        DiagnosticKind::MvuUnclosedCommand,
+        DiagnosticKind::MvuMissingSemicolon,
+        DiagnosticKind::MvuWrongArgumentCount,
+        DiagnosticKind::MvuYamlValue,
+        DiagnosticKind::MvuYamlDifference,
+        DiagnosticKind::MvuNoCommands,
+    ];
+
+    /// Every kind: the repair parser's ([`RepairKind::ALL`]) first, then the others in declaration
+    /// order (docs/codes.md lists them from here).
+    pub fn all() -> impl Iterator<Item = DiagnosticKind> {
+        RepairKind::ALL
+            .into_iter()
+            .map(DiagnosticKind::Repair)
+            .chain(DiagnosticKind::NOT_REPAIRS)
+    }
+
     /// The stable snake_case code that JSON output and scenario files use.
     pub fn code(self) -> &'static str {
         match self {
@@ -605,6 +663,31 @@ pub fn diagnostics_json(diagnostics: &[Diagnostic]) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `DiagnosticKind::all` holds every kind once: `code` matches exhaustively, so a new kind fails
+    /// to compile there, and then this test fails until the list holds it (one arm of `code` per
+    /// kind besides `Repair`, counted from this file).
+    #[test]
+    fn all_lists_every_kind_once() {
+        let codes: std::collections::BTreeSet<&str> =
+            DiagnosticKind::all().map(DiagnosticKind::code).collect();
+        assert_eq!(
+            codes.len(),
+            DiagnosticKind::all().count(),
+            "two kinds share a code"
+        );
+        let arms = include_str!("diagnostic.rs")
+            .lines()
+            .filter(|line| {
+                line.trim_start().starts_with("DiagnosticKind::") && line.contains(" => \"")
+            })
+            .count();
+        assert_eq!(
+            arms,
+            DiagnosticKind::NOT_REPAIRS.len(),
+            "NOT_REPAIRS misses a kind of `code`"
+        );
+    }
 
     #[test]
     fn a_byte_order_mark_is_no_column() {
