@@ -184,6 +184,18 @@ pub enum StorageError {
     /// The database could not be reached or refused the statement.
     #[error("the database failed: {0}")]
     Database(String),
+    /// The database's tables are of a layout this program does not know (written by a newer
+    /// statecraft): nothing is read or written, so nothing of them is misread or overwritten.
+    #[error(
+        "the database's tables are schema version {found}, and this statecraft reads version \
+         {supported} only: upgrade statecraft to open it, or point --db at another database"
+    )]
+    UnknownSchemaVersion {
+        /// The version the database says it holds.
+        found: String,
+        /// The version this program reads and writes.
+        supported: &'static str,
+    },
     /// A stored row could not be read back: its game is damaged.
     #[error("game {game}: {problem}")]
     Damaged {

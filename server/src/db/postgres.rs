@@ -26,7 +26,6 @@ const SCHEMA_LOCK: i64 = 0x5374_6174_6563;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS statecraft_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT INTO statecraft_meta (key, value) VALUES ('schema_version', '1') ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY,
     base TEXT NOT NULL,
@@ -153,7 +152,22 @@ impl Postgres {
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
             .map_err(failed)?;
         tx.batch_execute(SCHEMA).map_err(failed)?;
+        // A new database is of this version; an existing one keeps the version it was written with.
+        tx.execute(
+            "INSERT INTO statecraft_meta (key, value) VALUES ('schema_version', $1) \
+             ON CONFLICT DO NOTHING",
+            &[&rows::SCHEMA_VERSION],
+        )
+        .map_err(failed)?;
+        let version: String = tx
+            .query_one(
+                "SELECT value FROM statecraft_meta WHERE key = 'schema_version'",
+                &[],
+            )
+            .map_err(failed)?
+            .get(0);
         tx.commit().map_err(failed)?;
+        rows::check_schema_version(version)?;
         Ok(Postgres {
             url: url.to_owned(),
             writer: Mutex::new(None),

@@ -10,6 +10,24 @@ use statecraft_saves::{BaseRecord, Head, StorageError, StoredGame, Tail, Timelin
 /// The receipt scope of requests that create games (their answer names a game that did not exist).
 pub(crate) const CREATE_SCOPE: &str = "";
 
+/// The layout of the tables, kept in `statecraft_meta` under `schema_version`: written when the
+/// tables are made, read at every open, and raised only with a migration that reads the versions
+/// before it.
+pub(crate) const SCHEMA_VERSION: &str = "1";
+
+/// Refuses a database whose tables say they are of another layout than [`SCHEMA_VERSION`], as
+/// redb's `UpgradeRequired` does: reading them as this version would misread them.
+pub(crate) fn check_schema_version(found: String) -> Result<(), StorageError> {
+    if found == SCHEMA_VERSION {
+        Ok(())
+    } else {
+        Err(StorageError::UnknownSchemaVersion {
+            found,
+            supported: SCHEMA_VERSION,
+        })
+    }
+}
+
 /// A write's JSON text, made before the transaction starts so that no encoding runs inside it.
 #[derive(Debug, Default)]
 pub(crate) struct Encoded {

@@ -23,7 +23,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS statecraft_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO statecraft_meta (key, value) VALUES ('schema_version', '1');
 CREATE TABLE IF NOT EXISTS games (
     id TEXT PRIMARY KEY,
     base TEXT NOT NULL,
@@ -88,6 +87,21 @@ impl Sqlite {
             .execute_batch("PRAGMA synchronous = FULL;")
             .map_err(failed)?;
         writer.execute_batch(SCHEMA).map_err(failed)?;
+        // A new database is of this version; an existing one keeps the version it was written with.
+        writer
+            .execute(
+                "INSERT OR IGNORE INTO statecraft_meta (key, value) VALUES ('schema_version', ?1)",
+                [rows::SCHEMA_VERSION],
+            )
+            .map_err(failed)?;
+        let version: String = writer
+            .query_row(
+                "SELECT value FROM statecraft_meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(failed)?;
+        rows::check_schema_version(version)?;
         Ok(Sqlite {
             path: path.to_owned(),
             writer: Mutex::new(writer),
