@@ -25,10 +25,20 @@ fn the_page_loads_without_the_token_and_the_api_still_needs_it() {
     assert!(policy.contains("connect-src 'self'"), "{policy}");
     assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
     assert_eq!(page.header("x-frame-options"), Some("DENY"));
-    for asset in ["/main.js", "/api.js", "/inspector.css"] {
+    for asset in ["/main.js", "/api.js", "/statecraft.js", "/inspector.css"] {
         let file = server.call("GET", asset, None);
         assert_eq!(file.status, 200, "{asset}: {file:?}");
     }
+    // The page imports the JavaScript client itself, the very file of clients/js.
+    let served = server.call("GET", "/statecraft.js", None);
+    assert!(
+        served
+            .header("content-type")
+            .unwrap_or("")
+            .starts_with("text/javascript")
+    );
+    let client = include_str!("../../clients/js/statecraft.js");
+    assert_eq!(served.body.as_str(), Some(client));
     assert_eq!(server.call("GET", "/v1/games", None).status, 401);
     let bearer = format!("Bearer {TOKEN}");
     let listed = server.call_with("GET", "/v1/games", None, &[("Authorization", &bearer)]);

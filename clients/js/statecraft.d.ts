@@ -1,4 +1,5 @@
-// Types for statecraft.js: the HTTP API of `statecraft serve` (docs/http.md).
+// Types for statecraft.js: the HTTP API of `statecraft serve` (docs/http.md). Checked by
+// `tsc --noEmit --strict` over typecheck/usage.ts (cli/tests/js_types.rs).
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -68,7 +69,6 @@ export interface Policies {
   unknown_callback?: "reject" | "skip";
   /** `repair` mends what the schema says how to (coercion, clamping, defaults, enum case). */
   schema_violation?: "reject" | "repair";
-  [policy: string]: string | undefined;
 }
 
 export interface ApplyRequest {
@@ -132,27 +132,88 @@ export interface RequestOptions {
 }
 
 export interface ClientOptions {
+  /** Sent as `Authorization: Bearer TOKEN`. */
   token?: string;
+  /** The `fetch` to call (a test's, a proxy's); the global one by default. */
   fetch?: typeof fetch;
+  /** Each attempt is aborted after this long (unless the call passes its own `signal`). */
   timeoutMs?: number;
+  /** Passed to every `fetch` (`{credentials: "omit", cache: "no-store"}`); the client sets method,
+   * headers, body and signal itself. */
+  init?: Omit<RequestInit, "method" | "headers" | "body" | "signal">;
+  /**
+   * Called when the server answers 401, with the token the refused request carried: resolve with a
+   * token to send that request again with it (it becomes the client's token), or with nothing to let
+   * the `unauthorized` error through. Requests refused while it runs wait for its answer.
+   */
+  onUnauthorized?: (error: StatecraftError, sent: { token: string | undefined }) => string | undefined | null | Promise<string | undefined | null>;
+}
+
+/** The server's error kinds (docs/http.md, "Errors"), one per `Kind` in server/src/error.rs. */
+export type ServerErrorKind =
+  | "bad_request"
+  | "invalid_game"
+  | "unauthorized"
+  | "origin_not_allowed"
+  | "host_not_allowed"
+  | "unknown_game"
+  | "unknown_label"
+  | "unknown_step"
+  | "not_found"
+  | "method_not_allowed"
+  | "step_conflict"
+  | "game_exists"
+  | "idempotency_key_reused"
+  | "contention"
+  | "body_too_large"
+  | "rejected"
+  | "game_limit"
+  | "timeout"
+  | "storage_failed"
+  | "game_damaged"
+  | "shutting_down";
+
+/**
+ * What the client itself can tell: `network` (no answer, status 0), `not_json` (an answer that is
+ * not JSON), `unknown` (an error answer without `error.kind`, such as a proxy's).
+ */
+export type ClientErrorKind = "network" | "not_json" | "unknown";
+
+export type ErrorKind = ServerErrorKind | ClientErrorKind;
+
+/** An error answer's body: `error`, and for a rejected batch (422) the details beside it. */
+export interface ErrorBody {
+  error: { kind: ServerErrorKind; message: string };
+  errors?: (BatchError | Diagnostic)[];
+  diagnostics?: Diagnostic[];
+  report?: Json;
+  feedback?: string;
 }
 
 export declare class StatecraftError extends Error {
+  constructor(status: number, body: ErrorBody | null, message?: string, kind?: ErrorKind);
   /** The HTTP status, or 0 when the server could not be reached. */
   status: number;
-  /** The server's stable error code (`rejected`, `step_conflict`, `unknown_game`, ...), or `network`. */
-  kind: string;
-  body: Json | null;
+  /**
+   * The server's stable error code (`rejected`, `step_conflict`, `unknown_game`, ...), or the
+   * client's own. A server newer than this file may answer a kind the union lacks: keep a default.
+   */
+  kind: ErrorKind;
+  body: ErrorBody | null;
   errors: (BatchError | Diagnostic)[];
   diagnostics: Diagnostic[];
   /** For a rejected batch: the text to hand back to the model. */
   feedback: string;
 }
 
+export type Method = "GET" | "POST" | "DELETE";
+
 export declare class Statecraft {
   constructor(baseUrl?: string, options?: ClientOptions);
   baseUrl: string;
-  request(method: string, path: string, body?: Json, options?: RequestOptions): Promise<any>;
+  token: string | undefined;
+  /** Sends one request; `T` is what the caller says the answer is (JSON by default). */
+  request<T = Json>(method: Method, path: string, body?: Json, options?: RequestOptions): Promise<T>;
   health(): Promise<{ ok: true }>;
   createGame(
     game: { state: Json; schema?: Json; scripts?: Record<string, string>; id?: string; seed?: number },
@@ -161,7 +222,8 @@ export declare class Statecraft {
   listGames(page?: { after?: string | null; limit?: number }): Promise<{ games: GameListing[]; next: string | null }>;
   allGames(options?: { limit?: number }): AsyncGenerator<GameListing, void, unknown>;
   getGame(id: string): Promise<Position>;
-  stateAt(id: string, at: { at?: string; step?: number }): Promise<StepState>;
+  /** By label (`{at}`) or by id (`{step}`), one of the two. */
+  stateAt(id: string, at: { at: string; step?: undefined } | { step: number; at?: undefined }): Promise<StepState>;
   log(id: string): Promise<Log>;
   deleteGame(id: string, options?: RequestOptions): Promise<{ id: string; deleted: true }>;
   apply(id: string, request: ApplyRequest, options?: RequestOptions): Promise<Applied>;

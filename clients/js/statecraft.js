@@ -4,16 +4,21 @@
 // `StatecraftError` with the server's `kind` and `message`, and for a rejected batch (422) its
 // `errors`, `diagnostics` and the `feedback` text to hand back to the model. Options are camelCase
 // here and snake_case on the wire (`dryRun` → `dry_run`). This module holds no state of its own
-// besides the server's address and token.
+// besides the server's address, the token and the options it was made with; `statecraft serve`
+// also serves this very file at `/statecraft.js`, where the inspector page imports it.
 
-/** An error answer from the server, or a failure to reach it (`status` 0, `kind` "network"). */
+/**
+ * An error answer from the server, or no answer it could read: `kind` "network" (status 0) when the
+ * server could not be reached, "not_json" when the answer is not JSON, "unknown" when an error
+ * answer has no `error.kind` (a proxy's, say).
+ */
 export class StatecraftError extends Error {
-  constructor(status, body, message) {
+  constructor(status, body, message, kind) {
     const error = (body && body.error) || {};
     super(message || error.message || `the server answered ${status}`);
     this.name = "StatecraftError";
     this.status = status;
-    this.kind = error.kind || (status === 0 ? "network" : "unknown");
+    this.kind = kind || error.kind || (status === 0 ? "network" : "unknown");
     this.body = body || null;
     this.errors = (body && body.errors) || [];
     this.diagnostics = (body && body.diagnostics) || [];
@@ -34,46 +39,78 @@ const APPLY_FIELDS = {
 };
 
 export class Statecraft {
+  /** The `onUnauthorized` call in progress, which every refused request waits for. */
+  #asking = null;
+
   /**
    * @param {string} [baseUrl] where the server listens, `http://127.0.0.1:8765` by default
-   * @param {{token?: string, fetch?: typeof fetch, timeoutMs?: number}} [options]
+   * @param {{token?: string, fetch?: typeof fetch, timeoutMs?: number, init?: RequestInit,
+   *          onUnauthorized?: (error: StatecraftError, sent: {token?: string}) => unknown}} [options]
    */
   constructor(baseUrl = "http://127.0.0.1:8765", options = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.token = options.token;
     this.fetch = options.fetch || globalThis.fetch.bind(globalThis);
     this.timeoutMs = options.timeoutMs;
+    // Passed to every `fetch` under the client's own members (`{credentials: "omit", cache:
+    // "no-store"}` in a browser page); method, headers, body and signal are the client's.
+    this.init = options.init || {};
+    this.onUnauthorized = options.onUnauthorized;
   }
 
-  /** Sends one request and returns the parsed JSON answer, or throws a StatecraftError. */
+  /** Sends one request and returns the parsed JSON answer, or throws a StatecraftError. A 401 is
+   * handed to `onUnauthorized`, and the request sent again with the token it gives back. */
   async request(method, path, body, { idempotencyKey, signal } = {}) {
-    const headers = { accept: "application/json" };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    if (this.token) headers.authorization = `Bearer ${this.token}`;
-    if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    for (;;) {
+      const token = this.token;
+      try {
+        return await this.#send(method, path, text, token, idempotencyKey, signal);
+      } catch (error) {
+        if (!(error instanceof StatecraftError) || error.status !== 401) throw error;
+        // The server did nothing with a refused request, so sending it again is safe. A token
+        // replaced while it was in flight (another request asked for it) is simply tried, and
+        // requests refused while the hook runs wait for its answer instead of calling it again.
+        if (this.token === token) {
+          if (!this.onUnauthorized) throw error;
+          this.#asking ??= Promise.resolve()
+            .then(() => this.onUnauthorized(error, { token }))
+            .finally(() => {
+              this.#asking = null;
+            });
+          const given = await this.#asking;
+          if (typeof given !== "string" || given === "") throw error;
+          this.token = given;
+        }
+      }
+    }
+  }
+
+  async #send(method, path, text, token, idempotencyKey, signal) {
+    // Each attempt gets the whole timeout: the time spent asking for a token is not the server's.
     if (!signal && this.timeoutMs && typeof AbortSignal !== "undefined" && AbortSignal.timeout) {
       signal = AbortSignal.timeout(this.timeoutMs);
     }
+    const headers = { accept: "application/json" };
+    if (text !== undefined) headers["content-type"] = "application/json";
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
     let response;
     try {
-      response = await this.fetch(this.baseUrl + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-      });
+      response = await this.fetch(this.baseUrl + path, { ...this.init, method, headers, body: text, signal });
     } catch (cause) {
       const error = new StatecraftError(0, null, `cannot reach ${this.baseUrl}: ${cause.message}`);
       error.cause = cause;
       throw error;
     }
-    const text = await response.text();
+    const answer = await response.text();
     let parsed = null;
-    if (text) {
+    if (answer) {
       try {
-        parsed = JSON.parse(text);
+        parsed = JSON.parse(answer);
       } catch {
-        throw new StatecraftError(response.status, null, `the server answered ${response.status} with text that is not JSON`);
+        const message = `the server answered ${response.status} with text that is not JSON: ${answer.slice(0, 200)}`;
+        throw new StatecraftError(response.status, null, message, "not_json");
       }
     }
     if (!response.ok) throw new StatecraftError(response.status, parsed);

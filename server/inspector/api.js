@@ -1,79 +1,44 @@
-// The page's one way to the server: the HTTP API of docs/http.md on this page's own origin, with the bearer
-// token when the server asks for one. The token is asked once (on the first 401), kept in this tab's
-// sessionStorage, and asked again only if the server refuses it.
+// The page's one way to the server: the JavaScript client of clients/js (served beside the page at
+// `/statecraft.js`) on this page's own origin, with the bearer token when the server asks for one.
+// The token is asked once (on the first 401, however many requests it refused), kept in this tab's
+// sessionStorage, and asked again only if the server refuses it. The rest are the page's DOM and
+// JSON Pointer helpers.
+
+import { Statecraft, StatecraftError } from "./statecraft.js";
+
+export { StatecraftError };
 
 const TOKEN_KEY = "statecraft.token";
 
-/** An answer that is not 2xx: its status and the API's error body. */
-export class ApiError extends Error {
-  constructor(status, body) {
-    super(body?.error?.message ?? `the server answered ${status}`);
-    this.status = status;
-    this.kind = body?.error?.kind ?? "unknown";
-    this.body = body ?? {};
-  }
-}
-
-let asking = null;
-
-/** Shows the token form and resolves with what was typed (one form for all waiting requests). */
+/** Shows the token form and resolves with what was typed. */
 function askToken(refused) {
-  if (!asking) {
-    asking = new Promise((resolve) => {
-      const dialog = document.getElementById("token-dialog");
-      const form = dialog.querySelector("form");
-      const input = dialog.querySelector("input");
-      dialog.querySelector(".refused").hidden = !refused;
-      input.value = "";
-      dialog.hidden = false;
-      input.focus();
-      form.onsubmit = (event) => {
-        event.preventDefault();
-        dialog.hidden = true;
-        asking = null;
-        resolve(input.value.trim());
-      };
-    });
-  }
-  return asking;
+  return new Promise((resolve) => {
+    const dialog = document.getElementById("token-dialog");
+    const form = dialog.querySelector("form");
+    const input = dialog.querySelector("input");
+    dialog.querySelector(".refused").hidden = !refused;
+    input.value = "";
+    dialog.hidden = false;
+    input.focus();
+    form.onsubmit = (event) => {
+      event.preventDefault();
+      dialog.hidden = true;
+      resolve(input.value.trim());
+    };
+  });
 }
 
-/** Calls `METHOD /v1/...` and returns the parsed answer, or throws an ApiError. */
-export async function call(method, path, body) {
-  let refused = false;
-  for (;;) {
-    const headers = { accept: "application/json" };
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    if (token) headers.authorization = `Bearer ${token}`;
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const response = await fetch(path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "omit",
-      cache: "no-store",
-    });
-    const text = await response.text();
-    let parsed = null;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      parsed = { error: { kind: "not_json", message: text.slice(0, 200) } };
-    }
-    if (response.status === 401) {
-      refused = token !== null;
-      sessionStorage.setItem(TOKEN_KEY, await askToken(refused));
-      continue;
-    }
-    if (!response.ok) throw new ApiError(response.status, parsed);
-    return parsed;
-  }
-}
-
-/** The path of a game's endpoint. */
-export function gamePath(id, rest = "") {
-  return `/v1/games/${encodeURIComponent(id)}${rest}`;
-}
+/** The client the page calls the API with: no cookies, no cached answers. */
+export const client = new Statecraft(location.origin, {
+  token: sessionStorage.getItem(TOKEN_KEY) ?? undefined,
+  init: { credentials: "omit", cache: "no-store" },
+  onUnauthorized: async (_error, sent) => {
+    let token = "";
+    while (!token) token = await askToken(sent.token !== undefined);
+    sessionStorage.setItem(TOKEN_KEY, token);
+    return token;
+  },
+});
 
 /** Creates an element: `el("li", {class: "x", onclick}, child, "text")`. */
 export function el(tag, attributes = {}, ...children) {

@@ -1,7 +1,7 @@
 // The inspector page: the games, and for the open game its timeline, state, step diff, a reply tried
-// as a dry run, and a value over time. Everything it shows comes from the HTTP API (`api.js`).
+// as a dry run, and a value over time. Everything it shows comes from the HTTP API, through the JavaScript client (`api.js`).
 
-import { call, gamePath, el, lookup, typeOf, ApiError } from "./api.js";
+import { client, el, lookup, typeOf, StatecraftError } from "./api.js";
 import { renderTree, schemaDescription } from "./tree.js";
 import { renderTimeline, treeOf, lineTo } from "./timeline.js";
 import { renderChanges } from "./diff.js";
@@ -24,7 +24,7 @@ async function attempt(action) {
   try {
     return await action();
   } catch (error) {
-    status(error instanceof ApiError ? `${error.kind}: ${error.message}` : String(error), true);
+    status(error instanceof StatecraftError ? `${error.kind}: ${error.message}` : String(error), true);
     return undefined;
   }
 }
@@ -39,8 +39,7 @@ function forget(id) {
 // Games: list (a page at a time), create, open, delete.
 
 async function listGames(more = false) {
-  const query = more && view.after ? `?after=${encodeURIComponent(view.after)}` : "";
-  const page = await call("GET", `/v1/games${query}`);
+  const page = await client.listGames({ after: more ? view.after : undefined });
   const list = $("game-list");
   if (!more) list.replaceChildren();
   for (const game of page.games) {
@@ -83,14 +82,14 @@ async function createGame(form) {
     return;
   }
   try {
-    const created = await call("POST", "/v1/games", body);
+    const created = await client.createGame(body);
     forget(created.id);
     if (body.schema !== undefined) sessionStorage.setItem(schemaKey(created.id), JSON.stringify(body.schema));
     await listGames();
     await openGame(created.id);
     status(`created ${created.id}`);
   } catch (error) {
-    $("create-error").textContent = error instanceof ApiError ? `${error.kind}: ${error.message}` : String(error);
+    $("create-error").textContent = error instanceof StatecraftError ? `${error.kind}: ${error.message}` : String(error);
   }
 }
 
@@ -110,7 +109,7 @@ async function openGame(id) {
 async function deleteGame() {
   const id = view.game;
   if (!confirm(`Delete the game ${id} and its whole history?`)) return;
-  await call("DELETE", gamePath(id));
+  await client.deleteGame(id);
   forget(id);
   view.game = null;
   $("game").hidden = true;
@@ -122,7 +121,7 @@ async function deleteGame() {
 
 /** Reloads the open game's timeline and shows the selected step (the current one by default). */
 async function refresh() {
-  const [position, log] = await Promise.all([call("GET", gamePath(view.game)), call("GET", gamePath(view.game, "/log"))]);
+  const [position, log] = await Promise.all([client.getGame(view.game), client.log(view.game)]);
   view.log = log;
   view.steps = treeOf(log);
   if (view.selected === null || !view.steps.has(view.selected)) view.selected = position.step;
@@ -137,7 +136,7 @@ function drawTimeline() {
 }
 
 async function stateAt(step) {
-  return call("GET", gamePath(view.game, `/state?step=${step}`));
+  return client.stateAt(view.game, { step });
 }
 
 async function pickStep(id) {
@@ -189,12 +188,13 @@ function showDiff(id, changes) {
   );
 }
 
-async function move(path, body) {
-  const moved = await call("POST", gamePath(view.game, path), body);
+/** Undo, redo or checkout (of the selected step). */
+async function move(how) {
+  const moved = how === "checkout" ? await client.checkout(view.game, view.selected) : await client[how](view.game);
   view.selected = moved.step;
   await refresh();
   await listGames();
-  status(moved.moved === false ? `${path.slice(1)}: nowhere to go` : `now at ${moved.label ? `“${moved.label}”` : `step ${moved.step}`}`);
+  status(moved.moved === false ? `${how}: nowhere to go` : `now at ${moved.label ? `“${moved.label}”` : `step ${moved.step}`}`);
 }
 
 // Try a reply.
@@ -212,7 +212,7 @@ function applyBody(dryRun) {
   const at = atField();
   if (label) body.label = label;
   if (at !== undefined) body.at = at;
-  if (dryRun) body.dry_run = true;
+  if (dryRun) body.dryRun = true;
   return body;
 }
 
@@ -222,14 +222,17 @@ async function tryReply() {
   $("try-outcome").replaceChildren(el("p", { class: "empty", text: "running…" }));
   let outcome;
   try {
-    const answer = await call("POST", gamePath(view.game, "/apply"), body);
+    const answer = await client.apply(view.game, body);
     // A dry run that would commit carries no feedback; the extract endpoint writes it for the same
     // reply read against the same state.
-    const base = body.at === undefined ? await call("GET", gamePath(view.game)) : await call("GET", gamePath(view.game, typeof body.at === "number" ? `/state?step=${body.at}` : `/state?at=${encodeURIComponent(body.at)}`));
-    const extracted = await call("POST", "/v1/extract", { input: text, state: base.state });
+    const base =
+      body.at === undefined
+        ? await client.getGame(view.game)
+        : await client.stateAt(view.game, typeof body.at === "number" ? { step: body.at } : { at: body.at });
+    const extracted = await client.extract(text, { state: base.state });
     outcome = { ok: true, body: { ...answer, feedback: extracted.feedback } };
   } catch (error) {
-    if (!(error instanceof ApiError) || error.status !== 422) throw error;
+    if (!(error instanceof StatecraftError) || error.status !== 422) throw error;
     outcome = { ok: false, body: error.body };
   }
   renderOutcome($("try-outcome"), text, outcome, { onApply: () => attempt(applyReply) });
@@ -239,7 +242,7 @@ async function tryReply() {
 async function applyReply() {
   const text = $("reply").value;
   try {
-    const answer = await call("POST", gamePath(view.game, "/apply"), applyBody(false));
+    const answer = await client.apply(view.game, applyBody(false));
     if (answer.committed) {
       status(`committed step ${answer.step}${answer.label ? ` “${answer.label}”` : ""}: ${answer.changes.length} change${answer.changes.length === 1 ? "" : "s"}`);
     }
@@ -248,7 +251,7 @@ async function applyReply() {
     await refresh();
     await listGames();
   } catch (error) {
-    if (!(error instanceof ApiError) || error.status !== 422) throw error;
+    if (!(error instanceof StatecraftError) || error.status !== 422) throw error;
     renderOutcome($("try-outcome"), text, { ok: false, body: error.body }, { onApply: () => attempt(applyReply) });
     status("rejected: nothing changed", true);
   }
@@ -258,7 +261,7 @@ async function applyReply() {
 
 async function plot(pointer) {
   $("plot-path").value = pointer;
-  const log = await call("GET", gamePath(view.game, "/log"));
+  const log = await client.log(view.game);
   const steps = treeOf(log);
   const line = lineTo(steps, log.current);
   const points = new Array(line.length);
@@ -284,9 +287,9 @@ function wire() {
   });
   $("more-games").addEventListener("click", () => attempt(() => listGames(true)));
   $("delete-game").addEventListener("click", () => attempt(deleteGame));
-  $("undo").addEventListener("click", () => attempt(() => move("/undo")));
-  $("redo").addEventListener("click", () => attempt(() => move("/redo")));
-  $("checkout").addEventListener("click", () => attempt(() => move("/checkout", { to: view.selected })));
+  $("undo").addEventListener("click", () => attempt(() => move("undo")));
+  $("redo").addEventListener("click", () => attempt(() => move("redo")));
+  $("checkout").addEventListener("click", () => attempt(() => move("checkout")));
   $("copy-pointer").addEventListener("click", () => {
     const input = $("pointer");
     input.select();

@@ -1,7 +1,8 @@
 //! The inspector page (`docs/inspector.md`): its files, embedded in the binary, served at `/`.
 //!
-//! The page is plain HTML, CSS and JavaScript modules (no build step) that talk to the API of docs/http.md
-//! on their own origin. Its files hold no game data, so the guard serves them without the token (the
+//! The page is plain HTML, CSS and JavaScript modules (no build step) that talk to the HTTP API on
+//! their own origin through the JavaScript client, `clients/js/statecraft.js`, embedded here from that
+//! one file and served beside the page at `/statecraft.js` (any page of the origin may import it). Its files hold no game data, so the guard serves them without the token (the
 //! page must load to ask for it) but with the `Host` and `Origin` checks; [`is_page`] is what it asks.
 //! Every file goes out with a Content-Security-Policy that lets the page load only its own files and
 //! talk only to its own origin, and that no other site may frame it.
@@ -23,6 +24,11 @@ const FILES: &[(&str, &str, &str)] = &[
         "/inspector.css",
         "text/css; charset=utf-8",
         include_str!("../inspector/inspector.css"),
+    ),
+    (
+        "/statecraft.js",
+        JS,
+        include_str!("../../clients/js/statecraft.js"),
     ),
     ("/api.js", JS, include_str!("../inspector/api.js")),
     ("/main.js", JS, include_str!("../inspector/main.js")),

@@ -285,6 +285,29 @@ test("a fresh tab asks for the token again and shows the reasons of steps it did
   await tab.context().close();
 });
 
+test("a refused token is asked for again, through the JavaScript client the page imports", async () => {
+  const context = await browser.newContext();
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => pageErrors.push(error));
+  const loaded = [];
+  tab.on("request", (request) => loaded.push(new URL(request.url()).pathname));
+  await tab.goto(server.url);
+  await tab.locator("#token-dialog").waitFor({ state: "visible" });
+  assert.equal(await tab.isHidden("#token-dialog .refused"), true, "no token was refused yet");
+  await tab.fill("#token-dialog input", "not-the-token");
+  await tab.click("#token-dialog button");
+  await tab.locator("#token-dialog .refused").waitFor({ state: "visible" });
+  await shot(tab, "token-refused");
+  await tab.fill("#token-dialog input", TOKEN);
+  await tab.click("#token-dialog button");
+  await tab.locator("body[data-ready=true]").waitFor();
+  assert.equal(await tab.isHidden("#token-dialog"), true);
+  assert.ok(await tab.locator("#game-list li[data-id=quest]").count(), "the games are listed");
+  assert.equal(await tab.evaluate(() => sessionStorage.getItem("statecraft.token")), TOKEN);
+  assert.ok(loaded.includes("/statecraft.js"), `the page loads the client: ${loaded.join(" ")}`);
+  await context.close();
+});
+
 test("no script error happened on any page", () => {
   assert.deepEqual(pageErrors.map(String), []);
 });

@@ -1,0 +1,180 @@
+// The client over an injected `fetch` (no server): what each call sends, how each kind of answer
+// becomes a value or a StatecraftError, and the 401 hook that asks for a token and sends again.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Statecraft, StatecraftError } from "../statecraft.js";
+
+/** A `fetch` that records each call and answers from `answers` in turn (a Response, or a function
+ * of the call that returns one or throws). */
+function recorder(...answers) {
+  const calls = [];
+  const fetch = async (url, init) => {
+    const call = { url, ...init };
+    calls.push(call);
+    if (answers.length === 0) throw new Error(`unexpected call ${init.method} ${url}`);
+    const answer = answers.shift();
+    return typeof answer === "function" ? answer(call) : answer;
+  };
+  return { fetch, calls };
+}
+
+const json = (status, body) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+const refused = () => json(401, { error: { kind: "unauthorized", message: "a bearer token is needed" } });
+
+test("a call sends its method, path, JSON body, token, idempotency key and init", async () => {
+  const { fetch, calls } = recorder(json(200, { committed: true }));
+  const client = new Statecraft("http://game.test:1/", {
+    token: "t0ken",
+    fetch,
+    init: { credentials: "omit", cache: "no-store", method: "PUT" },
+  });
+  const answer = await client.apply("a b", { input: "x", dryRun: true, expectStep: 3 }, { idempotencyKey: "k1" });
+  assert.deepEqual(answer, { committed: true });
+  const [call] = calls;
+  assert.equal(call.url, "http://game.test:1/v1/games/a%20b/apply");
+  assert.equal(call.method, "POST", "the client's method wins over init's");
+  assert.equal(call.credentials, "omit");
+  assert.equal(call.cache, "no-store");
+  assert.deepEqual(JSON.parse(call.body), { input: "x", dry_run: true, expect_step: 3 });
+  assert.deepEqual(call.headers, {
+    accept: "application/json",
+    "content-type": "application/json",
+    authorization: "Bearer t0ken",
+    "idempotency-key": "k1",
+  });
+});
+
+test("a GET sends no body and no content type, and query members are encoded", async () => {
+  const { fetch, calls } = recorder(json(200, { games: [], next: null }), json(200, { state: {} }));
+  const client = new Statecraft(undefined, { fetch });
+  await client.listGames({ after: "a&b", limit: 2 });
+  await client.stateAt("g", { at: "m 1" });
+  assert.equal(calls[0].url, "http://127.0.0.1:8765/v1/games?after=a%26b&limit=2");
+  assert.equal(calls[0].body, undefined);
+  assert.deepEqual(calls[0].headers, { accept: "application/json" });
+  assert.equal(calls[1].url, "http://127.0.0.1:8765/v1/games/g/state?at=m+1");
+});
+
+test("each attempt gets a timeout signal unless the call passes its own", async () => {
+  const { fetch, calls } = recorder(json(200, { ok: true }), json(200, { ok: true }));
+  const client = new Statecraft("http://game.test", { fetch, timeoutMs: 1000 });
+  await client.health();
+  assert.ok(calls[0].signal instanceof AbortSignal);
+  const own = new AbortController().signal;
+  await client.request("GET", "/v1/health", undefined, { signal: own });
+  assert.equal(calls[1].signal, own);
+});
+
+test("an error answer becomes a StatecraftError with the body's kind and details", async () => {
+  const body = {
+    error: { kind: "rejected", message: "the batch was refused" },
+    errors: [{ kind: "schema_violation", message: "too big", path: "/hp" }],
+    diagnostics: [],
+    feedback: "Your update was not applied",
+  };
+  const { fetch } = recorder(json(422, body));
+  const error = await new Statecraft("http://game.test", { fetch }).apply("g", { batch: [] }).catch((e) => e);
+  assert.ok(error instanceof StatecraftError);
+  assert.equal(error.status, 422);
+  assert.equal(error.kind, "rejected");
+  assert.equal(error.message, "the batch was refused");
+  assert.deepEqual(error.body, body);
+  assert.equal(error.errors[0].path, "/hp");
+  assert.equal(error.feedback, "Your update was not applied");
+});
+
+test("no answer, an answer that is not JSON and an error without a kind have the client's kinds", async () => {
+  const down = new TypeError("fetch failed");
+  const { fetch } = recorder(
+    () => {
+      throw down;
+    },
+    new Response("<html>bad gateway</html>", { status: 502 }),
+    new Response("not json", { status: 200 }),
+    json(500, { message: "a proxy's error" }),
+  );
+  const client = new Statecraft("http://game.test", { fetch });
+  const network = await client.health().catch((e) => e);
+  assert.equal(network.kind, "network");
+  assert.equal(network.status, 0);
+  assert.equal(network.cause, down);
+  assert.match(network.message, /cannot reach http:\/\/game.test: fetch failed/);
+  const gateway = await client.health().catch((e) => e);
+  assert.deepEqual([gateway.kind, gateway.status], ["not_json", 502]);
+  assert.match(gateway.message, /502 with text that is not JSON: <html>bad gateway/);
+  const ok = await client.health().catch((e) => e);
+  assert.deepEqual([ok.kind, ok.status], ["not_json", 200], "a 2xx that is not JSON is an error too");
+  const bare = await client.health().catch((e) => e);
+  assert.deepEqual([bare.kind, bare.status, bare.message], ["unknown", 500, "the server answered 500"]);
+});
+
+test("without onUnauthorized a 401 is thrown", async () => {
+  const { fetch, calls } = recorder(refused());
+  await assert.rejects(new Statecraft("http://game.test", { fetch }).health(), { status: 401, kind: "unauthorized" });
+  assert.equal(calls.length, 1);
+});
+
+test("onUnauthorized gives a token and the request is sent again with it", async () => {
+  const asked = [];
+  const { fetch, calls } = recorder(refused(), refused(), json(201, { id: "g", step: 0 }));
+  const client = new Statecraft("http://game.test", {
+    fetch,
+    onUnauthorized: (error, sent) => {
+      asked.push([error.kind, sent.token]);
+      return asked.length === 1 ? "wrong" : "right";
+    },
+  });
+  assert.deepEqual(await client.createGame({ state: {} }, { idempotencyKey: "k" }), { id: "g", step: 0 });
+  assert.deepEqual(asked, [["unauthorized", undefined], ["unauthorized", "wrong"]], "the refused token is passed");
+  assert.deepEqual(calls.map((call) => call.headers.authorization), [undefined, "Bearer wrong", "Bearer right"]);
+  assert.deepEqual(new Set(calls.map((call) => call.body)).size, 1, "the same body every time");
+  assert.deepEqual(new Set(calls.map((call) => call.headers["idempotency-key"])), new Set(["k"]));
+  assert.equal(client.token, "right", "the token given is kept");
+});
+
+test("onUnauthorized answering nothing lets the 401 through, and its own failure too", async () => {
+  const { fetch } = recorder(refused(), refused());
+  let client = new Statecraft("http://game.test", { fetch, onUnauthorized: async () => undefined });
+  await assert.rejects(client.health(), { status: 401, kind: "unauthorized" });
+  const cancelled = new Error("the user closed the dialog");
+  client = new Statecraft("http://game.test", {
+    fetch,
+    onUnauthorized: () => {
+      throw cancelled;
+    },
+  });
+  await assert.rejects(client.health(), cancelled);
+});
+
+test("requests refused together ask once, and all go again with the one token", async () => {
+  let asked = 0;
+  let give;
+  const given = new Promise((resolve) => {
+    give = resolve;
+  });
+  const answer = (call) => (call.headers.authorization === "Bearer t" ? json(200, { ok: true }) : refused());
+  const { fetch, calls } = recorder(...Array(6).fill(answer));
+  const client = new Statecraft("http://game.test", {
+    fetch,
+    onUnauthorized: () => {
+      asked += 1;
+      return given;
+    },
+  });
+  const all = Promise.all([client.health(), client.health()]);
+  // Both are refused before the token is typed; a third is sent meanwhile, refused, and waits too.
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const late = client.health();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  give("t");
+  assert.deepEqual(await all, [{ ok: true }, { ok: true }]);
+  assert.deepEqual(await late, { ok: true });
+  assert.equal(asked, 1);
+  assert.deepEqual(
+    calls.map((call) => call.headers.authorization),
+    [undefined, undefined, undefined, "Bearer t", "Bearer t", "Bearer t"],
+    "three refused, then the same three with the token",
+  );
+});

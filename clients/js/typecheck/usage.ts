@@ -1,0 +1,134 @@
+// A typed user of the client: every method called with its options, every answer read, and errors
+// narrowed on their kind. `tsc --noEmit` over this file (cli/tests/js_types.rs) checks that
+// ../statecraft.d.ts describes what the client and docs/http.md say; each `@ts-expect-error` line is
+// a mistake the types must refuse, and fails the check if they stop refusing it.
+
+import { Statecraft, StatecraftError } from "../statecraft.js";
+import type { Applied, ErrorKind, Json, Policies, StepState } from "../statecraft.js";
+
+/** Every kind, handled once: a kind added to the union without a case here is a type error. */
+export function explain(error: StatecraftError): string {
+  const kind: ErrorKind = error.kind;
+  switch (kind) {
+    case "rejected":
+      return `refused: ${error.feedback} (${error.errors.length} errors, ${error.diagnostics.length} diagnostics)`;
+    case "step_conflict":
+    case "game_exists":
+    case "idempotency_key_reused":
+    case "contention":
+      return `conflict ${error.status}: ${error.message}`;
+    case "unknown_game":
+    case "unknown_label":
+    case "unknown_step":
+    case "not_found":
+      return `missing: ${error.message}`;
+    case "bad_request":
+    case "invalid_game":
+    case "method_not_allowed":
+    case "body_too_large":
+      return `a bad request: ${error.message}`;
+    case "unauthorized":
+    case "origin_not_allowed":
+    case "host_not_allowed":
+      return `refused access: ${error.message}`;
+    case "timeout":
+    case "storage_failed":
+    case "shutting_down":
+    case "game_limit":
+    case "game_damaged":
+      return `the server cannot: ${error.message}`;
+    case "network":
+    case "not_json":
+    case "unknown":
+      return `no answer to read (${error.status}): ${error.message}`;
+    default: {
+      const unhandled: never = kind;
+      return unhandled;
+    }
+  }
+}
+
+export async function everyCall(): Promise<void> {
+  const client = new Statecraft("http://127.0.0.1:8765", {
+    token: "t0ken",
+    fetch: (input, init) => fetch(input, init),
+    timeoutMs: 5000,
+    init: { credentials: "omit", cache: "no-store" },
+    onUnauthorized: async (error, sent) => (sent.token === undefined ? `asked after ${error.status}` : null),
+  });
+  new Statecraft();
+  // @ts-expect-error the client sets the method itself
+  new Statecraft("http://127.0.0.1:8765", { init: { method: "PUT" } });
+
+  const health: { ok: true } = await client.health();
+  const made = await client.createGame(
+    { state: { hp: 10 }, schema: { type: "object" }, scripts: { "a.lua": "" }, id: "g", seed: 7 },
+    { idempotencyKey: "k1", signal: AbortSignal.timeout(1000) },
+  );
+  const id: string = made.id;
+  const step0: number = made.step;
+  const page = await client.listGames({ after: null, limit: 10 });
+  const next: string | null = page.next;
+  for (const game of page.games) game.label?.toUpperCase();
+  for await (const game of client.allGames({ limit: 5 })) game.id.toUpperCase();
+  const position = await client.getGame(id);
+  const state: Json = position.state;
+  const byLabel: StepState = await client.stateAt(id, { at: "m1" });
+  const byId = await client.stateAt(id, { step: 0 });
+  byId.changes.map((change) => [change.path, change.old, change.new, change.reason, change.op]);
+  // @ts-expect-error a step is named by label or by id, not neither
+  await client.stateAt(id, {});
+  const log = await client.log(id);
+  log.steps.filter((step) => step.applied && step.current && step.children.length > 0);
+  const deleted: true = (await client.deleteGame(id, { idempotencyKey: "k2" })).deleted;
+
+  const policies: Policies = { old_mismatch: "warn", missing_parent: "reject", missing_target: "skip", unknown_callback: "skip", schema_violation: "repair" };
+  const applied: Applied = await client.apply(
+    id,
+    { input: "_.set('hp', 5);", label: "m1", at: 0, dryRun: true, expectStep: 0, macros: { user: "Alex" }, policies, bestEffort: false },
+    { idempotencyKey: "k3" },
+  );
+  await client.apply(id, { batch: [{ op: "assign", path: ["hp"], value: 5, reason: "hit" }] });
+  applied.changes.length + applied.events.length + applied.warnings.length + applied.trimmed.length + applied.diagnostics.length;
+  // @ts-expect-error a misspelt policy name
+  await client.apply(id, { input: "", policies: { old_mismatches: "warn" } });
+  // @ts-expect-error a policy value that does not exist
+  await client.apply(id, { input: "", policies: { missing_target: "create" } });
+  // @ts-expect-error options are camelCase here
+  await client.apply(id, { input: "", dry_run: true });
+
+  const moved: boolean = (await client.checkout(id, "m1", { idempotencyKey: "k4" })).moved;
+  (await client.checkout(id, 0)).state;
+  (await client.undo(id)).label;
+  (await client.redo(id, { idempotencyKey: "k5" })).step;
+  const extracted = await client.extract("_.set('hp', 1);", { state, macros: { user: "Alex" } });
+  extracted.batch.map((instruction) => instruction.op);
+  const feedback: string = extracted.feedback;
+  const converted = await client.convert("_.set('a', 1);", "mvu", "jsonpatch");
+  // @ts-expect-error no such format
+  await client.convert("", "mvu", "yaml");
+  const prompt: string = (await client.prompt(state, { schema: {}, lang: "zh" })).text;
+  const grammar = await client.schema({ gbnf: true });
+  const partial: boolean = grammar.partial;
+
+  // `request` answers JSON, or what the caller says it is; never `any`.
+  const raw = await client.request("GET", "/v1/health");
+  // @ts-expect-error JSON must be narrowed before a member is read
+  raw.ok;
+  const typed = await client.request<{ ok: true }>("GET", "/v1/health");
+  typed.ok;
+  // @ts-expect-error the API takes no PUT
+  await client.request("PUT", "/v1/health");
+
+  try {
+    await client.getGame("missing");
+  } catch (error) {
+    if (!(error instanceof StatecraftError)) throw error;
+    // @ts-expect-error a misspelt kind cannot match
+    if (error.kind === "unknown_gam") return;
+    if (error.kind === "rejected") error.body?.feedback?.trim();
+    if (error.body !== null) error.body.error.message.trim();
+    explain(error);
+  }
+  void [health, step0, next, byLabel, deleted, moved, feedback, converted.output, prompt, partial];
+}
