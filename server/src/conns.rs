@@ -110,8 +110,9 @@ enum Waiting {
 enum Phase {
     /// Waiting for the client since `since`.
     Waiting { what: Waiting, since: Instant },
-    /// A request is being answered.
-    Busy,
+    /// Requests are being answered: as many as this (more than one only for the moment hyper takes
+    /// a pipelined request before it drops the body of the one before).
+    Busy(usize),
 }
 
 /// The phase of one connection, shared by its socket (bytes arriving), its service (requests
@@ -135,8 +136,28 @@ impl Activity {
         }
     }
 
-    fn set(&self, phase: Phase) {
-        *self.phase.lock().expect("phase lock") = phase;
+    /// A request starts.
+    fn start(&self) {
+        let mut phase = self.phase.lock().expect("phase lock");
+        *phase = match *phase {
+            Phase::Busy(requests) => Phase::Busy(requests + 1),
+            Phase::Waiting { .. } => Phase::Busy(1),
+        };
+        drop(phase);
+        self.changed.notify_one();
+    }
+
+    /// A request ends; with none left, the idle clock starts.
+    fn end(&self) {
+        let mut phase = self.phase.lock().expect("phase lock");
+        *phase = match *phase {
+            Phase::Busy(requests) if requests > 1 => Phase::Busy(requests - 1),
+            _ => Phase::Waiting {
+                what: Waiting::Idle,
+                since: Instant::now(),
+            },
+        };
+        drop(phase);
         self.changed.notify_one();
     }
 
@@ -170,7 +191,7 @@ impl Activity {
     async fn expired(&self) -> &'static str {
         loop {
             let deadline = match self.phase() {
-                Phase::Busy => None,
+                Phase::Busy(_) => None,
                 Phase::Waiting { what, since } => Some(match what {
                     Waiting::Headers => (
                         since + self.bounds.header_timeout,
@@ -200,17 +221,14 @@ struct BusyGuard(Arc<Activity>);
 
 impl BusyGuard {
     fn start(activity: &Arc<Activity>) -> BusyGuard {
-        activity.set(Phase::Busy);
+        activity.start();
         BusyGuard(Arc::clone(activity))
     }
 }
 
 impl Drop for BusyGuard {
     fn drop(&mut self) {
-        self.0.set(Phase::Waiting {
-            what: Waiting::Idle,
-            since: Instant::now(),
-        });
+        self.0.end();
     }
 }
 
@@ -505,5 +523,45 @@ mod tests {
         assert_eq!(connection_room(Some(64)), 32);
         assert_eq!(connection_room(Some(0)), 0);
         assert_eq!(connection_room(None), usize::MAX);
+    }
+
+    fn waiting(activity: &Activity) -> Option<(Waiting, Instant)> {
+        match activity.phase() {
+            Phase::Waiting { what, since } => Some((what, since)),
+            Phase::Busy(_) => None,
+        }
+    }
+
+    #[test]
+    fn bytes_trickling_in_never_restart_the_header_clock() {
+        let activity = Arc::new(Activity::new(ConnectionBounds::default()));
+        let (what, accepted) = waiting(&activity).expect("waiting");
+        assert_eq!(what, Waiting::Headers, "a new connection owes its headers");
+        std::thread::sleep(Duration::from_millis(5));
+        activity.arrived();
+        assert_eq!(waiting(&activity), Some((Waiting::Headers, accepted)));
+        // A pipelined request starts before the one before it is dropped: still busy after one end.
+        let first = BusyGuard::start(&activity);
+        let second = BusyGuard::start(&activity);
+        drop(first);
+        assert_eq!(waiting(&activity), None, "busy: no clock");
+        drop(second);
+        let (what, idle_since) = waiting(&activity).expect("idle");
+        assert_eq!(what, Waiting::Idle);
+        std::thread::sleep(Duration::from_millis(5));
+        activity.arrived();
+        let (what, since) = waiting(&activity).expect("headers");
+        assert_eq!(what, Waiting::Headers);
+        assert!(
+            since > idle_since,
+            "the header clock starts at the first byte"
+        );
+    }
+
+    #[test]
+    fn a_body_timeout_is_found_behind_other_errors() {
+        let wrapped = axum::Error::new(BodyTimedOut(Duration::from_secs(1)));
+        assert!(is_body_timeout(&wrapped));
+        assert!(!is_body_timeout(&io::Error::other("reset")));
     }
 }
