@@ -377,3 +377,46 @@ fn sigterm_stops_within_the_grace_time_while_a_batch_answered_503_runs_on() {
     let lost: Vec<_> = acknowledged.difference(&committed).collect();
     assert!(lost.is_empty(), "acknowledged but lost: {lost:?}");
 }
+
+#[test]
+fn sigterm_abandons_a_request_still_running_after_the_grace_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite(dir.path());
+    let server = Server::start(&["--db", &db, "--shutdown-grace", "1"]);
+    // About ten seconds of work (see the test above), well within the default request time of 30 s.
+    let scripts = json!({"spin.lua": "on('spin', function(ctx) while true do local s = string.rep('x', 100000) end end)"});
+    let spinning = create(&server, &json!({"state": {"n": 0}, "scripts": scripts}));
+    let calls: Vec<_> = (0..10)
+        .map(|_| json!({"op": "callback", "path": ["spin"]}))
+        .collect();
+    let body = json!({"batch": calls, "best_effort": true}).to_string();
+    let address = server.address.clone();
+    let path = format!("/v1/games/{spinning}/apply");
+    let in_flight =
+        std::thread::spawn(move || http::raw(&address, "POST", &path, body.as_bytes(), &[]));
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let (code, stderr) = server.stop_within(Duration::from_secs(6));
+    let took = started.elapsed();
+    assert_eq!(
+        code,
+        Some(0),
+        "the server did not stop within 6 s: {stderr}"
+    );
+    assert!(
+        took < Duration::from_millis(2500),
+        "the stop took {took:?} with a grace time of 1 s"
+    );
+    assert!(
+        stderr.contains("--shutdown-grace"),
+        "the log says what was cut off: {stderr}"
+    );
+    let answer = in_flight.join().expect("the request thread");
+    assert!(
+        answer.is_err(),
+        "the request was abandoned unanswered, not answered: {answer:?}"
+    );
+    // Nothing of it was acknowledged, and the game is whole after a restart.
+    let server = Server::start(&["--db", &db]);
+    assert_eq!(http::state(&server, &spinning), json!({"n": 0}));
+}
