@@ -7,8 +7,10 @@
 //! `--header-timeout`), idle between requests (`--idle-timeout`), or busy with a request (no clock here:
 //! its body has `--body-timeout` from the end of the headers, and the request `--request-timeout`). A
 //! connection whose clock runs out is closed. At most `--max-connections` are open at once, fewer than
-//! the open-file limit allows so that the database always has files left; beyond that the accept loop
-//! waits, and the kernel holds new connections until one closes. HTTP/1.1 only, as before.
+//! the open-file limit allows so that the database always has files left. At the cap, a new
+//! connection closes the one that has waited longest for its client (idle, or owing its headers), so
+//! stalled clients cannot hold others out even for one clock; when every connection is busy, the new
+//! one waits, and the kernel queues the rest. HTTP/1.1 only, as before.
 //!
 //! At `SIGINT` or `SIGTERM` the loop stops accepting, closes every connection that is not busy (even
 //! one halfway through its headers: nothing of its request has started), lets busy ones finish their
@@ -19,7 +21,8 @@
 use std::future::Future;
 use std::io;
 use std::pin::{Pin, pin};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -122,6 +125,8 @@ struct Activity {
     phase: Mutex<Phase>,
     changed: Notify,
     bounds: ConnectionBounds,
+    /// Set when the connection is closed to make room for a new one.
+    evicted: AtomicBool,
 }
 
 impl Activity {
@@ -133,10 +138,33 @@ impl Activity {
             }),
             changed: Notify::new(),
             bounds,
+            evicted: AtomicBool::new(false),
         }
     }
 
-    /// A request starts.
+    /// Since when the connection has been waiting for its client, if it is.
+    fn waiting_since(&self) -> Option<Instant> {
+        match self.phase() {
+            Phase::Waiting { since, .. } => Some(since),
+            Phase::Busy(_) => None,
+        }
+    }
+
+    /// Closes a waiting connection to make room for a new one; false if it has started a request
+    /// meanwhile.
+    fn evict(&self) -> bool {
+        let phase = self.phase.lock().expect("phase lock");
+        if matches!(*phase, Phase::Busy(_)) {
+            return false;
+        }
+        self.evicted.store(true, Ordering::SeqCst);
+        drop(phase);
+        self.changed.notify_one();
+        true
+    }
+
+    /// A request starts. (An evicted connection may still take one in the moment before it is
+    /// dropped; dropping it drops the request unanswered, as a closed connection would.)
     fn start(&self) {
         let mut phase = self.phase.lock().expect("phase lock");
         *phase = match *phase {
@@ -190,6 +218,9 @@ impl Activity {
     /// Resolves when the clock of the current phase runs out, with what the client failed to do.
     async fn expired(&self) -> &'static str {
         loop {
+            if self.evicted.load(Ordering::SeqCst) {
+                return "waiting longest when a new connection needed room (--max-connections)";
+            }
             let deadline = match self.phase() {
                 Phase::Busy(_) => None,
                 Phase::Waiting { what, since } => Some(match what {
@@ -374,15 +405,10 @@ pub(crate) async fn serve(
     let permits = Arc::new(Semaphore::new(max_connections));
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
+    let mut open: Vec<Weak<Activity>> = Vec::new();
     let mut shutdown = pin!(shutdown);
     let mut out_of_files = false;
     loop {
-        // The permit is taken before the accept: past the cap, new connections wait in the kernel's
-        // queue rather than take a file each.
-        let permit = tokio::select! {
-            () = &mut shutdown => break,
-            permit = Arc::clone(&permits).acquire_owned() => permit.expect("the semaphore is never closed"),
-        };
         let stream = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -402,10 +428,23 @@ pub(crate) async fn serve(
                 }
             },
         };
+        // At the cap, the connection that has waited longest for its client makes room: stalled
+        // clients cannot hold the others out for a whole clock. With every connection busy, the new
+        // one waits for a permit (one file over the cap at most: the kernel's queue holds the rest).
+        if permits.available_permits() == 0 {
+            evict_longest_waiting(&mut open);
+        }
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = Arc::clone(&permits).acquire_owned() => permit.expect("the semaphore is never closed"),
+        };
         while connections.try_join_next().is_some() {}
+        let activity = Arc::new(Activity::new(bounds));
+        open.retain(|activity| activity.strong_count() > 0);
+        open.push(Arc::downgrade(&activity));
         let (router, stopping) = (router.clone(), stopping.clone());
         connections.spawn(async move {
-            connection(stream, router, bounds, stopping).await;
+            connection(stream, activity, router, stopping).await;
             drop(permit);
         });
     }
@@ -430,6 +469,24 @@ pub(crate) async fn serve(
     deadline
 }
 
+/// Closes the open connection that has waited longest for its client (idle, or owing its headers).
+fn evict_longest_waiting(open: &mut Vec<Weak<Activity>>) {
+    open.retain(|activity| activity.strong_count() > 0);
+    let mut candidates: Vec<(Instant, Arc<Activity>)> = open
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|activity| !activity.evicted.load(Ordering::SeqCst))
+        .filter_map(|activity| Some((activity.waiting_since()?, activity)))
+        .collect();
+    candidates.sort_by_key(|(since, _)| *since);
+    for (_, activity) in candidates {
+        if activity.evict() {
+            tracing::debug!("closing the connection waiting longest to make room for a new one");
+            return;
+        }
+    }
+}
+
 /// Errors of one connection that came and went before its accept: the next one may be fine.
 fn is_connection_error(error: &io::Error) -> bool {
     matches!(
@@ -443,11 +500,11 @@ fn is_connection_error(error: &io::Error) -> bool {
 /// Serves one connection until it ends, its clock runs out, or the server stops.
 async fn connection(
     stream: TcpStream,
+    activity: Arc<Activity>,
     router: Router,
-    bounds: ConnectionBounds,
     mut stopping: watch::Receiver<bool>,
 ) {
-    let activity = Arc::new(Activity::new(bounds));
+    let bounds = activity.bounds;
     let io = TokioIo::new(Watched {
         stream,
         activity: Arc::clone(&activity),
@@ -556,6 +613,37 @@ mod tests {
             since > idle_since,
             "the header clock starts at the first byte"
         );
+    }
+
+    #[test]
+    fn the_connection_waiting_longest_makes_room_and_a_busy_one_never_does() {
+        let bounds = ConnectionBounds::default();
+        let oldest = Arc::new(Activity::new(bounds));
+        std::thread::sleep(Duration::from_millis(5));
+        let busy_and_older = Arc::new(Activity::new(bounds));
+        let _request = BusyGuard::start(&busy_and_older);
+        std::thread::sleep(Duration::from_millis(5));
+        let newest = Arc::new(Activity::new(bounds));
+        let gone = Arc::new(Activity::new(bounds));
+        let mut open: Vec<Weak<Activity>> = [&busy_and_older, &newest, &oldest, &gone]
+            .iter()
+            .map(|activity| Arc::downgrade(activity))
+            .collect();
+        drop(gone);
+        evict_longest_waiting(&mut open);
+        assert_eq!(open.len(), 3, "closed connections leave the list");
+        assert!(oldest.evicted.load(Ordering::SeqCst));
+        assert!(!newest.evicted.load(Ordering::SeqCst));
+        assert!(
+            !busy_and_older.evict(),
+            "a request under way is never cut off"
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let why = runtime.block_on(oldest.expired());
+        assert!(why.contains("--max-connections"), "{why}");
     }
 
     #[test]
