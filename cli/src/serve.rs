@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use statecraft_server::{CacheBounds, Config, Database};
+use statecraft_server::{CacheBounds, Config, ConnectionBounds, Database};
 
 use crate::render::Output;
 
@@ -85,6 +85,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub(crate) max_active_memory: usize,
 
+    #[command(flatten)]
+    pub(crate) connections: ConnectionArgs,
+
     /// How to write logs (on stderr); without it, JSON lines under `--format json` and text otherwise.
     #[arg(long, value_enum)]
     pub(crate) log_format: Option<LogFormat>,
@@ -92,6 +95,33 @@ pub(crate) struct ServeArgs {
     /// The least severe log events written.
     #[arg(long, value_enum, default_value_t = LogLevel::Info)]
     pub(crate) log_level: LogLevel,
+}
+
+/// Bounds on connections and on the stop (see `statecraft_server::ConnectionBounds`).
+#[derive(Debug, Args)]
+pub(crate) struct ConnectionArgs {
+    /// The most connections open at once; more wait until one closes. Default: what the open-file
+    /// limit leaves room for, at most 1024.
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    pub(crate) max_connections: Option<usize>,
+
+    /// The longest a client may take to send a request's headers, in seconds, from its connection or
+    /// its first byte after an idle spell (then the connection is closed).
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
+    pub(crate) header_timeout: Duration,
+
+    /// The longest a request's body may take to arrive, in seconds, after its headers (then 408).
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = seconds)]
+    pub(crate) body_timeout: Duration,
+
+    /// The longest a connection may stay open between requests, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
+    pub(crate) idle_timeout: Duration,
+
+    /// After SIGTERM or SIGINT, the longest the requests in flight may take to finish, in seconds;
+    /// then the server stops without them (none of them was answered).
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
+    pub(crate) shutdown_grace: Duration,
 }
 
 /// Runs the server until it is told to stop.
@@ -108,6 +138,13 @@ pub(crate) fn run(args: &ServeArgs, out: &Output) -> Result<ExitCode> {
         cache: CacheBounds {
             max_active: args.max_active_games.max(1),
             max_memory: args.max_active_memory.saturating_mul(1 << 20),
+        },
+        connections: ConnectionBounds {
+            max_connections: args.connections.max_connections,
+            header_timeout: args.connections.header_timeout,
+            body_timeout: args.connections.body_timeout,
+            idle_timeout: args.connections.idle_timeout,
+            shutdown_grace: args.connections.shutdown_grace,
         },
         ..Config::new()
     };
@@ -167,4 +204,13 @@ fn seconds(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Reads a count of at least one.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("give at least 1".to_owned()),
+        Ok(count) => Ok(count),
+        Err(_) => Err(format!("`{text}` is not a whole number")),
+    }
 }

@@ -44,6 +44,8 @@ pub enum Kind {
     Contention,
     /// The body is larger than `--max-body`.
     BodyTooLarge,
+    /// The body did not arrive within `--body-timeout`.
+    BodyTimeout,
     /// The batch was rejected (or the reply held invalid instructions): nothing changed.
     Rejected,
     /// The server holds `--max-games` games already.
@@ -77,6 +79,7 @@ impl Kind {
             Kind::IdempotencyKeyReused => "idempotency_key_reused",
             Kind::Contention => "contention",
             Kind::BodyTooLarge => "body_too_large",
+            Kind::BodyTimeout => "body_timeout",
             Kind::Rejected => "rejected",
             Kind::GameLimit => "game_limit",
             Kind::Timeout => "timeout",
@@ -101,6 +104,7 @@ impl Kind {
             | Kind::IdempotencyKeyReused
             | Kind::Contention => StatusCode::CONFLICT,
             Kind::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Kind::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Kind::Rejected => StatusCode::UNPROCESSABLE_ENTITY,
             Kind::GameLimit => StatusCode::INSUFFICIENT_STORAGE,
             Kind::Timeout | Kind::Storage | Kind::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,

@@ -1,8 +1,8 @@
 //! The endpoints of docs/http.md and the router that holds them.
 //!
-//! Each handler reads its body with [`Body`] (JSON, strict, within `--max-body`, a 400 or 413 in the
-//! one error shape otherwise), hands game requests to [`Games`] and stateless ones to a blocking
-//! thread, and returns an [`Answer`] or an [`ApiError`]. Everything lives under `/v1`; [`app`] merges
+//! Each handler reads its body with [`Body`] (JSON, strict, within `--max-body` and `--body-timeout`;
+//! a 400, 413 or 408 in the one error shape otherwise), hands game requests to [`Games`] and stateless
+//! ones to a blocking thread, and returns an [`Answer`] or an [`ApiError`]. Everything lives under `/v1`; [`app`] merges
 //! the inspector page's files (`inspector.rs`, at `/`) beside the API, behind the same guard. This module must
 //! not run the engine itself: `game.rs` does for games, the translators and the prompt kit for the
 //! stateless endpoints.
@@ -137,6 +137,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
                     ApiError::new(
                         Kind::BodyTooLarge,
                         "the body is larger than this server takes (--max-body)",
+                    )
+                } else if crate::conns::is_body_timeout(&rejection) {
+                    ApiError::new(
+                        Kind::BodyTimeout,
+                        "the body did not arrive within the server's time limit (--body-timeout); \
+                         nothing was done and the connection is closed",
                     )
                 } else {
                     ApiError::new(

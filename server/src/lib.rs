@@ -3,13 +3,15 @@
 //! [`serve`] opens the database (`db/`: SQLite by default, PostgreSQL for many processes), starts the
 //! group-commit writer (`writer.rs`) and answers the API of docs/http.md (`http.rs`) behind the guard
 //! (`guard.rs`: request ids, the `Host` and `Origin` checks, CORS, the bearer token), and serves the
-//! inspector page at `/` (`inspector.rs`) behind the same guard. Game requests
+//! inspector page at `/` (`inspector.rs`) behind the same guard, over connections bounded in number
+//! and time (`conns.rs`: the accept loop, the header, body and idle clocks, the stop). Game requests
 //! run on the game's own thread (`games.rs`), where its store and Lua VM live (`game.rs`); a change
 //! is answered only once the database has it on disk. Every error a client sees has one shape
 //! (`error.rs`). This crate is the only one with async code, HTTP and SQL: the engine, translators,
 //! prompt kit, scripts and saves stay synchronous and free of them.
 
 mod answer;
+mod conns;
 mod db;
 mod error;
 mod game;
@@ -26,6 +28,7 @@ use std::time::Duration;
 
 use statecraft_engine::Limits;
 
+pub use conns::{ConnectionBounds, DEFAULT_MAX_CONNECTIONS};
 pub use db::{Database, DatabaseUrlError};
 pub use error::{ApiError, Kind};
 pub use games::CacheBounds;
@@ -51,11 +54,14 @@ pub struct Config {
     pub cache: CacheBounds,
     /// The engine's limits for every game (batch sizes, script time and memory).
     pub limits: Limits,
+    /// Bounds on connections (how many, how long each phase may take) and on the stop.
+    pub connections: ConnectionBounds,
 }
 
 impl Config {
     /// The defaults of `statecraft serve`: 127.0.0.1:8765, `sqlite:statecraft.db`, no token, no
-    /// browser origin, 4 MiB bodies, 100,000 games, 30 s per request, 1,000 games or 1 GiB in memory.
+    /// browser origin, 4 MiB bodies, 100,000 games, 30 s per request, 1,000 games or 1 GiB in memory,
+    /// and the connection bounds of [`ConnectionBounds::default`].
     pub fn new() -> Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8765)),
@@ -70,6 +76,7 @@ impl Config {
                 max_memory: 1 << 30,
             },
             limits: Limits::default(),
+            connections: ConnectionBounds::default(),
         }
     }
 }
@@ -109,6 +116,19 @@ pub enum ServeError {
         /// Why.
         source: std::io::Error,
     },
+    /// `--max-connections` leaves the database no files under the open-file limit.
+    #[error(
+        "--max-connections {asked} is more than the open-file limit of {files} leaves room for \
+         ({room}, keeping files for the database); raise the limit (ulimit -n) or lower the option"
+    )]
+    TooManyConnections {
+        /// The connections asked for.
+        asked: usize,
+        /// The open-file limit.
+        files: u64,
+        /// The most connections it leaves room for.
+        room: usize,
+    },
     /// The async runtime could not start.
     #[error("cannot start the runtime")]
     Runtime(#[source] std::io::Error),
@@ -124,10 +144,28 @@ pub fn check(config: &Config) -> Result<(), ServeError> {
     if config.token.is_none() && !config.listen.ip().is_loopback() {
         return Err(ServeError::NeedsToken(config.listen));
     }
+    max_connections(config)?;
     Ok(())
 }
 
-/// Runs the server until `SIGINT` or `SIGTERM`, then finishes the requests in flight and stops.
+/// The most connections open at once: as asked, or as many as the open-file limit leaves room for
+/// (at most [`DEFAULT_MAX_CONNECTIONS`]); more than that room is refused.
+fn max_connections(config: &Config) -> Result<usize, ServeError> {
+    let files = conns::file_limit();
+    let room = conns::connection_room(files);
+    match config.connections.max_connections {
+        None => Ok(room.clamp(1, DEFAULT_MAX_CONNECTIONS)),
+        Some(asked) if asked <= room => Ok(asked.max(1)),
+        Some(asked) => Err(ServeError::TooManyConnections {
+            asked,
+            files: files.unwrap_or(u64::MAX),
+            room,
+        }),
+    }
+}
+
+/// Runs the server until `SIGINT` or `SIGTERM`, then finishes the requests in flight and stops, within
+/// the grace time (`ConnectionBounds::shutdown_grace`) after the signal.
 /// `ready` is called with the bound address (the port chosen, for port 0) once requests are accepted.
 pub fn serve(config: Config, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     check(&config)?;
@@ -136,7 +174,11 @@ pub fn serve(config: Config, ready: impl FnOnce(SocketAddr)) -> Result<(), Serve
         .thread_name("statecraft-http")
         .build()
         .map_err(ServeError::Runtime)?;
-    runtime.block_on(run(config, ready, shutdown_signal()))
+    let served = runtime.block_on(run(config, ready, shutdown_signal()));
+    // Blocking work still running (a game being created, a stateless request) was never answered:
+    // the grace time is over, so the process does not wait for it.
+    runtime.shutdown_background();
+    served
 }
 
 /// Resolves at `SIGINT` (Ctrl-C) or `SIGTERM`.
@@ -165,6 +207,7 @@ async fn run(
     ready: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    let max_connections = max_connections(&config)?;
     let database = config.database.clone();
     let storage = tokio::task::spawn_blocking(move || database.open())
         .await
@@ -201,20 +244,38 @@ async fn run(
         address: config.listen,
         source,
     })?;
-    tracing::info!(%address, database = %config.database.describe(), "listening");
+    tracing::info!(%address, database = %config.database.describe(), max_connections, "listening");
     ready(address);
     let router = http::app(Arc::clone(&app), config.max_body);
-    let served = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let deadline = conns::serve(
+        listener,
+        router,
+        config.connections,
+        max_connections,
+        shutdown,
+    )
+    .await;
     tracing::info!(
         active_games = app.games.active_count(),
-        "stopping: the requests in flight are done"
+        "stopping: the connections are closed"
     );
-    // Every answered request's write is durable; dropping the games ends their threads, and the
-    // writer ends once the last of them lets go of it.
+    // Every answered request's write is durable already. Dropping the games ends their threads once
+    // their jobs are done, and the writer ends once the last of them lets go of it, after the writes
+    // handed to it. A game still busy with a batch whose request was dropped (answered 503, or
+    // abandoned at the end of the grace time) holds the writer open: nothing it does was
+    // acknowledged, so the server stops at the deadline without it.
     app.games.close();
     drop(app);
-    let _ = tokio::task::spawn_blocking(move || writer_thread.join()).await;
-    served.map_err(|source| ServeError::Listen { address, source })
+    while !writer_thread.is_finished() {
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(
+                "the grace time (--shutdown-grace) ran out while games were still busy: stopping \
+                 without them; nothing they do now was acknowledged"
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = writer_thread.join();
+    Ok(())
 }

@@ -30,12 +30,28 @@ impl Server {
 
     /// Starts a server, or says why it did not.
     pub(crate) fn try_start(args: &[&str]) -> Result<Server, String> {
+        Server::try_start_command(Command::new(env!("CARGO_BIN_EXE_statecraft")), args)
+    }
+
+    /// Starts a server under an open-file limit of `files` (`ulimit -n`, through `sh`).
+    pub(crate) fn start_with_file_limit(files: u64, args: &[&str]) -> Server {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            &format!("ulimit -n {files} && exec \"$0\" \"$@\""),
+            env!("CARGO_BIN_EXE_statecraft"),
+        ]);
+        Server::try_start_command(command, args)
+            .unwrap_or_else(|error| panic!("the server starts: {error}"))
+    }
+
+    fn try_start_command(mut command: Command, args: &[&str]) -> Result<Server, String> {
         let quiet: &[&str] = if args.contains(&"--log-level") {
             &[]
         } else {
             &["--log-level", "warn"]
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
+        let mut child = command
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(quiet)
@@ -90,10 +106,20 @@ impl Server {
     }
 
     /// Asks the server to stop (SIGTERM) and waits for it; returns its exit code and its stderr.
-    pub(crate) fn stop(mut self) -> (Option<i32>, String) {
+    pub(crate) fn stop(self) -> (Option<i32>, String) {
+        self.stop_within(Duration::from_secs(20))
+    }
+
+    /// Asks the server to stop (SIGTERM) and waits up to `limit`; returns its exit code (`None` if it
+    /// had not ended, and then it is killed) and its stderr.
+    pub(crate) fn stop_within(mut self, limit: Duration) -> (Option<i32>, String) {
         let mut child = self.child.take().expect("running");
         signal(child.id(), "TERM");
-        let status = wait_for(&mut child, Duration::from_secs(20));
+        let status = wait_for(&mut child, limit);
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         let stderr = self.stderr.take().map(|t| t.join().unwrap_or_default());
         (status, stderr.unwrap_or_default())
     }
