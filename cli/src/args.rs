@@ -161,6 +161,18 @@ Prints `listening on http://ADDR` once it accepts requests. Any address but loop
 stop it after the requests in flight are answered. The API is described in docs/http.md.")]
     Serve(crate::serve::ServeArgs),
 
+    /// Read a character card (PNG or JSON), a world book or InitVar text: the initial state and MVU's
+    /// automatic schema built from its [InitVar] entries, as JSON.
+    #[command(after_help = "Examples:\n  \
+statecraft card hero.png\n  \
+statecraft card card.json --macro user=Alex\n  \
+statecraft card initvar.yaml\n\n\
+Prints {\"state\", \"schema\", \"profile\", \"entries\"}. Every world book entry whose name or comment \
+contains [InitVar] is read as YAML or JSON and merged in the book's order, as MVU does; MVU's markers \
+($meta, $__META_EXTENSIBLE__$) leave the state and become the schema. Exit 2, naming the entry and the \
+line, when the card cannot be read or has no InitVar entry.")]
+    Card(CardArgs),
+
     /// Grade a model reply like a structured-output benchmark, as JSON.
     #[command(after_help = "Example:\n  \
 statecraft grade --state state.json --schema schema.json --expect expect.json reply.txt\n\n\
@@ -303,6 +315,19 @@ impl From<SchemaViolationArg> for statecraft_engine::SchemaViolation {
             SchemaViolationArg::Repair => statecraft_engine::SchemaViolation::Repair,
         }
     }
+}
+
+/// `statecraft card`.
+#[derive(Debug, Args)]
+pub(crate) struct CardArgs {
+    /// A SillyTavern macro in the card's InitVar text: `--macro user=Alex` replaces `<user>` and
+    /// `{{user}}`; `{{char}}` is the card's name unless given. Repeatable.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro)]
+    pub(crate) macros: Vec<(String, String)>,
+
+    /// The card: a PNG or JSON character card, a world book export, or InitVar text; `-` reads stdin.
+    #[arg(value_name = "FILE")]
+    pub(crate) card: Option<PathBuf>,
 }
 
 /// `statecraft convert`.

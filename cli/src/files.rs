@@ -25,6 +25,22 @@ pub(crate) fn read_input(input: Option<&Path>) -> Result<String> {
     }
 }
 
+/// Reads INPUT as bytes (a PNG card): a file, or stdin when absent or `-`.
+pub(crate) fn read_bytes(input: Option<&Path>) -> Result<Vec<u8>> {
+    match input {
+        Some(path) if path != Path::new("-") => {
+            fs::read(path).with_context(|| format!("cannot read the input file {}", path.display()))
+        }
+        _ => {
+            let mut bytes = Vec::new();
+            io::stdin()
+                .read_to_end(&mut bytes)
+                .context("cannot read the input from stdin")?;
+            Ok(bytes)
+        }
+    }
+}
+
 /// How diagnostics name INPUT: its path, or `<stdin>`.
 pub(crate) fn origin(input: Option<&Path>) -> String {
     match input {

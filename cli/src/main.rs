@@ -30,6 +30,7 @@ macro_rules! errln {
 
 mod apply;
 mod args;
+mod card;
 mod convert;
 mod extract;
 mod files;
@@ -138,5 +139,6 @@ fn run(command: &Command, out: &Output, drawn: bool) -> anyhow::Result<ExitCode>
         Command::Feedback(args) => prompt_commands::run_feedback(args, out),
         Command::Grade(args) => prompt_commands::run_grade(args, drawn),
         Command::Serve(args) => serve::run(args, out),
+        Command::Card(args) => card::run(args, out),
     }
 }

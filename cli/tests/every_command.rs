@@ -114,6 +114,8 @@ fn case(command: &str) -> (Vec<String>, &'static str, i32) {
             "",
             0,
         ),
+        // `card` prints JSON in either format; its error shows the flag.
+        "card" => (vec!["card", "-"], "- not a mapping\n", 2),
         // A database it cannot use: refused before anything is served (the listening line is below).
         "serve" => (vec!["serve", "--db", "mysql://nowhere/games"], "", 2),
         other => panic!("no --format json case for the command `{other}`: add one"),

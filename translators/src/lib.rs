@@ -9,8 +9,11 @@
 //! Entry points: [`extract`] reads a raw model reply. Each notation is a module whose functions are
 //! named for what they read or write: [`mvu::from_text`] reads MVU text and [`mvu::to_text`] writes
 //! it; [`jsonpatch::from_text`] and [`jsonpatch::from_value`] read a JSON Patch document, and
-//! [`jsonpatch::from_batch`] and [`jsonpatch::from_changes`] write one.
+//! [`jsonpatch::from_batch`] and [`jsonpatch::from_changes`] write one. [`card::read`] reads a
+//! character card (PNG or JSON), a world book or InitVar text into an MVU card's initial state and
+//! automatic schema.
 
+pub mod card;
 mod diagnostic;
 mod document;
 mod extract;

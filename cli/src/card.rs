@@ -1,0 +1,34 @@
+//! `statecraft card FILE`: what a character card gives a game, as JSON on stdout.
+//!
+//! Reading the card is the translators' (`card::read`: PNG or JSON card, world book or InitVar
+//! text); this module reads the file and prints `{"state", "schema", "profile", "entries"}`: the
+//! initial state MVU builds from the card's InitVar entries, MVU's automatic schema in MVU's shape,
+//! the profile the card's replies follow (`mvu`), and the entries read. A card that cannot be read
+//! is a usage error (exit 2) naming the entry and line.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use statecraft_translators::card;
+
+use crate::args::CardArgs;
+use crate::files;
+use crate::render::Output;
+
+/// Runs `card`.
+pub(crate) fn run(args: &CardArgs, _out: &Output) -> Result<ExitCode> {
+    let bytes = files::read_bytes(args.card.as_deref())?;
+    let macros: card::Macros = args.macros.iter().cloned().collect();
+    let origin = files::origin(args.card.as_deref());
+    let card =
+        card::read(&bytes, &macros).with_context(|| format!("cannot read the card {origin}"))?;
+    let document = json!({
+        "state": card.state,
+        "schema": card.schema,
+        "profile": "mvu",
+        "entries": card.entries,
+    });
+    outln!("{}", serde_json::to_string_pretty(&document)?)?;
+    Ok(ExitCode::SUCCESS)
+}
