@@ -166,6 +166,7 @@ export type ServerErrorKind =
   | "idempotency_key_reused"
   | "contention"
   | "body_too_large"
+  | "body_timeout"
   | "rejected"
   | "game_limit"
   | "timeout"

@@ -32,6 +32,7 @@ export function explain(error: StatecraftError): string {
     case "host_not_allowed":
       return `refused access: ${error.message}`;
     case "timeout":
+    case "body_timeout":
     case "storage_failed":
     case "shutting_down":
     case "game_limit":
