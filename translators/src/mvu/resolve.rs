@@ -58,6 +58,9 @@ macro_rules! guessed {
     };
 }
 
+/// A diagnostic about the command being resolved: its kind, severity and message.
+type Report<'r> = dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>) + 'r;
+
 /// Appends the instructions `command` stands for, with `args` the values of its arguments after the
 /// path. It takes the command, and the values out of `args`, so that its reason and values move into
 /// the instruction instead of being copied.
@@ -72,7 +75,52 @@ pub(crate) fn resolve(
         diagnostics.push(unplaced(kind, severity, command.span.clone(), message));
     };
     let name = command.name.name();
-    let path = match parse_path(&command.path) {
+    let Some(path) = command_path(&command, options, &mut report) else {
+        return;
+    };
+    let count = args.len();
+    let extra = |used: usize, report: &mut Report<'_>| {
+        if count > used {
+            report(
+                DiagnosticKind::MvuExtraArguments,
+                Severity::Warning,
+                format!(
+                    "`_.{name}` uses {used} argument(s) after the path; mvu ignores the other {}",
+                    count - used
+                )
+                .into(),
+            );
+        }
+    };
+    let instruction = match command.name {
+        CommandName::Set => {
+            extra(2, &mut report);
+            Some(set(path, args, options))
+        }
+        CommandName::Add => add(path, args, options, &mut report),
+        CommandName::Insert | CommandName::Assign => {
+            extra(2, &mut report);
+            insert(path, args, options, name, &mut report)
+        }
+        CommandName::Remove | CommandName::Unset | CommandName::Delete => {
+            extra(1, &mut report);
+            remove(path, args, options, name, &mut report)
+        }
+    };
+    out.extend(instruction.map(|instruction| match command.reason {
+        Some(reason) => instruction.with_reason(reason),
+        None => instruction,
+    }));
+}
+
+/// The command's path, read in any spelling (a JSON Pointer is noted), or `None` with the command
+/// skipped when it cannot be read.
+fn command_path(
+    command: &Command<'_>,
+    options: &MvuOptions,
+    report: &mut Report<'_>,
+) -> Option<Path> {
+    match parse_path(&command.path) {
         Ok((path, spelling)) => {
             if spelling == PathSpelling::Pointer {
                 report(
@@ -85,138 +133,138 @@ pub(crate) fn resolve(
                     .into(),
                 );
             }
-            path
+            Some(path)
         }
         Err(message) => {
             report(
                 DiagnosticKind::MvuInvalidPath,
                 options.unrunnable.severity(),
-                format!("`_.{name}` skipped: {message}").into(),
+                format!("`_.{}` skipped: {message}", command.name.name()).into(),
             );
-            return;
-        }
-    };
-    let count = args.len();
-    let state = options.state.as_ref();
-    let target = state.and_then(|state| state.lookup(path.segments()));
-    let reason = command.reason;
-    let reasoned = |instruction: Instruction| match reason {
-        Some(reason) => instruction.with_reason(reason),
-        None => instruction,
-    };
-    let extra =
-        |used: usize, report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>)| {
-            if count > used {
-                report(
-                DiagnosticKind::MvuExtraArguments,
-                Severity::Warning,
-                format!(
-                    "`_.{name}` uses {used} argument(s) after the path; mvu ignores the other {}",
-                    count - used
-                ).into(),
-            );
-            }
-        };
-    match command.name {
-        CommandName::Set => {
-            extra(2, &mut report);
-            let new_at = usize::from(count >= 2);
-            let pair = pair_target(options, target, &args[new_at]);
-            let new = std::mem::take(&mut args[new_at]);
-            let old = (count >= 2).then(|| {
-                let old = std::mem::take(&mut args[0]);
-                match pair.then(|| pair_value(&old)).flatten() {
-                    Some(value) => value.clone(),
-                    None => old,
-                }
-            });
-            let path = if pair { path.child(0usize) } else { path };
-            let mut instruction = Instruction::assign(path, new);
-            if let Some(old) = old {
-                instruction = instruction.with_old(old);
-            }
-            out.push(reasoned(instruction));
-        }
-        CommandName::Add => {
-            let delta = &args[0];
-            if !matches!(delta, Value::Number(_)) {
-                report(
-                    DiagnosticKind::MvuAddNotANumber,
-                    options.unrunnable.severity(),
-                    format!("`_.add` skipped: the delta {delta} is not a number").into(),
-                );
-                return;
-            }
-            let path = if pair_target(options, target, delta) {
-                path.child(0usize)
-            } else {
-                path
-            };
-            let delta = std::mem::take(&mut args[0]);
-            out.push(reasoned(
-                Instruction::new(Op::Increment, path).with_value(delta),
-            ));
-        }
-        CommandName::Insert | CommandName::Assign => {
-            extra(2, &mut report);
-            let instruction = match (args.len(), state) {
-                (1, Some(_)) => insert_value_exact(
-                    &path,
-                    target,
-                    std::mem::take(&mut args[0]),
-                    name,
-                    &mut report,
-                ),
-                (1, None) => {
-                    report(
-                        DiagnosticKind::MvuGuessed,
-                        Severity::Warning,
-                        guessed!(name, "`_.", "` with one value appends to an array (push)"),
-                    );
-                    Some(Instruction::new(Op::Push, path).with_value(std::mem::take(&mut args[0])))
-                }
-                (_, _) => {
-                    let operand = std::mem::take(&mut args[1]);
-                    insert_at(
-                        &path,
-                        target,
-                        state.is_some(),
-                        &args[0],
-                        operand,
-                        name,
-                        &mut report,
-                    )
-                }
-            };
-            out.extend(instruction.map(reasoned));
-        }
-        CommandName::Remove | CommandName::Unset | CommandName::Delete => {
-            extra(1, &mut report);
-            let instruction = match args.first() {
-                None => {
-                    if state.is_some() && target.is_none() {
-                        report(
-                            DiagnosticKind::MvuMissingTarget,
-                            Severity::Warning,
-                            format!("`_.{name}` skipped: nothing at {path}, mvu skips it too")
-                                .into(),
-                        );
-                        None
-                    } else {
-                        Some(Instruction::new(Op::Delete, path))
-                    }
-                }
-                Some(which) => {
-                    remove_from(&path, target, state.is_some(), which, name, &mut report)
-                }
-            };
-            out.extend(instruction.map(reasoned));
+            None
         }
     }
 }
 
-/// Whether MVU would write element 0 of a `[value, "description"]` pair at the target: the convention
-/// is on, a state shows the pair, and the new value is not itself an array.
+/// `_.set(path, new)` or `_.set(path, old, new)`: an `assign`, with `old` when given; on a
+/// `[value, "description"]` pair (when the convention is on) both go to element 0.
+fn set(path: Path, args: &mut [Value], options: &MvuOptions) -> Instruction {
+    let count = args.len();
+    let target = options
+        .state
+        .as_ref()
+        .and_then(|state| state.lookup(path.segments()));
+    let new_at = usize::from(count >= 2);
+    let pair = pair_target(options, target, &args[new_at]);
+    let new = std::mem::take(&mut args[new_at]);
+    let old = (count >= 2).then(|| {
+        let old = std::mem::take(&mut args[0]);
+        match pair.then(|| pair_value(&old)).flatten() {
+            Some(value) => value.clone(),
+            None => old,
+        }
+    });
+    let path = if pair { path.child(0usize) } else { path };
+    let instruction = Instruction::assign(path, new);
+    match old {
+        Some(old) => instruction.with_old(old),
+        None => instruction,
+    }
+}
+
+/// `_.add(path, delta)`: an `increment` (of element 0 of a pair), or nothing when the delta is not a
+/// number.
+fn add(
+    path: Path,
+    args: &mut [Value],
+    options: &MvuOptions,
+    report: &mut Report<'_>,
+) -> Option<Instruction> {
+    let delta = &args[0];
+    if !matches!(delta, Value::Number(_)) {
+        report(
+            DiagnosticKind::MvuAddNotANumber,
+            options.unrunnable.severity(),
+            format!("`_.add` skipped: the delta {delta} is not a number").into(),
+        );
+        return None;
+    }
+    let target = options
+        .state
+        .as_ref()
+        .and_then(|state| state.lookup(path.segments()));
+    let path = if pair_target(options, target, delta) {
+        path.child(0usize)
+    } else {
+        path
+    };
+    let delta = std::mem::take(&mut args[0]);
+    Some(Instruction::new(Op::Increment, path).with_value(delta))
+}
+
+/// `_.insert`/`_.assign` with one value (append, or merge into an object) or two (at an index or a
+/// key): exact with a state, guessed without.
+fn insert(
+    path: Path,
+    args: &mut [Value],
+    options: &MvuOptions,
+    name: &str,
+    report: &mut Report<'_>,
+) -> Option<Instruction> {
+    let state = options.state.as_ref();
+    let target = state.and_then(|state| state.lookup(path.segments()));
+    match (args.len(), state) {
+        (1, Some(_)) => {
+            insert_value_exact(&path, target, std::mem::take(&mut args[0]), name, report)
+        }
+        (1, None) => {
+            report(
+                DiagnosticKind::MvuGuessed,
+                Severity::Warning,
+                guessed!(name, "`_.", "` with one value appends to an array (push)"),
+            );
+            Some(Instruction::new(Op::Push, path).with_value(std::mem::take(&mut args[0])))
+        }
+        (_, _) => {
+            let operand = std::mem::take(&mut args[1]);
+            insert_at(
+                &path,
+                target,
+                state.is_some(),
+                &args[0],
+                operand,
+                name,
+                report,
+            )
+        }
+    }
+}
+
+/// `_.remove`/`_.unset`/`_.delete` of the path itself, or of an element or key named by the
+/// argument.
+fn remove(
+    path: Path,
+    args: &[Value],
+    options: &MvuOptions,
+    name: &str,
+    report: &mut Report<'_>,
+) -> Option<Instruction> {
+    let state = options.state.as_ref();
+    let target = state.and_then(|state| state.lookup(path.segments()));
+    match args.first() {
+        None if state.is_some() && target.is_none() => {
+            report(
+                DiagnosticKind::MvuMissingTarget,
+                Severity::Warning,
+                format!("`_.{name}` skipped: nothing at {path}, mvu skips it too").into(),
+            );
+            None
+        }
+        None => Some(Instruction::new(Op::Delete, path)),
+        Some(which) => remove_from(&path, target, state.is_some(), which, name, report),
+    }
+}
+
 fn pair_target(options: &MvuOptions, target: Option<&Value>, new: &Value) -> bool {
     let Some(Value::Array(items)) = target else {
         return false;
@@ -243,7 +291,7 @@ fn insert_value_exact(
     target: Option<&Value>,
     operand: Value,
     name: &str,
-    report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
+    report: &mut Report<'_>,
 ) -> Option<Instruction> {
     match target {
         Some(Value::Array(_)) => Some(Instruction::new(Op::Push, path.clone()).with_value(operand)),
@@ -293,7 +341,7 @@ fn insert_at(
     key: &Value,
     operand: Value,
     name: &str,
-    report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
+    report: &mut Report<'_>,
 ) -> Option<Instruction> {
     let index = key.as_number().and_then(serde_json::Number::as_i64);
     let dash = key.as_str() == Some("-");
@@ -356,7 +404,7 @@ fn remove_from(
     known: bool,
     which: &Value,
     name: &str,
-    report: &mut dyn FnMut(DiagnosticKind, Severity, Cow<'static, str>),
+    report: &mut Report<'_>,
 ) -> Option<Instruction> {
     let index = which
         .as_number()
