@@ -11,11 +11,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, Commit, Limits, Outcome, Policies, StateSchema, StepId,
-    StepRef, Store, TimelineError, Value,
+    ApplyOptions, Batch, BatchError, Commit, ErrorKind, Limits, Outcome, Policies, StateSchema,
+    StepId, StepRef, Store, TimelineError, Value,
 };
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
@@ -86,7 +87,7 @@ pub(crate) struct Game {
     pub(crate) head: Head,
     /// Records since the base, to decide when to compact.
     pub(crate) records: usize,
-    /// Bytes the state and the VM held when the game was loaded.
+    /// Bytes the state, the VM, the scripts' text and the schema held when the game was loaded.
     loaded_bytes: usize,
 }
 
@@ -160,7 +161,19 @@ impl Game {
         };
         let schema = compile_schema(stored.base.schema.as_ref())
             .map_err(|error| damaged(format!("its schema: {}", error.message)))?;
-        let state_bytes = stored.base.state.estimated_bytes(usize::MAX);
+        // What the game keeps besides its store's history: the state, the scripts' text (kept for dry
+        // runs and compaction) and the schema, whose compiled form is of the order of its text.
+        let state_bytes = stored.base.state.estimated_bytes(usize::MAX)
+            + stored
+                .scripts
+                .iter()
+                .map(|(name, text)| name.len() + text.len())
+                .sum::<usize>()
+            + stored
+                .base
+                .schema
+                .as_ref()
+                .map_or(0, |schema| 2 * schema.to_string().len());
         let (mut store, vm_bytes) = build_store(
             stored.base.state.clone(),
             schema.as_ref(),
@@ -200,7 +213,8 @@ impl Game {
         Ok(())
     }
 
-    /// The memory this game holds, roughly: the state and VM as loaded plus the history since.
+    /// The memory this game holds, roughly: the state, VM, scripts and schema as loaded plus the
+    /// history since (its change logs, labels and checkpoints).
     pub(crate) fn memory(&self) -> usize {
         self.loaded_bytes + self.store.history_bytes()
     }
@@ -249,8 +263,12 @@ impl Game {
         })
     }
 
-    /// Runs an operation. `Delete` is the caller's: it only writes.
-    pub(crate) fn run(&mut self, operation: &Operation) -> Result<Done, ApiError> {
+    /// Runs an operation; a batch stops at `deadline`. `Delete` is the caller's: it only writes.
+    pub(crate) fn run(
+        &mut self,
+        operation: &Operation,
+        deadline: Instant,
+    ) -> Result<Done, ApiError> {
         match operation {
             Operation::Show => Ok(Done::read(&self.position())),
             Operation::StateAt(at) => {
@@ -269,7 +287,7 @@ impl Game {
                 })))
             }
             Operation::Log => Ok(Done::read(&self.log())),
-            Operation::Apply(request) => self.apply(request),
+            Operation::Apply(request) => self.apply(request, deadline),
             Operation::Checkout(request) => {
                 let id = self.find(&request.to.to_ref())?;
                 self.move_to(|store| store.checkout(id).map_err(timeline_error).map(|_| ()))
@@ -337,7 +355,7 @@ impl Game {
         })
     }
 
-    fn apply(&mut self, request: &ApplyRequest) -> Result<Done, ApiError> {
+    fn apply(&mut self, request: &ApplyRequest, deadline: Instant) -> Result<Done, ApiError> {
         if let Some(expected) = request.expect_step {
             let current = self.store.current_step();
             if current.get() != expected {
@@ -362,6 +380,7 @@ impl Game {
             policies: Some(policies(reading.policies, request.policies.as_ref())?),
             best_effort: request.best_effort,
             spans: reading.spans(),
+            deadline: Some(deadline),
         };
         if request.dry_run {
             return self.dry_run(&reading, options);
@@ -539,8 +558,20 @@ fn policies(base: Policies, given: Option<&Map<String, Json>>) -> Result<Policie
         .map_err(|error| ApiError::new(Kind::BadRequest, format!("policies: {error}")))
 }
 
-/// A 422 for a batch the engine refused.
+/// A 422 for a batch the engine refused; a 503 `timeout` for one stopped at its deadline, which a retry
+/// may pass.
 fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
+    if errors
+        .iter()
+        .any(|error| error.kind == ErrorKind::DeadlineExceeded)
+    {
+        return ApiError::new(
+            Kind::Timeout,
+            "the batch ran past the request's time limit (--request-timeout) and was stopped; \
+             nothing changed",
+        )
+        .with("errors", errors_json(errors));
+    }
     let feedback = match &reading.extraction {
         Some(extraction) => statecraft_translators::feedback(extraction, errors),
         None => statecraft_translators::feedback_for_errors(errors),

@@ -54,6 +54,35 @@ pub(crate) fn encode(write: &Write) -> Result<Encoded, StorageError> {
     })
 }
 
+/// The length of a record's JSON text if it is at most `max` bytes; `Err` with a lower bound of its
+/// length when it is not. The text is counted as it is written and the count stops past `max`, so a record too
+/// big for the database is refused before any of it is kept: a database refuses a text over 1 GB
+/// ("string or blob too big"), and failing inside a group commit would fail every game's write in
+/// that transaction.
+pub(crate) fn fits(record: &TimelineRecord, max: usize) -> Result<usize, usize> {
+    struct Count {
+        bytes: usize,
+        max: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes = self.bytes.saturating_add(buf.len());
+            if self.bytes > self.max {
+                return Err(std::io::Error::other("longer than the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count { bytes: 0, max };
+    match serde_json::to_writer(&mut count, record) {
+        Ok(()) if count.bytes <= max => Ok(count.bytes),
+        _ => Err(count.bytes),
+    }
+}
+
 fn damaged(id: &str, what: String) -> StorageError {
     StorageError::Damaged {
         game: id.to_owned(),
