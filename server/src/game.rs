@@ -395,12 +395,12 @@ impl Game {
                     None => checkout_record(from, self.store.current_step()),
                 };
                 let step = self.store.current_step();
-                let mut body = committed(&commit, &reading);
-                body["committed"] = json!(true);
-                body["step"] = json!(step.get());
-                body["label"] = json!(self.label_of(step));
+                let mut more = Map::new();
+                more.insert("committed".to_owned(), json!(true));
+                more.insert("step".to_owned(), json!(step.get()));
+                more.insert("label".to_owned(), json!(self.label_of(step)));
                 Ok(Done {
-                    answer: Answer::ok(&body),
+                    answer: committed(&commit, &reading, None, more),
                     records,
                 })
             }
@@ -432,11 +432,13 @@ impl Game {
         match trial.apply_with(&reading.batch, &options) {
             Outcome::Rejected(rejection) => Err(rejected(reading, &rejection.errors)),
             Outcome::Committed(commit) => {
-                let mut body = committed(&commit, reading);
-                body["committed"] = json!(false);
-                body["dry_run"] = json!(true);
-                body["state"] = trial.state().to_json();
-                Ok(Done::read(&body))
+                let mut more = Map::new();
+                more.insert("committed".to_owned(), json!(false));
+                more.insert("dry_run".to_owned(), json!(true));
+                Ok(Done {
+                    answer: committed(&commit, reading, Some(trial.state()), more),
+                    records: Vec::new(),
+                })
             }
         }
     }
@@ -590,16 +592,43 @@ fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
     .with("feedback", json!(feedback))
 }
 
-/// The members every commit answer has.
-fn committed(commit: &Commit, reading: &Reading) -> Json {
-    json!({
-        "changes": serde_json::to_value(&*commit.changes).unwrap_or(Json::Null),
-        "events": serde_json::to_value(&commit.events).unwrap_or(Json::Null),
-        "warnings": errors_json(&commit.warnings),
-        "trimmed": serde_json::to_value(&commit.trimmed).unwrap_or(Json::Null),
-        "diagnostics": diagnostics_json(&reading.diagnostics),
-        "report": reading.report,
-    })
+/// The members every commit answer has, with a dry run's would-be `state` and `more`.
+#[derive(serde::Serialize)]
+struct CommitAnswer<'a> {
+    changes: &'a [statecraft_engine::Change],
+    events: &'a [statecraft_engine::HostEvent],
+    warnings: &'a [BatchError],
+    trimmed: &'a [statecraft_engine::TrimmedStep],
+    diagnostics: Json,
+    report: &'a Json,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a Value>,
+    #[serde(flatten)]
+    more: Map<String, Json>,
+}
+
+/// A commit's 200 answer, written straight to its text: the changes may carry up to
+/// `max_commit_bytes`, and a JSON tree of them on the way would hold several times that.
+fn committed(
+    commit: &Commit,
+    reading: &Reading,
+    state: Option<&Value>,
+    more: Map<String, Json>,
+) -> Answer {
+    let answer = CommitAnswer {
+        changes: &commit.changes,
+        events: &commit.events,
+        warnings: &commit.warnings,
+        trimmed: &commit.trimmed,
+        diagnostics: diagnostics_json(&reading.diagnostics),
+        report: &reading.report,
+        state,
+        more,
+    };
+    Answer {
+        status: axum::http::StatusCode::OK,
+        body: serde_json::to_string(&answer).unwrap_or_else(|_| "{}".to_owned()),
+    }
 }
 
 /// A move of the current step, if it moved.
