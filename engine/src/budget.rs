@@ -1,4 +1,5 @@
-//! What a batch may build: the state's depth and estimated size, kept within [`Limits`] as it runs.
+//! What a batch may build: the state's depth and estimated size, kept within [`Limits`] as it runs, and
+//! what its commit carries (the old and new values of its changes, counted in full).
 //!
 //! Instructions are small, but what they build need not be: a JSON Patch `copy` of `/x` into `/x/y`
 //! doubles the state in O(1), because the copy shares its parts, while every written form of the

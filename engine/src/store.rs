@@ -5,8 +5,9 @@
 //! swapping the root. Any failure drops the clone, so a rejected batch leaves the root exactly as it
 //! was (`Value::ptr_eq`) and the current step where it was. Every commit becomes a step of the history
 //! tree (`history.rs`); undo, redo and checkout move along the tree by replaying change logs on the
-//! root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never see later changes. This
-//! module must not do IO or parse text.
+//! root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never see later changes. A
+//! batch given a deadline reads the clock as it runs and, past it, is rejected like any failing batch.
+//! This module must not do IO or parse text.
 
 use std::ops::Range;
 use std::sync::Arc;

@@ -4,7 +4,8 @@
 //! A game is rebuilt from its stored base and records with `TimelineRecord::replay`, the function the
 //! save files use, and kept in step with the database by replaying the records other processes
 //! added. Each operation runs on the store and returns its answer with the records it made, which the
-//! caller must make durable before it sends the answer. A rejected batch makes no record. A dry run
+//! caller must make durable before it sends the answer. A rejected batch makes no record; a batch runs
+//! under its request's deadline, and one stopped there answers 503 `timeout`. A dry run
 //! runs on a throwaway store built from the state and a fresh VM from the game's scripts, so it
 //! changes neither the game nor its scripts' globals. This module must not talk to the database or to
 //! HTTP: `games.rs` does.

@@ -1,7 +1,8 @@
 //! The text form of stored rows, shared by both backends: a base, scripts and each record as JSON.
 //!
 //! A record's JSON is the one save files use (`statecraft_saves::TimelineRecord`), so a game moves
-//! between a database and a file without translation. This module must not talk to a database.
+//! between a database and a file without translation; [`fits`] measures a record's text before it is
+//! handed to the writer. This module must not talk to a database.
 
 use std::collections::BTreeMap;
 
