@@ -142,3 +142,24 @@ pub(crate) fn now() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs() as i64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use statecraft_engine::StepId;
+    use statecraft_saves::CheckoutRecord;
+
+    /// The count is the length of the text the database would get, to the byte, and stops past `max`.
+    #[test]
+    fn a_record_fits_up_to_its_exact_length() {
+        let record = TimelineRecord::Checkout(CheckoutRecord {
+            to: StepId::new(12345),
+        });
+        let text = serde_json::to_string(&record).unwrap();
+        assert_eq!(fits(&record, text.len()), Ok(text.len()));
+        assert_eq!(fits(&record, usize::MAX), Ok(text.len()));
+        let short = fits(&record, text.len() - 1).unwrap_err();
+        assert!(short >= text.len(), "{short}");
+        assert!(fits(&record, 0).is_err());
+    }
+}
