@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use statecraft_server::{CacheBounds, Config, ConnectionBounds, Database};
+use statecraft_server::{CacheBounds, Config, ConnectionBounds, Database, shared_limits};
 
 use crate::render::Output;
 
@@ -95,6 +95,82 @@ pub(crate) struct ServeArgs {
     /// The least severe log events written.
     #[arg(long, value_enum, default_value_t = LogLevel::Info)]
     pub(crate) log_level: LogLevel,
+
+    #[command(flatten)]
+    pub(crate) limits: LimitArgs,
+}
+
+/// What one request may make a game hold, carry and cost (docs/http.md, "Limits").
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Limits")]
+pub(crate) struct LimitArgs {
+    /// The largest state a game may grow to, in bytes as the engine estimates them (422
+    /// `state_too_large`).
+    #[arg(long, value_name = "BYTES", default_value_t = shared_limits().max_state_bytes)]
+    pub(crate) max_state_bytes: usize,
+
+    /// The most bytes one instruction may write into the state; a `copy` writes what it copies (422
+    /// `op_too_large`).
+    #[arg(long, value_name = "BYTES", default_value_t = shared_limits().max_op_bytes)]
+    pub(crate) max_op_bytes: usize,
+
+    /// The most bytes one request's changes (old and new values) and events may carry: what its
+    /// answer and its stored step spell out (422 `commit_too_large`).
+    #[arg(long, value_name = "BYTES", default_value_t = shared_limits().max_commit_bytes)]
+    pub(crate) max_commit_bytes: usize,
+
+    /// The longest string in a value, key or reason, in bytes (422 `string_too_long`).
+    #[arg(long, value_name = "BYTES", default_value_t = shared_limits().max_string_bytes)]
+    pub(crate) max_string_bytes: usize,
+
+    /// The longest step label, in bytes (422 `label_too_long`).
+    #[arg(long, value_name = "BYTES", default_value_t = shared_limits().max_label_bytes)]
+    pub(crate) max_label_bytes: usize,
+
+    /// The most instructions in one request's batch (422 `batch_too_long`).
+    #[arg(long, value_name = "N", default_value_t = shared_limits().max_batch_len)]
+    pub(crate) max_batch_len: usize,
+
+    /// The most instructions scripts may emit in one batch (422 `too_many_emitted`).
+    #[arg(long, value_name = "N", default_value_t = shared_limits().max_emitted)]
+    pub(crate) max_emitted: usize,
+
+    /// Interpreter steps one script call may run.
+    #[arg(long, value_name = "N", default_value_t = shared_limits().max_callback_steps)]
+    pub(crate) max_script_steps: u64,
+
+    /// Seconds one script call may take (a fraction like 0.5 too); the whole batch is bounded by
+    /// --request-timeout.
+    #[arg(long, value_name = "SECONDS", default_value = "1", value_parser = seconds)]
+    pub(crate) max_script_time: Duration,
+
+    /// Memory one game's scripts may hold while a call runs, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = shared_limits().max_callback_memory >> 20)]
+    pub(crate) max_script_memory: usize,
+
+    /// The longest record one request may store, in bytes of JSON, at most 536870912 (422 with
+    /// `record_too_large`).
+    #[arg(long, value_name = "BYTES", default_value_t = Config::new().max_record_bytes)]
+    pub(crate) max_record_bytes: usize,
+}
+
+impl LimitArgs {
+    /// The engine's limits these options set, over [`shared_limits`].
+    fn engine(&self) -> statecraft_engine::Limits {
+        statecraft_engine::Limits {
+            max_state_bytes: self.max_state_bytes,
+            max_op_bytes: self.max_op_bytes,
+            max_commit_bytes: self.max_commit_bytes,
+            max_string_bytes: self.max_string_bytes,
+            max_label_bytes: self.max_label_bytes,
+            max_batch_len: self.max_batch_len,
+            max_emitted: self.max_emitted,
+            max_callback_steps: self.max_script_steps,
+            max_callback_time: self.max_script_time,
+            max_callback_memory: self.max_script_memory.saturating_mul(1 << 20),
+            ..shared_limits()
+        }
+    }
 }
 
 /// Bounds on connections and on the stop (see `statecraft_server::ConnectionBounds`).
@@ -127,7 +203,7 @@ pub(crate) struct ConnectionArgs {
 /// Runs the server until it is told to stop.
 pub(crate) fn run(args: &ServeArgs, out: &Output) -> Result<ExitCode> {
     let database = Database::parse(&args.db)?;
-    let config = Config {
+    let mut config = Config {
         listen: args.listen,
         database,
         token: args.token.clone(),
@@ -148,6 +224,8 @@ pub(crate) fn run(args: &ServeArgs, out: &Output) -> Result<ExitCode> {
         },
         ..Config::new()
     };
+    config.limits = args.limits.engine();
+    config.max_record_bytes = args.limits.max_record_bytes;
     statecraft_server::check(&config)?;
     install_logs(args, out);
     let json_out = out.json();

@@ -1,4 +1,5 @@
-//! What a batch may build: the state's depth and estimated size, kept within [`Limits`] as it runs.
+//! What a batch may build: the state's depth and estimated size, kept within [`Limits`] as it runs, and
+//! what its commit carries (the old and new values of its changes, counted in full).
 //!
 //! Instructions are small, but what they build need not be: a JSON Patch `copy` of `/x` into `/x/y`
 //! doubles the state in O(1), because the copy shares its parts, while every written form of the
@@ -48,10 +49,25 @@ pub(crate) fn size_after(size: usize, changes: &[Change]) -> usize {
     size.saturating_add(added).saturating_sub(removed)
 }
 
+/// Why a commit carries too much, for [`ErrorKind::CommitTooLarge`].
+pub(crate) fn commit_too_large(limits: &Limits) -> String {
+    format!(
+        "this batch's changes (old and new values) and events would carry more than the {} bytes \
+         (estimated) one commit may carry; split it, or change smaller parts",
+        limits.max_commit_bytes
+    )
+}
+
 /// Checks the changes one instruction made against the limits and moves `size` (the state's estimated
-/// size before them) to the size after them. Time: O(size of the values the changes hold), with the
-/// walk of what is written stopped at `max_op_bytes`.
-pub(crate) fn check(changes: &[Change], limits: &Limits, size: &mut usize) -> Result<(), Failure> {
+/// size before them) to the size after them, and `commit` (what the batch's changes carry so far, old
+/// and new values in full) by what these carry. Time: O(size of the values the changes hold), with
+/// the walk of what is written stopped at `max_op_bytes`.
+pub(crate) fn check(
+    changes: &[Change],
+    limits: &Limits,
+    size: &mut usize,
+    commit: &mut usize,
+) -> Result<(), Failure> {
     let mut written = 0usize;
     let mut removed = 0usize;
     for change in changes {
@@ -101,6 +117,20 @@ pub(crate) fn check(changes: &[Change], limits: &Limits, size: &mut usize) -> Re
             }
         }
     }
+    // A change log spells out what it removed as well as what it wrote: a `copy` onto a large part
+    // records the part it replaced in full, though nothing grew.
+    let carried = commit.saturating_add(written).saturating_add(removed);
+    if carried > limits.max_commit_bytes {
+        return Err(Failure {
+            kind: ErrorKind::CommitTooLarge,
+            path: changes
+                .first()
+                .map(|c| c.path.to_pointer())
+                .unwrap_or_default(),
+            message: commit_too_large(limits),
+        });
+    }
+    *commit = carried;
     let after = size.saturating_add(written).saturating_sub(removed);
     if after > limits.max_state_bytes && after > *size {
         let at = changes
@@ -188,12 +218,13 @@ mod tests {
         ];
         let limits = Limits::default();
         let mut size = state_bytes(&root);
+        let mut commit = 0;
         for step in steps {
             let batch = Batch::from_json(&step).unwrap();
             for instruction in &batch.instructions {
                 let mut changes = Vec::new();
                 exec::run(&mut root, instruction, &Policies::default(), &mut changes).unwrap();
-                check(&changes, &limits, &mut size).unwrap();
+                check(&changes, &limits, &mut size, &mut commit).unwrap();
                 assert_eq!(size, state_bytes(&root), "after {step}");
             }
         }

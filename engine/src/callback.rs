@@ -13,6 +13,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -50,6 +51,9 @@ pub struct CallbackCall<'a> {
     pub forbidden: &'a [String],
     /// The batch's generator: draws advance it for the rest of the batch.
     pub random: &'a mut Random,
+    /// When the batch's time is up ([`crate::ApplyOptions::deadline`]): a handler stops a running
+    /// script at it and fails, and the store rejects the batch as out of time.
+    pub deadline: Option<Instant>,
 }
 
 /// The changes a batch made, offered to watchers.
@@ -67,6 +71,9 @@ pub struct WatchCall<'a> {
     pub forbidden: &'a [String],
     /// The batch's generator (see [`CallbackCall::random`]).
     pub random: &'a mut Random,
+    /// When the batch's time is up ([`crate::ApplyOptions::deadline`]): a handler stops a running
+    /// script at it and fails, and the store rejects the batch as out of time.
+    pub deadline: Option<Instant>,
 }
 
 /// The batch as decoded, offered to `before` hooks before validation.
@@ -85,6 +92,9 @@ pub struct BeforeCall<'a> {
     pub forbidden: &'a [String],
     /// The batch's generator (see [`CallbackCall::random`]).
     pub random: &'a mut Random,
+    /// When the batch's time is up ([`crate::ApplyOptions::deadline`]): a handler stops a running
+    /// script at it and fails, and the store rejects the batch as out of time.
+    pub deadline: Option<Instant>,
 }
 
 /// What `before` hooks made of a batch: the batch to run instead, and one note per edit.
@@ -123,6 +133,9 @@ pub struct AfterCall<'a> {
     pub forbidden: &'a [String],
     /// The batch's generator (see [`CallbackCall::random`]).
     pub random: &'a mut Random,
+    /// When the batch's time is up ([`crate::ApplyOptions::deadline`]): a handler stops a running
+    /// script at it and fails, and the store rejects the batch as out of time.
+    pub deadline: Option<Instant>,
 }
 
 /// A handler's answer.

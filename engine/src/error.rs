@@ -49,6 +49,12 @@ pub enum ErrorKind {
     StateTooLarge,
     /// One instruction would write more than `Limits::max_op_bytes` into the state.
     OpTooLarge,
+    /// A batch's changes and events would carry more than `Limits::max_commit_bytes`.
+    CommitTooLarge,
+    /// A step label longer than `Limits::max_label_bytes`.
+    LabelTooLong,
+    /// The batch ran past the deadline its host gave it (`ApplyOptions::deadline`) and was stopped.
+    DeadlineExceeded,
     /// More instructions than `Limits::max_batch_len`.
     BatchTooLong,
     /// More instructions emitted by callbacks than `Limits::max_emitted`.
@@ -91,7 +97,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in declaration order (docs/codes.md lists them from here).
-    pub const ALL: [ErrorKind; 34] = [
+    pub const ALL: [ErrorKind; 37] = [
         ErrorKind::NotAnInstruction,
         ErrorKind::UnknownOp,
         ErrorKind::MissingField,
@@ -109,6 +115,9 @@ impl ErrorKind {
         ErrorKind::StateTooDeep,
         ErrorKind::StateTooLarge,
         ErrorKind::OpTooLarge,
+        ErrorKind::CommitTooLarge,
+        ErrorKind::LabelTooLong,
+        ErrorKind::DeadlineExceeded,
         ErrorKind::BatchTooLong,
         ErrorKind::TooManyEmitted,
         ErrorKind::CascadeTooDeep,
@@ -148,6 +157,9 @@ impl ErrorKind {
             ErrorKind::StateTooDeep => "state_too_deep",
             ErrorKind::StateTooLarge => "state_too_large",
             ErrorKind::OpTooLarge => "op_too_large",
+            ErrorKind::CommitTooLarge => "commit_too_large",
+            ErrorKind::LabelTooLong => "label_too_long",
+            ErrorKind::DeadlineExceeded => "deadline_exceeded",
             ErrorKind::BatchTooLong => "batch_too_long",
             ErrorKind::TooManyEmitted => "too_many_emitted",
             ErrorKind::CascadeTooDeep => "cascade_too_deep",

@@ -33,6 +33,43 @@ fn failure(kind: ErrorKind, segments: &[Segment], message: impl Into<String>) ->
     }
 }
 
+/// The most bytes of a value's JSON a message quotes.
+const QUOTED_BYTES: usize = 200;
+
+/// A value's JSON for a message, cut after [`QUOTED_BYTES`] with `…`: a mismatch on a large part of the
+/// state must not copy that part into the message (and so into every answer and warning that carries
+/// it). Time: O(QUOTED_BYTES), whatever the value's size, since writing stops once the cut is reached.
+pub(crate) fn brief(value: &Value) -> String {
+    struct Capped(Vec<u8>);
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = (QUOTED_BYTES + 1).saturating_sub(self.0.len());
+            if room == 0 {
+                return Err(std::io::Error::other("enough for a message"));
+            }
+            let take = buf.len().min(room);
+            self.0.extend_from_slice(&buf[..take]);
+            Ok(take)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Capped(Vec::new());
+    let _ = serde_json::to_writer(&mut out, value);
+    let bytes = &out.0[..out.0.len().min(QUOTED_BYTES)];
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        // The cut fell inside a character: keep what precedes it.
+        Err(error) => std::str::from_utf8(&bytes[..error.valid_up_to()]).unwrap_or_default(),
+    };
+    if out.0.len() > QUOTED_BYTES {
+        format!("{text}…")
+    } else {
+        text.to_owned()
+    }
+}
+
 /// What running an instruction produced besides changes.
 #[derive(Debug, Default)]
 pub(crate) struct Ran {
@@ -63,7 +100,11 @@ pub(crate) fn run(
             let mismatch = failure(
                 ErrorKind::OldMismatch,
                 segments,
-                format!("expected old value {old}, found {current}"),
+                format!(
+                    "expected old value {}, found {}",
+                    brief(old),
+                    brief(current)
+                ),
             );
             match policies.old_mismatch {
                 OldMismatch::Reject => return Err(mismatch),
@@ -869,12 +910,12 @@ fn rfc_test(
         Some(found) => Err(failure(
             ErrorKind::TestFailed,
             segments,
-            format!("test expected {expected}, found {found}"),
+            format!("test expected {}, found {}", brief(expected), brief(found)),
         )),
         None => Err(failure(
             ErrorKind::TestFailed,
             segments,
-            format!("test expected {expected}, found nothing"),
+            format!("test expected {}, found nothing", brief(expected)),
         )),
     }
 }

@@ -162,7 +162,7 @@ pub struct HistoryLimits {
     /// Most steps kept, on every branch together. `0` turns history off: commits make no steps.
     pub max_steps: usize,
     /// Most bytes kept, estimated: every step's changes ([`Change::estimated_bytes`]) plus a fixed cost
-    /// per step, plus for every checkpoint the nodes it keeps alive (those that the writes since the
+    /// per step and its label, plus for every checkpoint the nodes it keeps alive (those that the writes since the
     /// kept state above it copied). The current step is kept even if it alone is larger.
     pub max_bytes: usize,
 }
@@ -589,7 +589,10 @@ impl History {
             }
             Some(old)
         });
-        let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>() + STEP_BYTES;
+        // A label is kept twice, with its step and in the index of labels.
+        let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>()
+            + STEP_BYTES
+            + label.as_ref().map_or(0, |label| 2 * label.len());
         self.steps.insert(
             id,
             Step {

@@ -1,7 +1,9 @@
 //! Limits and policies: plain data that a store holds and a batch may override.
 //!
 //! Every limit has its own error kind and its own test. Limits the engine cannot enforce itself (time and
-//! memory inside a callback handler) are carried here so that handlers read them from one place.
+//! memory inside a callback handler) are carried here so that handlers read them from one place. The
+//! time a whole batch may take is not a limit but a deadline the host gives each batch
+//! (`ApplyOptions::deadline`), since only the host knows when its request's time is up.
 
 use std::time::Duration;
 
@@ -31,6 +33,16 @@ pub struct Limits {
     /// Most estimated bytes one instruction (or one emitted by a callback) may write into the state:
     /// a JSON Patch `copy` writes the whole value it copies. Error: `OpTooLarge`.
     pub max_op_bytes: usize,
+    /// Most estimated bytes a batch's commit may carry: the old and the new value of every change (each
+    /// counted in full, though the state shares them) and the payloads of its events. Every written
+    /// form of a commit spells them out (an answer listing its changes, a step record in a save or a
+    /// database), so this bounds what one small batch can make a host write: five `copy` instructions
+    /// of a large part into one place build nothing new in memory, yet their change log holds that
+    /// part ten times. Checked after every instruction. Error: `CommitTooLarge`.
+    pub max_commit_bytes: usize,
+    /// Longest label a batch may give its step, in bytes. Labels are kept with their steps and
+    /// counted in the history's byte bound. Error: `LabelTooLong`.
+    pub max_label_bytes: usize,
     /// Most instructions in a batch as submitted. Error: `BatchTooLong`.
     pub max_batch_len: usize,
     /// Most instructions that callbacks and watchers may emit in one batch. Error: `TooManyEmitted`.
@@ -56,6 +68,8 @@ impl Default for Limits {
             max_state_depth: 64,
             max_state_bytes: 256 << 20,
             max_op_bytes: 64 << 20,
+            max_commit_bytes: 512 << 20,
+            max_label_bytes: 1024,
             max_batch_len: 10_000,
             max_emitted: 100_000,
             max_cascade_depth: 8,

@@ -5,11 +5,13 @@
 //! swapping the root. Any failure drops the clone, so a rejected batch leaves the root exactly as it
 //! was (`Value::ptr_eq`) and the current step where it was. Every commit becomes a step of the history
 //! tree (`history.rs`); undo, redo and checkout move along the tree by replaying change logs on the
-//! root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never see later changes. This
-//! module must not do IO or parse text.
+//! root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never see later changes. A
+//! batch given a deadline reads the clock as it runs and, past it, is rejected like any failing batch.
+//! This module must not do IO or parse text.
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -52,7 +54,17 @@ pub struct ApplyOptions {
     /// instruction, or empty). Only `before` hooks read them, to show and report where an instruction
     /// they edit came from.
     pub spans: Vec<Range<usize>>,
+    /// When the batch's time is up: past it the batch stops and is rejected whole with
+    /// [`ErrorKind::DeadlineExceeded`], best effort or not, so nothing of it commits. The store reads
+    /// the clock before every handler call and every 64 other instructions, and hands
+    /// the deadline to handlers, which stop a running script at it (the Lua host does). `None`: no
+    /// deadline, only the limits bound the batch.
+    pub deadline: Option<Instant>,
 }
+
+/// How many instructions run between two readings of the clock against [`ApplyOptions::deadline`]: an
+/// instruction takes well under a microsecond, a reading of the clock some tens of nanoseconds.
+const DEADLINE_CHECK_EVERY: u32 = 64;
 
 /// What a committed batch did.
 #[derive(Clone, Debug, Serialize)]
@@ -379,6 +391,21 @@ impl Store {
                 });
             }
         };
+        if let Some(label) = &options.label
+            && label.len() > self.limits.max_label_bytes
+        {
+            return Outcome::Rejected(Rejection {
+                errors: vec![BatchError::whole_batch(
+                    ErrorKind::LabelTooLong,
+                    None,
+                    format!(
+                        "the step's label is {} bytes long; the limit is {}",
+                        label.len(),
+                        self.limits.max_label_bytes
+                    ),
+                )],
+            });
+        }
         let unused_random = Random::for_step(self.seed, self.history.next_id().get());
         let mut random = unused_random;
         let rewrite = self.handler.before(BeforeCall {
@@ -388,6 +415,7 @@ impl Store {
             limits: rules.limits,
             forbidden: rules.forbidden,
             random: &mut random,
+            deadline: options.deadline,
         });
         let (instructions, notes) = match rewrite {
             Ok(None) => (&batch.instructions[..], Vec::new()),
@@ -396,12 +424,16 @@ impl Store {
                 ref notes,
             })) => (&instructions[..], notes.iter().map(rewritten).collect()),
             Err(error) => {
-                return Outcome::Rejected(Rejection {
-                    errors: vec![BatchError::whole_batch(
+                let error = match late(options.deadline) {
+                    Some(late) => late,
+                    None => BatchError::whole_batch(
                         ErrorKind::CallbackFailed,
                         None,
                         format!("a before hook failed: {error}"),
-                    )],
+                    ),
+                };
+                return Outcome::Rejected(Rejection {
+                    errors: vec![error],
                 });
             }
         };
@@ -441,6 +473,9 @@ impl Store {
             warnings: notes.clone(),
             emitted: 0,
             random,
+            commit_bytes: 0,
+            deadline: options.deadline,
+            ticks: 0,
         };
         // In best-effort mode, instructions that failed validation are skipped (a flag per instruction,
         // so a long batch with many invalid instructions stays linear).
@@ -462,18 +497,23 @@ impl Store {
             let checkpoint = options.best_effort.then(|| {
                 (
                     run.root.clone(),
-                    run.size,
+                    (run.size, run.commit_bytes),
                     run.changes.len(),
                     run.events.len(),
                 )
             });
             match run.one(instruction, &Trail(vec![index]), 0) {
                 Ok(result) => results.push(result),
-                Err(errors) if options.best_effort => {
-                    let (root, size, changes, events) =
+                // A batch out of time stops whole: best effort only skips what fails on its own.
+                Err(errors)
+                    if options.best_effort
+                        && !errors.iter().any(|e| e.kind == ErrorKind::DeadlineExceeded) =>
+                {
+                    let (root, (size, commit_bytes), changes, events) =
                         checkpoint.expect("taken in best-effort mode");
                     run.root = root;
                     run.size = size;
+                    run.commit_bytes = commit_bytes;
                     run.changes.truncate(changes);
                     run.events.truncate(events);
                     run.warnings.extend(errors);
@@ -492,6 +532,10 @@ impl Store {
             if let Err(errors) = run.schema(schema) {
                 return reject(errors);
             }
+        }
+        // The last reading: a batch that ran out of time in its schema check commits nothing either.
+        if let Some(late) = late(options.deadline) {
+            return reject(vec![late]);
         }
         let Run {
             root,
@@ -775,6 +819,25 @@ struct Run<'s> {
     emitted: usize,
     /// The batch's generator, handed to every handler call.
     random: Random,
+    /// What the changes and events so far carry, by [`budget::check`] and [`Run::follow`], against
+    /// `Limits::max_commit_bytes`.
+    commit_bytes: usize,
+    /// [`ApplyOptions::deadline`].
+    deadline: Option<Instant>,
+    /// Instructions run since the clock was last read.
+    ticks: u32,
+}
+
+/// The error of a batch whose deadline has passed, if it has. Reads the clock.
+fn late(deadline: Option<Instant>) -> Option<BatchError> {
+    let deadline = deadline?;
+    (Instant::now() >= deadline).then(|| {
+        BatchError::whole_batch(
+            ErrorKind::DeadlineExceeded,
+            None,
+            "the batch ran past its deadline and was stopped; nothing of it was applied",
+        )
+    })
 }
 
 /// A `before` hook's edit, as the warning a commit or a rejection reports.
@@ -803,6 +866,17 @@ impl Run<'_> {
         trail: &Trail,
         depth: usize,
     ) -> Result<Option<Value>, Vec<BatchError>> {
+        if self.deadline.is_some() {
+            // Every handler call may be long, so the clock is read before each; plain instructions are
+            // short, so only every so many of them.
+            self.ticks += 1;
+            if instruction.op == Op::Callback || self.ticks >= DEADLINE_CHECK_EVERY {
+                self.ticks = 0;
+                if let Some(late) = late(self.deadline) {
+                    return Err(vec![late]);
+                }
+            }
+        }
         if instruction.op != Op::Callback {
             let start = self.changes.len();
             let ran = exec::run(
@@ -812,7 +886,12 @@ impl Run<'_> {
                 &mut self.changes,
             )
             .and_then(|ran| {
-                budget::check(&self.changes[start..], self.rules.limits, &mut self.size)?;
+                budget::check(
+                    &self.changes[start..],
+                    self.rules.limits,
+                    &mut self.size,
+                    &mut self.commit_bytes,
+                )?;
                 Ok(ran)
             });
             return match ran {
@@ -848,6 +927,7 @@ impl Run<'_> {
             limits: self.rules.limits,
             forbidden: self.rules.forbidden,
             random: &mut self.random,
+            deadline: self.deadline,
         };
         let response = match self.handler.call(call) {
             Ok(response) => response,
@@ -869,6 +949,10 @@ impl Run<'_> {
                     "/path/0",
                     format!("no handler named \"{name}\""),
                 )]);
+            }
+            // A script stopped at the deadline failed because the batch's time is up, not by itself.
+            Err(HandlerError::Failed(_)) if late(self.deadline).is_some() => {
+                return Err(late(self.deadline).into_iter().collect());
             }
             Err(HandlerError::Failed(message)) => {
                 return Err(vec![BatchError::in_field(
@@ -907,6 +991,25 @@ impl Run<'_> {
         }
         if !errors.is_empty() {
             return Err(errors);
+        }
+        for event in &response.events {
+            let allowance = self
+                .rules
+                .limits
+                .max_commit_bytes
+                .saturating_sub(self.commit_bytes)
+                .saturating_add(1);
+            self.commit_bytes = self
+                .commit_bytes
+                .saturating_add(event.payload.estimated_bytes(allowance));
+            if self.commit_bytes > self.rules.limits.max_commit_bytes {
+                return Err(vec![BatchError::in_field(
+                    ErrorKind::CommitTooLarge,
+                    trail,
+                    "",
+                    budget::commit_too_large(self.rules.limits),
+                )]);
+            }
         }
         self.events.extend(response.events);
         if response.instructions.is_empty() {
@@ -967,13 +1070,16 @@ impl Run<'_> {
                 limits: self.rules.limits,
                 forbidden: self.rules.forbidden,
                 random: &mut self.random,
+                deadline: self.deadline,
             };
             let response = self.handler.watch(call).map_err(|error| {
-                vec![BatchError::whole_batch(
-                    ErrorKind::CallbackFailed,
-                    None,
-                    format!("a watcher failed: {error}"),
-                )]
+                vec![late(self.deadline).unwrap_or_else(|| {
+                    BatchError::whole_batch(
+                        ErrorKind::CallbackFailed,
+                        None,
+                        format!("a watcher failed: {error}"),
+                    )
+                })]
             })?;
             // Watcher output has no instruction of the batch to point at: its errors say so instead.
             self.follow(response, &Trail(Vec::new()), depth)
@@ -1007,13 +1113,16 @@ impl Run<'_> {
             limits: self.rules.limits,
             forbidden: self.rules.forbidden,
             random: &mut self.random,
+            deadline: self.deadline,
         };
         let response = self.handler.after(call).map_err(|error| {
-            vec![BatchError::whole_batch(
-                ErrorKind::CallbackFailed,
-                None,
-                format!("an after hook failed: {error}"),
-            )]
+            vec![late(self.deadline).unwrap_or_else(|| {
+                BatchError::whole_batch(
+                    ErrorKind::CallbackFailed,
+                    None,
+                    format!("an after hook failed: {error}"),
+                )
+            })]
         })?;
         self.follow(response, &Trail(Vec::new()), 0)
             .map_err(|errors| {
@@ -1063,7 +1172,12 @@ impl Run<'_> {
                 )
                 .and_then(|_| {
                     let from = self.changes.len() - 1;
-                    budget::check(&self.changes[from..], self.rules.limits, &mut self.size)
+                    budget::check(
+                        &self.changes[from..],
+                        self.rules.limits,
+                        &mut self.size,
+                        &mut self.commit_bytes,
+                    )
                 });
                 if let Err(failure) = ran {
                     return Err(vec![to_error(failure, &Trail(Vec::new()))]);

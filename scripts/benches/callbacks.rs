@@ -66,6 +66,7 @@ fn round_trip(c: &mut Criterion) {
                 limits: &limits,
                 forbidden: &forbidden,
                 random: &mut Random::for_step(0, 1),
+                deadline: None,
             };
             black_box(direct.call(call).expect("handler runs"))
         })
@@ -83,6 +84,7 @@ fn round_trip(c: &mut Criterion) {
                     limits: &limits,
                     forbidden: &forbidden,
                     random: &mut Random::for_step(0, 1),
+                    deadline: None,
                 };
                 black_box(direct.call(call).expect("handler runs"))
             })
@@ -210,6 +212,7 @@ fn limiter(c: &mut Criterion) {
                 limits: &limits,
                 forbidden: &forbidden,
                 random: &mut Random::for_step(0, 1),
+                deadline: None,
             };
             black_box(handlers.call(call).expect("handler runs"))
         })

@@ -425,6 +425,7 @@ impl LuaHandlers {
 
 impl CallbackHandler for LuaHandlers {
     fn call(&mut self, call: CallbackCall<'_>) -> Result<Response, HandlerError> {
+        self.limiter.set_deadline(call.deadline);
         let Some(handler) = self.handlers.get(call.name) else {
             return Err(HandlerError::Unknown);
         };
@@ -443,6 +444,7 @@ impl CallbackHandler for LuaHandlers {
     }
 
     fn watch(&mut self, call: WatchCall<'_>) -> Result<Response, HandlerError> {
+        self.limiter.set_deadline(call.deadline);
         let mut hits = Vec::new();
         for change in call.changes {
             for (index, watcher) in self.watchers.iter().enumerate() {
@@ -480,6 +482,7 @@ impl CallbackHandler for LuaHandlers {
     }
 
     fn before(&mut self, call: BeforeCall<'_>) -> Result<Option<Rewrite>, HandlerError> {
+        self.limiter.set_deadline(call.deadline);
         if self.befores.is_empty() {
             return Ok(None);
         }
@@ -560,6 +563,7 @@ impl CallbackHandler for LuaHandlers {
     }
 
     fn after(&mut self, call: AfterCall<'_>) -> Result<Response, HandlerError> {
+        self.limiter.set_deadline(call.deadline);
         if self.afters.is_empty() {
             return Ok(Response::default());
         }

@@ -1,5 +1,9 @@
 //! The step and time budget of one handler call, enforced through Luau's interrupt.
 //!
+//! Besides the call's own budget, the limiter stops a script at its batch's deadline (the host's time
+//! for the whole request), which [`Limiter::set_deadline`] sets for every call of that batch: a batch
+//! of many callbacks, each well within its own budget, stops when the batch's time is up.
+//!
 //! Luau calls the interrupt at every function call and loop back-edge, including inside pattern
 //! matching, so each interrupt counts as one step. Once the budget is exceeded the limiter stays
 //! tripped until the next call starts: every later interrupt raises the error again, so a script that
@@ -24,6 +28,7 @@ pub struct Limiter {
     max_steps: Cell<u64>,
     max_time: Cell<Duration>,
     started: Cell<Option<Instant>>,
+    deadline: Cell<Option<Instant>>,
     tripped: RefCell<Option<String>>,
 }
 
@@ -44,6 +49,11 @@ impl Limiter {
         self.max_time.set(max_time);
         self.started.set(Some(Instant::now()));
         self.tripped.replace(None);
+    }
+
+    /// The deadline of the batch the next calls belong to (`None`: none). Kept across [`Limiter::start`].
+    pub fn set_deadline(&self, deadline: Option<Instant>) {
+        self.deadline.set(deadline);
     }
 
     /// Why the budget was exceeded in this call, if it was.
@@ -68,16 +78,20 @@ impl Limiter {
                 "the step limit of {} was exceeded",
                 self.max_steps.get()
             ));
-        } else if steps % CLOCK_EVERY == 0
-            && self
+        } else if steps % CLOCK_EVERY == 0 {
+            let now = Instant::now();
+            if self
                 .started
                 .get()
-                .is_some_and(|started| started.elapsed() > self.max_time.get())
-        {
-            reason = Some(format!(
-                "the time limit of {:?} was exceeded",
-                self.max_time.get()
-            ));
+                .is_some_and(|started| now.duration_since(started) > self.max_time.get())
+            {
+                reason = Some(format!(
+                    "the time limit of {:?} was exceeded",
+                    self.max_time.get()
+                ));
+            } else if self.deadline.get().is_some_and(|deadline| now >= deadline) {
+                reason = Some("the batch's deadline passed".to_owned());
+            }
         }
         match reason {
             None => Ok(VmState::Continue),

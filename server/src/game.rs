@@ -4,18 +4,20 @@
 //! A game is rebuilt from its stored base and records with `TimelineRecord::replay`, the function the
 //! save files use, and kept in step with the database by replaying the records other processes
 //! added. Each operation runs on the store and returns its answer with the records it made, which the
-//! caller must make durable before it sends the answer. A rejected batch makes no record. A dry run
+//! caller must make durable before it sends the answer. A rejected batch makes no record; a batch runs
+//! under its request's deadline, and one stopped there answers 503 `timeout`. A dry run
 //! runs on a throwaway store built from the state and a fresh VM from the game's scripts, so it
 //! changes neither the game nor its scripts' globals. This module must not talk to the database or to
 //! HTTP: `games.rs` does.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, Commit, Limits, Outcome, Policies, StateSchema, StepId,
-    StepRef, Store, TimelineError, Value,
+    ApplyOptions, Batch, BatchError, Commit, ErrorKind, Limits, Outcome, Policies, StateSchema,
+    StepId, StepRef, Store, TimelineError, Value,
 };
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
@@ -86,7 +88,7 @@ pub(crate) struct Game {
     pub(crate) head: Head,
     /// Records since the base, to decide when to compact.
     pub(crate) records: usize,
-    /// Bytes the state and the VM held when the game was loaded.
+    /// Bytes the state, the VM, the scripts' text and the schema held when the game was loaded.
     loaded_bytes: usize,
 }
 
@@ -160,7 +162,19 @@ impl Game {
         };
         let schema = compile_schema(stored.base.schema.as_ref())
             .map_err(|error| damaged(format!("its schema: {}", error.message)))?;
-        let state_bytes = stored.base.state.estimated_bytes(usize::MAX);
+        // What the game keeps besides its store's history: the state, the scripts' text (kept for dry
+        // runs and compaction) and the schema, whose compiled form is of the order of its text.
+        let state_bytes = stored.base.state.estimated_bytes(usize::MAX)
+            + stored
+                .scripts
+                .iter()
+                .map(|(name, text)| name.len() + text.len())
+                .sum::<usize>()
+            + stored
+                .base
+                .schema
+                .as_ref()
+                .map_or(0, |schema| 2 * schema.to_string().len());
         let (mut store, vm_bytes) = build_store(
             stored.base.state.clone(),
             schema.as_ref(),
@@ -200,7 +214,8 @@ impl Game {
         Ok(())
     }
 
-    /// The memory this game holds, roughly: the state and VM as loaded plus the history since.
+    /// The memory this game holds, roughly: the state, VM, scripts and schema as loaded plus the
+    /// history since (its change logs, labels and checkpoints).
     pub(crate) fn memory(&self) -> usize {
         self.loaded_bytes + self.store.history_bytes()
     }
@@ -249,8 +264,12 @@ impl Game {
         })
     }
 
-    /// Runs an operation. `Delete` is the caller's: it only writes.
-    pub(crate) fn run(&mut self, operation: &Operation) -> Result<Done, ApiError> {
+    /// Runs an operation; a batch stops at `deadline`. `Delete` is the caller's: it only writes.
+    pub(crate) fn run(
+        &mut self,
+        operation: &Operation,
+        deadline: Instant,
+    ) -> Result<Done, ApiError> {
         match operation {
             Operation::Show => Ok(Done::read(&self.position())),
             Operation::StateAt(at) => {
@@ -269,7 +288,7 @@ impl Game {
                 })))
             }
             Operation::Log => Ok(Done::read(&self.log())),
-            Operation::Apply(request) => self.apply(request),
+            Operation::Apply(request) => self.apply(request, deadline),
             Operation::Checkout(request) => {
                 let id = self.find(&request.to.to_ref())?;
                 self.move_to(|store| store.checkout(id).map_err(timeline_error).map(|_| ()))
@@ -337,7 +356,7 @@ impl Game {
         })
     }
 
-    fn apply(&mut self, request: &ApplyRequest) -> Result<Done, ApiError> {
+    fn apply(&mut self, request: &ApplyRequest, deadline: Instant) -> Result<Done, ApiError> {
         if let Some(expected) = request.expect_step {
             let current = self.store.current_step();
             if current.get() != expected {
@@ -362,6 +381,7 @@ impl Game {
             policies: Some(policies(reading.policies, request.policies.as_ref())?),
             best_effort: request.best_effort,
             spans: reading.spans(),
+            deadline: Some(deadline),
         };
         if request.dry_run {
             return self.dry_run(&reading, options);
@@ -376,12 +396,12 @@ impl Game {
                     None => checkout_record(from, self.store.current_step()),
                 };
                 let step = self.store.current_step();
-                let mut body = committed(&commit, &reading);
-                body["committed"] = json!(true);
-                body["step"] = json!(step.get());
-                body["label"] = json!(self.label_of(step));
+                let mut more = Map::new();
+                more.insert("committed".to_owned(), json!(true));
+                more.insert("step".to_owned(), json!(step.get()));
+                more.insert("label".to_owned(), json!(self.label_of(step)));
                 Ok(Done {
-                    answer: Answer::ok(&body),
+                    answer: committed(&commit, &reading, None, more),
                     records,
                 })
             }
@@ -413,11 +433,13 @@ impl Game {
         match trial.apply_with(&reading.batch, &options) {
             Outcome::Rejected(rejection) => Err(rejected(reading, &rejection.errors)),
             Outcome::Committed(commit) => {
-                let mut body = committed(&commit, reading);
-                body["committed"] = json!(false);
-                body["dry_run"] = json!(true);
-                body["state"] = trial.state().to_json();
-                Ok(Done::read(&body))
+                let mut more = Map::new();
+                more.insert("committed".to_owned(), json!(false));
+                more.insert("dry_run".to_owned(), json!(true));
+                Ok(Done {
+                    answer: committed(&commit, reading, Some(trial.state()), more),
+                    records: Vec::new(),
+                })
             }
         }
     }
@@ -539,8 +561,20 @@ fn policies(base: Policies, given: Option<&Map<String, Json>>) -> Result<Policie
         .map_err(|error| ApiError::new(Kind::BadRequest, format!("policies: {error}")))
 }
 
-/// A 422 for a batch the engine refused.
+/// A 422 for a batch the engine refused; a 503 `timeout` for one stopped at its deadline, which a retry
+/// may pass.
 fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
+    if errors
+        .iter()
+        .any(|error| error.kind == ErrorKind::DeadlineExceeded)
+    {
+        return ApiError::new(
+            Kind::Timeout,
+            "the batch ran past the request's time limit (--request-timeout) and was stopped; \
+             nothing changed",
+        )
+        .with("errors", errors_json(errors));
+    }
     let feedback = match &reading.extraction {
         Some(extraction) => statecraft_translators::feedback(extraction, errors),
         None => statecraft_translators::feedback_for_errors(errors),
@@ -559,16 +593,43 @@ fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
     .with("feedback", json!(feedback))
 }
 
-/// The members every commit answer has.
-fn committed(commit: &Commit, reading: &Reading) -> Json {
-    json!({
-        "changes": serde_json::to_value(&*commit.changes).unwrap_or(Json::Null),
-        "events": serde_json::to_value(&commit.events).unwrap_or(Json::Null),
-        "warnings": errors_json(&commit.warnings),
-        "trimmed": serde_json::to_value(&commit.trimmed).unwrap_or(Json::Null),
-        "diagnostics": diagnostics_json(&reading.diagnostics),
-        "report": reading.report,
-    })
+/// The members every commit answer has, with a dry run's would-be `state` and `more`.
+#[derive(serde::Serialize)]
+struct CommitAnswer<'a> {
+    changes: &'a [statecraft_engine::Change],
+    events: &'a [statecraft_engine::HostEvent],
+    warnings: &'a [BatchError],
+    trimmed: &'a [statecraft_engine::TrimmedStep],
+    diagnostics: Json,
+    report: &'a Json,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a Value>,
+    #[serde(flatten)]
+    more: Map<String, Json>,
+}
+
+/// A commit's 200 answer, written straight to its text: the changes may carry up to
+/// `max_commit_bytes`, and a JSON tree of them on the way would hold several times that.
+fn committed(
+    commit: &Commit,
+    reading: &Reading,
+    state: Option<&Value>,
+    more: Map<String, Json>,
+) -> Answer {
+    let answer = CommitAnswer {
+        changes: &commit.changes,
+        events: &commit.events,
+        warnings: &commit.warnings,
+        trimmed: &commit.trimmed,
+        diagnostics: diagnostics_json(&reading.diagnostics),
+        report: &reading.report,
+        state,
+        more,
+    };
+    Answer {
+        status: axum::http::StatusCode::OK,
+        body: serde_json::to_string(&answer).unwrap_or_else(|_| "{}".to_owned()),
+    }
 }
 
 /// A move of the current step, if it moved.

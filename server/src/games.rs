@@ -9,6 +9,12 @@
 //! game reloads and runs the job again on the new state (with `expect_step`, that run answers 409).
 //! A write that failed leaves memory ahead of the database, so the game is dropped and reloaded.
 //!
+//! A job runs under its request's deadline: a batch still running when the time is up stops and is
+//! rolled back (the engine and the scripts read the deadline), so the game takes its next job at once,
+//! and the request waits a little past its deadline ([`ANSWER_GRACE`]) to give that definite answer.
+//! A step whose record would be larger than `max_record_bytes` is refused before it reaches the
+//! writer, and the game, which holds the step in memory, is dropped and reloaded.
+//!
 //! The cache keeps at most `max_active` games and about `max_memory` bytes; beyond that, the game used
 //! least recently that has no job waiting is dropped (its thread ends), and it loads from the database
 //! again when asked for. This module must not parse HTTP.
@@ -17,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use statecraft_engine::Limits;
@@ -31,6 +37,11 @@ use crate::writer::Writer;
 
 /// How often a game runs a job again after losing its head to another writer.
 const MAX_ATTEMPTS: usize = 8;
+
+/// How long past its deadline a request waits for its game's own answer: a batch stops within
+/// milliseconds of the deadline and says that nothing of it was applied, which is worth more to a
+/// client than the bare timeout sent when the game is still busy after this (in a database write).
+pub(crate) const ANSWER_GRACE: Duration = Duration::from_millis(250);
 
 /// An `Idempotency-Key` with the digest of the request it came with.
 #[derive(Clone, Debug)]
@@ -77,6 +88,7 @@ pub(crate) struct Games {
     writer: Writer,
     limits: Limits,
     bounds: CacheBounds,
+    max_record_bytes: usize,
 }
 
 impl std::fmt::Debug for Games {
@@ -93,6 +105,7 @@ impl Games {
         writer: Writer,
         limits: Limits,
         bounds: CacheBounds,
+        max_record_bytes: usize,
     ) -> Games {
         Games {
             active: Mutex::new(Active::default()),
@@ -100,6 +113,7 @@ impl Games {
             writer,
             limits,
             bounds,
+            max_record_bytes,
         }
     }
 
@@ -121,7 +135,7 @@ impl Games {
                 reply,
             },
         )?;
-        match tokio::time::timeout_at(deadline.into(), answer).await {
+        match tokio::time::timeout_at((deadline + ANSWER_GRACE).into(), answer).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Err(ApiError::new(
                 Kind::ShuttingDown,
@@ -203,6 +217,7 @@ impl Games {
             self.limits.clone(),
         );
         let (worker_pending, worker_memory) = (Arc::clone(&pending), Arc::clone(&memory));
+        let max_record_bytes = self.max_record_bytes;
         std::thread::Builder::new()
             .name(format!("game {id}"))
             .spawn(move || {
@@ -215,6 +230,7 @@ impl Games {
                     limits,
                     pending: worker_pending,
                     memory: worker_memory,
+                    max_record_bytes,
                 };
                 worker.serve(&receiver);
             })
@@ -247,6 +263,7 @@ struct Worker {
     limits: Limits,
     pending: Arc<AtomicUsize>,
     memory: Arc<AtomicUsize>,
+    max_record_bytes: usize,
 }
 
 impl Worker {
@@ -258,7 +275,7 @@ impl Worker {
                     "the request waited longer than the server's time limit; nothing was done",
                 ))
             } else {
-                let answer = self.job(&job.operation, job.idempotency.as_ref());
+                let answer = self.job(&job.operation, job.idempotency.as_ref(), job.deadline);
                 if let Err(error) = &answer {
                     tracing::debug!(game = %self.id, kind = error.kind.code(), "{}", error.message);
                 }
@@ -275,6 +292,7 @@ impl Worker {
         &mut self,
         operation: &Operation,
         idempotency: Option<&Idempotency>,
+        deadline: Instant,
     ) -> Result<Answer, ApiError> {
         let idempotency = idempotency.filter(|_| operation.changes());
         if let Operation::Delete = operation {
@@ -293,7 +311,7 @@ impl Worker {
                 return replayed(&receipt, idempotency);
             }
             let game = self.game.as_mut().expect("loaded by fresh");
-            let done = match game.run(operation) {
+            let done = match game.run(operation, deadline) {
                 Ok(done) => done,
                 // An answer to keep for a retry (a rejection, a conflict) changed nothing in memory.
                 Err(error) => return self.keep(idempotency, Err(error)),
@@ -301,6 +319,11 @@ impl Worker {
             let Done { answer, records } = done;
             if records.is_empty() {
                 return self.keep(idempotency, Ok(answer));
+            }
+            if let Some(error) = too_large(&records, self.max_record_bytes) {
+                // The store holds the step the database will not: drop it, and reload at the next job.
+                self.game = None;
+                return self.keep(idempotency, Err(error));
             }
             let head = game.head_after(records.len());
             let count = records.len();
@@ -475,6 +498,27 @@ pub(crate) fn receipt(idempotency: &Idempotency, answer: &Answer) -> Receipt {
         status: answer.status.as_u16(),
         body: answer.body.clone(),
     }
+}
+
+/// The 422 for records whose JSON would be longer than `max` bytes together, if they would.
+fn too_large(records: &[statecraft_saves::TimelineRecord], max: usize) -> Option<ApiError> {
+    let mut room = max;
+    for record in records {
+        match crate::db::fits(record, room) {
+            Ok(len) => room -= len,
+            Err(_) => {
+                let message = format!(
+                    "this step's record would be more than {max} bytes of JSON, the most this \
+                     server stores for one request (--max-record-bytes); nothing changed"
+                );
+                return Some(ApiError::new(Kind::Rejected, message.clone()).with(
+                    "errors",
+                    json!([{"kind": "record_too_large", "message": message}]),
+                ));
+            }
+        }
+    }
+    None
 }
 
 pub(crate) fn unknown_game(id: &str) -> ApiError {

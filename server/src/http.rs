@@ -32,7 +32,7 @@ use crate::guard::{self, Policy};
 use crate::inspector;
 use crate::requests::{
     ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
-    PromptRequest, SchemaRequest,
+    PromptRequest, SchemaRequest, check_macros, check_script_names,
 };
 use crate::writer::Writer;
 
@@ -308,6 +308,7 @@ async fn create_game(
 ) -> Result<Answer, ApiError> {
     let idempotency = idempotency(&headers, "create", &body.bytes)?;
     let request = body.value;
+    check_script_names(&request.scripts)?;
     let worker = Arc::clone(&app);
     app.blocking(move || create(&worker, request, idempotency))
         .await
@@ -463,6 +464,7 @@ async fn apply(
     body: Body<ApplyRequest>,
 ) -> Result<Answer, ApiError> {
     let idempotency = idempotency(&headers, "apply", &body.bytes)?;
+    check_macros(body.value.input.as_deref(), &body.value.macros)?;
     app.run(&id, Operation::Apply(Box::new(body.value)), idempotency)
         .await
 }
@@ -512,6 +514,7 @@ async fn extract_reply(
     body: Body<ExtractRequest>,
 ) -> Result<Answer, ApiError> {
     let request = body.value;
+    check_macros(Some(&request.input), &request.macros)?;
     let limits = app.limits.clone();
     app.blocking(move || {
         let options = ExtractOptions {
@@ -674,5 +677,6 @@ fn signatures(
     if scripts.is_empty() {
         return Ok(Vec::new());
     }
+    check_script_names(scripts)?;
     Ok(load_scripts(scripts, limits)?.signatures().to_vec())
 }

@@ -52,16 +52,41 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Bounds on the games kept in memory.
     pub cache: CacheBounds,
-    /// The engine's limits for every game (batch sizes, script time and memory).
+    /// The engine's limits for every game (batch sizes, script time and memory); [`shared_limits`]
+    /// by default.
     pub limits: Limits,
     /// Bounds on connections (how many, how long each phase may take) and on the stop.
     pub connections: ConnectionBounds,
+    /// The longest record one request may store, in bytes of JSON (at most [`MAX_RECORD_BYTES`]).
+    pub max_record_bytes: usize,
 }
+
+/// The engine's limits on a shared server, where one client must not make the process hold, write
+/// or answer much more than it sent: states of 16 MiB, 4 MiB written by one instruction, 32 MiB
+/// carried by one commit (its changes' old and new values and its events: what its answer and its
+/// record spell out), strings of 256 KiB, labels of 256 bytes, 10,000 instructions emitted by
+/// scripts in one batch; the others as the engine's defaults. Each is an option of `statecraft
+/// serve` (docs/http.md).
+pub fn shared_limits() -> Limits {
+    Limits {
+        max_state_bytes: 16 << 20,
+        max_op_bytes: 4 << 20,
+        max_commit_bytes: 32 << 20,
+        max_string_bytes: 256 << 10,
+        max_label_bytes: 256,
+        max_emitted: 10_000,
+        ..Limits::default()
+    }
+}
+
+/// The largest `max_record_bytes`: both databases refuse a text over 1 GB, and a record's text is
+/// held in memory whole while it is written.
+pub const MAX_RECORD_BYTES: usize = 512 << 20;
 
 impl Config {
     /// The defaults of `statecraft serve`: 127.0.0.1:8765, `sqlite:statecraft.db`, no token, no
     /// browser origin, 4 MiB bodies, 100,000 games, 30 s per request, 1,000 games or 1 GiB in memory,
-    /// and the connection bounds of [`ConnectionBounds::default`].
+    /// [`shared_limits`], records of 64 MiB and the connection bounds of [`ConnectionBounds::default`].
     pub fn new() -> Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8765)),
@@ -75,8 +100,9 @@ impl Config {
                 max_active: 1000,
                 max_memory: 1 << 30,
             },
-            limits: Limits::default(),
             connections: ConnectionBounds::default(),
+            limits: shared_limits(),
+            max_record_bytes: 64 << 20,
         }
     }
 }
@@ -132,6 +158,11 @@ pub enum ServeError {
     /// The async runtime could not start.
     #[error("cannot start the runtime")]
     Runtime(#[source] std::io::Error),
+    /// `max_record_bytes` past what a database takes.
+    #[error(
+        "the record limit {0} is more than the {MAX_RECORD_BYTES} bytes a database row may take"
+    )]
+    RecordLimit(usize),
 }
 
 /// Checks a configuration before anything starts.
@@ -145,6 +176,9 @@ pub fn check(config: &Config) -> Result<(), ServeError> {
         return Err(ServeError::NeedsToken(config.listen));
     }
     max_connections(config)?;
+    if config.max_record_bytes > MAX_RECORD_BYTES {
+        return Err(ServeError::RecordLimit(config.max_record_bytes));
+    }
     Ok(())
 }
 
@@ -223,6 +257,7 @@ async fn run(
             writer.clone(),
             config.limits.clone(),
             config.cache,
+            config.max_record_bytes,
         ),
         storage,
         writer,

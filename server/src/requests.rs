@@ -3,14 +3,88 @@
 //! Every body is read strictly: an unknown member is a 400 that names it, so a typo (`"dryrun"`) never
 //! passes silently. A step is named by its label (a string) or its id (a number), the same way in every
 //! body. Per-request policies sit in `ApplyRequest::policies`, laid over the policies the reply calls
-//! for, so a policy added to the engine is accepted here without a change. This module must not run
-//! anything.
+//! for, so a policy added to the engine is accepted here without a change. The strings a body brings
+//! that the engine's limits do not see (macros, script names) are bounded here ([`check_macros`],
+//! [`check_script_names`]). This module must not run anything.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
 use statecraft_engine::{StepId, StepRef};
+
+use crate::error::{ApiError, Kind};
+
+/// Most macros one request may define.
+pub(crate) const MAX_MACROS: usize = 32;
+/// Longest macro name, in bytes (the reader never matches a longer one).
+pub(crate) const MAX_MACRO_NAME: usize = 64;
+/// Longest macro value, in bytes: a user's or a character's name.
+pub(crate) const MAX_MACRO_VALUE: usize = 4096;
+/// Most bytes macros may add to a reply, counted from their occurrences in it before anything is read:
+/// a short value written in many places must not make the reader build far more text than was sent.
+pub(crate) const MAX_MACRO_GROWTH: usize = 4 << 20;
+/// Longest script name, in bytes.
+pub(crate) const MAX_SCRIPT_NAME: usize = 255;
+
+/// Checks a request's macros against the bounds above, for the reply `input` they apply to.
+/// Time: O(length of `input` × number of macros), with a fast substring search.
+pub(crate) fn check_macros(
+    input: Option<&str>,
+    macros: &BTreeMap<String, String>,
+) -> Result<(), ApiError> {
+    let refuse = |message: String| Err(ApiError::new(Kind::BadRequest, message));
+    if macros.len() > MAX_MACROS {
+        return refuse(format!(
+            "{} macros were given; a request may define at most {MAX_MACROS}",
+            macros.len()
+        ));
+    }
+    let mut growth = 0usize;
+    for (name, value) in macros {
+        if name.len() > MAX_MACRO_NAME {
+            return refuse(format!(
+                "the macro name \"{}…\" is {} bytes long; the limit is {MAX_MACRO_NAME}",
+                name.chars().take(32).collect::<String>(),
+                name.len()
+            ));
+        }
+        if value.len() > MAX_MACRO_VALUE {
+            return refuse(format!(
+                "the value of the macro \"{name}\" is {} bytes long; the limit is {MAX_MACRO_VALUE}",
+                value.len()
+            ));
+        }
+        let Some(input) = input else { continue };
+        let places = [format!("<{name}>"), format!("{{{{{name}}}}}")]
+            .iter()
+            .map(|pattern| memchr::memmem::find_iter(input.as_bytes(), pattern).count())
+            .sum::<usize>();
+        growth = growth.saturating_add(places.saturating_mul(value.len()));
+    }
+    if growth > MAX_MACRO_GROWTH {
+        return refuse(format!(
+            "the macros would add {growth} bytes to the reply where it names them; the limit is \
+             {MAX_MACRO_GROWTH}"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the names of the scripts a body brings.
+pub(crate) fn check_script_names(scripts: &BTreeMap<String, String>) -> Result<(), ApiError> {
+    match scripts.keys().find(|name| name.len() > MAX_SCRIPT_NAME) {
+        Some(name) => Err(ApiError::new(
+            Kind::BadRequest,
+            format!(
+                "the script name \"{}…\" is {} bytes long; the limit is {MAX_SCRIPT_NAME}",
+                name.chars().take(32).collect::<String>(),
+                name.len()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
 
 /// A step as a body names it: `"m7"` (a label) or `3` (an id; `0` is the root).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! The text form of stored rows, shared by both backends: a base, scripts and each record as JSON.
 //!
 //! A record's JSON is the one save files use (`statecraft_saves::TimelineRecord`), so a game moves
-//! between a database and a file without translation. This module must not talk to a database.
+//! between a database and a file without translation; [`fits`] measures a record's text before it is
+//! handed to the writer. This module must not talk to a database.
 
 use std::collections::BTreeMap;
 
@@ -72,6 +73,35 @@ pub(crate) fn encode(write: &Write) -> Result<Encoded, StorageError> {
     })
 }
 
+/// The length of a record's JSON text if it is at most `max` bytes; `Err` with a lower bound of its
+/// length when it is not. The text is counted as it is written and the count stops past `max`, so a record too
+/// big for the database is refused before any of it is kept: a database refuses a text over 1 GB
+/// ("string or blob too big"), and failing inside a group commit would fail every game's write in
+/// that transaction.
+pub(crate) fn fits(record: &TimelineRecord, max: usize) -> Result<usize, usize> {
+    struct Count {
+        bytes: usize,
+        max: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes = self.bytes.saturating_add(buf.len());
+            if self.bytes > self.max {
+                return Err(std::io::Error::other("longer than the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count { bytes: 0, max };
+    match serde_json::to_writer(&mut count, record) {
+        Ok(()) if count.bytes <= max => Ok(count.bytes),
+        _ => Err(count.bytes),
+    }
+}
+
 fn damaged(id: &str, what: String) -> StorageError {
     StorageError::Damaged {
         game: id.to_owned(),
@@ -129,4 +159,25 @@ pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use statecraft_engine::StepId;
+    use statecraft_saves::CheckoutRecord;
+
+    /// The count is the length of the text the database would get, to the byte, and stops past `max`.
+    #[test]
+    fn a_record_fits_up_to_its_exact_length() {
+        let record = TimelineRecord::Checkout(CheckoutRecord {
+            to: StepId::new(12345),
+        });
+        let text = serde_json::to_string(&record).unwrap();
+        assert_eq!(fits(&record, text.len()), Ok(text.len()));
+        assert_eq!(fits(&record, usize::MAX), Ok(text.len()));
+        let short = fits(&record, text.len() - 1).unwrap_err();
+        assert!(short >= text.len(), "{short}");
+        assert!(fits(&record, 0).is_err());
+    }
 }
