@@ -56,6 +56,8 @@ pub enum Kind {
     Damaged,
     /// The server is shutting down.
     ShuttingDown,
+    /// The server failed in a way no other kind names.
+    Internal,
 }
 
 impl Kind {
@@ -83,6 +85,21 @@ impl Kind {
             Kind::Storage => "storage_failed",
             Kind::Damaged => "game_damaged",
             Kind::ShuttingDown => "shutting_down",
+            Kind::Internal => "internal_error",
+        }
+    }
+
+    /// The kind of an answer made outside the handlers (a rejection of axum's own), by its status.
+    pub(crate) fn for_status(status: StatusCode) -> Kind {
+        match status {
+            StatusCode::UNAUTHORIZED => Kind::Unauthorized,
+            StatusCode::NOT_FOUND => Kind::NotFound,
+            StatusCode::METHOD_NOT_ALLOWED => Kind::MethodNotAllowed,
+            StatusCode::PAYLOAD_TOO_LARGE => Kind::BodyTooLarge,
+            StatusCode::REQUEST_TIMEOUT | StatusCode::GATEWAY_TIMEOUT => Kind::Timeout,
+            StatusCode::SERVICE_UNAVAILABLE => Kind::ShuttingDown,
+            status if status.is_server_error() => Kind::Internal,
+            _ => Kind::BadRequest,
         }
     }
 
@@ -104,7 +121,7 @@ impl Kind {
             Kind::Rejected => StatusCode::UNPROCESSABLE_ENTITY,
             Kind::GameLimit => StatusCode::INSUFFICIENT_STORAGE,
             Kind::Timeout | Kind::Storage | Kind::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            Kind::Damaged => StatusCode::INTERNAL_SERVER_ERROR,
+            Kind::Damaged | Kind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }

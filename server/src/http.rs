@@ -63,6 +63,7 @@ pub(crate) fn app(app: Arc<App>, max_body: usize) -> Router {
             Arc::clone(&app),
             guard::guard,
         ))
+        .layer(axum::middleware::from_fn(json_errors))
         .with_state(app)
 }
 
@@ -118,6 +119,65 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NoQuery {
             )),
         }
     }
+}
+
+/// The game id of a `/v1/games/{id}/...` URL. Axum's own `Path` refuses an id that is not UTF-8 once
+/// its %-escapes are decoded (`%FF`) with a plain-text answer; this one answers in the one error shape.
+pub(crate) struct GameId(String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for GameId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<GameId, ApiError> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(id)) => Ok(GameId(id)),
+            Err(rejection) => Err(ApiError::new(
+                Kind::BadRequest,
+                format!(
+                    "the game id in the URL cannot be read ({}); an id is 1 to 128 letters, \
+                     digits, '-', '_', '.' or '~'",
+                    rejection.body_text()
+                ),
+            )),
+        }
+    }
+}
+
+/// Gives every error answer the one error shape, whatever made it: a rejection of axum's own (its
+/// extractors and router answer plain text) or of a layer, which no handler sees. An answer that is
+/// JSON already passes unchanged.
+async fn json_errors(request: Request, next: axum::middleware::Next) -> axum::response::Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // These answers are short texts; a longer one is cut, as a message is no place for more.
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let message = match text.trim() {
+        "" => status
+            .canonical_reason()
+            .unwrap_or("the request was refused")
+            .to_owned(),
+        text => text.to_owned(),
+    };
+    let error = ApiError::new(Kind::for_status(status), message);
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    parts.headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    axum::response::Response::from_parts(parts, axum::body::Body::from(error.body().to_string()))
 }
 
 /// A JSON body, read strictly and within the body limit, with its bytes (for idempotency digests).
@@ -268,7 +328,9 @@ async fn list_games(
     Ok(Answer::ok(&json!({"games": games, "next": next})))
 }
 
-/// Checks a game id: 1 to 128 characters of letters, digits, `-`, `_`, `.` and `~` (safe in a path).
+/// Checks a game id: 1 to 128 characters of letters, digits, `-`, `_`, `.` and `~` (safe in a path),
+/// other than `.` and `..`. Those two are dot segments, which every URL client resolves away before
+/// sending (`/v1/games/../log` is `/v1/log`), so a game named so could never be reached.
 fn check_id(id: &str) -> Result<(), ApiError> {
     let safe = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~');
     if id.is_empty() || id.len() > 128 || !id.bytes().all(safe) {
@@ -276,6 +338,15 @@ fn check_id(id: &str) -> Result<(), ApiError> {
             Kind::BadRequest,
             format!(
                 "\"{id}\" is not a game id: use 1 to 128 letters, digits, '-', '_', '.' or '~'"
+            ),
+        ));
+    }
+    if id == "." || id == ".." {
+        return Err(ApiError::new(
+            Kind::BadRequest,
+            format!(
+                "\"{id}\" is not a game id: URL clients resolve the dot segments \".\" and \"..\" \
+                 away, so no request could reach the game"
             ),
         ));
     }
@@ -397,7 +468,7 @@ fn create(
 
 async fn show_game(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Show, None).await
@@ -414,7 +485,7 @@ struct AtQuery {
 
 async fn state_at(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     query: Result<Query<AtQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Answer, ApiError> {
     let Query(query) = query.map_err(|error| ApiError::new(Kind::BadRequest, error.body_text()))?;
@@ -434,7 +505,7 @@ async fn state_at(
 
 async fn log(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Log, None).await
@@ -443,7 +514,7 @@ async fn log(
 /// A delete takes no idempotency key: the game's receipts go with it, and a repeat answers 404.
 async fn delete_game(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Delete, None).await
@@ -451,7 +522,7 @@ async fn delete_game(
 
 async fn apply(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<ApplyRequest>,
@@ -463,7 +534,7 @@ async fn apply(
 
 async fn checkout(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<CheckoutRequest>,
@@ -480,7 +551,7 @@ struct Empty {}
 
 async fn undo(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<Empty>,
@@ -491,7 +562,7 @@ async fn undo(
 
 async fn redo(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<Empty>,
@@ -670,3 +741,6 @@ fn signatures(
     }
     Ok(load_scripts(scripts, limits)?.signatures().to_vec())
 }
+
+#[cfg(test)]
+mod tests;
