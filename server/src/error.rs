@@ -40,6 +40,8 @@ pub enum Kind {
     GameExists,
     /// An `Idempotency-Key` sent again with a different request.
     IdempotencyKeyReused,
+    /// An `Idempotency-Key` sent again with the request that made a game, which has since been deleted.
+    GameDeleted,
     /// Other writers kept changing the game; nothing was done.
     Contention,
     /// The body is larger than `--max-body`.
@@ -77,6 +79,7 @@ impl Kind {
             Kind::StepConflict => "step_conflict",
             Kind::GameExists => "game_exists",
             Kind::IdempotencyKeyReused => "idempotency_key_reused",
+            Kind::GameDeleted => "game_deleted",
             Kind::Contention => "contention",
             Kind::BodyTooLarge => "body_too_large",
             Kind::Rejected => "rejected",
@@ -116,6 +119,7 @@ impl Kind {
             Kind::StepConflict
             | Kind::GameExists
             | Kind::IdempotencyKeyReused
+            | Kind::GameDeleted
             | Kind::Contention => StatusCode::CONFLICT,
             Kind::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Kind::Rejected => StatusCode::UNPROCESSABLE_ENTITY,

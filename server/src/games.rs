@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use statecraft_engine::Limits;
-use statecraft_saves::{Receipt, Storage, StorageError, Tail, Write, Written};
+use statecraft_saves::{Receipt, Spent, Storage, StorageError, Tail, Write, Written};
 use tokio::sync::oneshot;
 
 use crate::answer::Answer;
@@ -323,7 +323,7 @@ impl Worker {
                     tracing::debug!(game = %self.id, "another writer moved the head; running again");
                     self.game = None;
                 }
-                Written::Missing | Written::Exists => {
+                Written::Missing | Written::Exists | Written::Full => {
                     self.game = None;
                     return Err(unknown_game(&self.id));
                 }
@@ -405,8 +405,23 @@ impl Worker {
 
     fn delete(&mut self) -> Result<Answer, ApiError> {
         self.game = None;
+        // A create retried under its key after this must not hear that the game was made.
+        let gone = ApiError::new(
+            Kind::GameDeleted,
+            format!(
+                "the game \"{}\" that this Idempotency-Key made has since been deleted; send a new \
+                 key to make another",
+                self.id
+            ),
+        );
+        let spent = Spent {
+            made: created(&self.id).body,
+            status: gone.status().as_u16(),
+            body: gone.body().to_string(),
+        };
         match self.durable(Write::Delete {
             id: self.id.clone(),
+            spent: Some(spent),
         })? {
             Written::Done => Ok(Answer::ok(&json!({"id": self.id, "deleted": true}))),
             _ => Err(unknown_game(&self.id)),
@@ -475,6 +490,15 @@ pub(crate) fn receipt(idempotency: &Idempotency, answer: &Answer) -> Receipt {
         status: answer.status.as_u16(),
         body: answer.body.clone(),
     }
+}
+
+/// The answer to a request that made the game `id`: the same for every request that makes a game,
+/// so that a delete finds the receipts that acknowledge it.
+pub(crate) fn created(id: &str) -> Answer {
+    Answer::json(
+        axum::http::StatusCode::CREATED,
+        &json!({"id": id, "step": 0}),
+    )
 }
 
 pub(crate) fn unknown_game(id: &str) -> ApiError {

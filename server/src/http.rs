@@ -27,7 +27,7 @@ use crate::answer::Answer;
 use crate::db::CREATE_SCOPE;
 use crate::error::{ApiError, Kind};
 use crate::game::{Operation, build_store, compile_schema, errors_json, load_scripts};
-use crate::games::{Games, Idempotency, fingerprint, receipt, replayed, storage_error};
+use crate::games::{Games, Idempotency, created, fingerprint, receipt, replayed, storage_error};
 use crate::guard::{self, Policy};
 use crate::inspector;
 use crate::requests::{
@@ -224,6 +224,18 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
                 format!("the body is not the JSON this endpoint takes: {error}"),
             )
         })?;
+        // serde_json keeps the last of two members of one name and drops the first unseen (only the
+        // top object's are refused above, by name): `"value": 1, "value": 1000` in an instruction
+        // would add 1000. A body that read above is valid UTF-8 JSON, so this finds or passes.
+        if let Some(duplicate) = std::str::from_utf8(text)
+            .ok()
+            .and_then(|text| statecraft_engine::duplicate_member(text).ok().flatten())
+        {
+            return Err(ApiError::new(
+                Kind::BadRequest,
+                format!("the body is ambiguous: {duplicate}; give each member once"),
+            ));
+        }
         Ok(Body { value, bytes })
     }
 }
@@ -311,6 +323,9 @@ async fn list_games(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Answer, ApiError> {
     let Query(query) = query.map_err(|error| ApiError::new(Kind::BadRequest, error.body_text()))?;
+    if let Some(after) = &query.after {
+        crate::requests::check_text("after", after)?;
+    }
     let limit = query.limit.unwrap_or(100).clamp(1, MAX_PAGE);
     let storage = Arc::clone(&app.storage);
     let page = app
@@ -396,15 +411,6 @@ fn create(
         }
         None => new_id()?,
     };
-    if app.storage.count()? >= app.max_games {
-        return Err(ApiError::new(
-            Kind::GameLimit,
-            format!(
-                "this server holds {} games, its limit (--max-games); delete one first",
-                app.max_games
-            ),
-        ));
-    }
     let schema = compile_schema(request.schema.as_ref())?;
     let state = Value::from(request.state);
     let refused = app.limits.check_state(&state);
@@ -431,7 +437,7 @@ fn create(
         &request.scripts,
         &app.limits,
     )?;
-    let answer = Answer::json(StatusCode::CREATED, &json!({"id": id, "step": 0}));
+    let answer = created(&id);
     let write = Write::Create {
         id: id.clone(),
         base,
@@ -443,27 +449,37 @@ fn create(
             label: None,
         },
         receipt: idempotency.as_ref().map(|key| receipt(key, &answer)),
+        // The limit is decided in the transaction that inserts the game: counted before it, creates
+        // racing each other would all pass.
+        max_games: Some(app.max_games),
     };
-    match app
+    let written = app
         .writer
         .write(write)
-        .map_err(|error| storage_error(&error))?
-    {
-        Written::Done => Ok(answer),
-        _ => {
-            // Another request under the same key, racing this one, made its game first: this one
-            // answers as that one did.
-            if let Some(idempotency) = &idempotency
-                && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
-            {
-                return replayed(&kept, idempotency);
-            }
-            Err(ApiError::new(
-                Kind::GameExists,
-                format!("a game with the id \"{id}\" exists already"),
-            ))
-        }
+        .map_err(|error| storage_error(&error))?;
+    if written == Written::Done {
+        return Ok(answer);
     }
+    // Another request under the same key, racing this one, made its game first: this one answers
+    // as that one did.
+    if let Some(idempotency) = &idempotency
+        && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
+    {
+        return replayed(&kept, idempotency);
+    }
+    Err(match written {
+        Written::Full => ApiError::new(
+            Kind::GameLimit,
+            format!(
+                "this server holds {} games, its limit (--max-games); delete one first",
+                app.max_games
+            ),
+        ),
+        _ => ApiError::new(
+            Kind::GameExists,
+            format!("a game with the id \"{id}\" exists already"),
+        ),
+    })
 }
 
 async fn show_game(
@@ -633,9 +649,19 @@ fn converted(request: ConvertRequest, limits: &Limits) -> Result<Answer, ApiErro
                 })?,
                 other => other.clone(),
             };
-            match Batch::from_json(&json) {
-                Ok(batch) => (batch, Vec::new(), Vec::new()),
-                Err(errors) => (Batch::default(), Vec::new(), errors.0),
+            // JSON text given as a string may name a member twice, which the parsed value hides.
+            let duplicate = match &request.input {
+                Json::String(text) => statecraft_engine::duplicate_member(text).ok().flatten(),
+                _ => None,
+            };
+            match (duplicate, Batch::from_json(&json)) {
+                (Some(duplicate), _) => (
+                    Batch::default(),
+                    Vec::new(),
+                    vec![duplicate.in_batch(json.is_array())],
+                ),
+                (None, Ok(batch)) => (batch, Vec::new(), Vec::new()),
+                (None, Err(errors)) => (Batch::default(), Vec::new(), errors.0),
             }
         }
         Notation::Jsonpatch => {
@@ -743,4 +769,4 @@ fn signatures(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

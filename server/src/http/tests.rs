@@ -235,3 +235,175 @@ fn every_refusal_has_the_json_error_shape() {
     let answer = server.raw("POST", "/v1/games/%FF/apply", "{}", &[]);
     assert_eq!(answer.kind(), "bad_request");
 }
+
+#[test]
+fn a_member_given_twice_anywhere_in_a_body_is_refused_by_name() {
+    let server = Harness::sqlite(100);
+    let id = server.create(&json!({"state": {"n": 0}}));
+    let apply = format!("/v1/games/{id}/apply");
+    let body = r#"{"batch": [{"op": "increment", "path": ["n"], "value": 1, "value": 1000}]}"#;
+    let answer = server.raw("POST", &apply, body, &[]);
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{:?}", answer.body);
+    assert_eq!(answer.kind(), "bad_request");
+    let message = answer.body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("\"value\" is given twice in the object at /batch/0"),
+        "{message}"
+    );
+    // Nested in a value, or in a game's state: the same.
+    let nested = r#"{"batch": [{"op": "assign", "path": ["m"], "value": {"a": 1, "a": 2}}]}"#;
+    let answer = server.raw("POST", &apply, nested, &[]);
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{:?}", answer.body);
+    let answer = server.raw("POST", "/v1/games", r#"{"state": {"n": 1, "n": 2}}"#, &[]);
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{:?}", answer.body);
+    let show = server.call("GET", &format!("/v1/games/{id}"), None);
+    assert_eq!(show.body["state"], json!({"n": 0}), "nothing was applied");
+    // A batch given to convert as JSON text is refused at its instruction and member.
+    let text = r#"[{"op": "increment", "path": ["n"], "value": 1, "value": 1000}]"#;
+    let answer = server.call(
+        "POST",
+        "/v1/convert",
+        Some(&json!({"input": text, "from": "json", "to": "mvu"})),
+    );
+    assert_eq!(
+        answer.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{:?}",
+        answer.body
+    );
+    assert_eq!(answer.body["errors"][0]["instruction"], json!([0]));
+    assert_eq!(answer.body["errors"][0]["field"], json!("/value"));
+}
+
+#[test]
+fn a_label_holding_nul_is_refused_on_either_database() {
+    let mut servers = vec![("sqlite", Harness::sqlite(100))];
+    servers.extend(Harness::postgres("nul_label", 100).map(|server| ("postgres", server)));
+    for (name, server) in &servers {
+        let id = server.create(&json!({"state": {"n": 0}}));
+        let apply = format!("/v1/games/{id}/apply");
+        let body =
+            json!({"batch": [{"op": "increment", "path": ["n"], "value": 1}], "label": "a\u{0}b"});
+        let answer = server.call("POST", &apply, Some(&body));
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{name}: {:?}",
+            answer.body
+        );
+        let message = answer.body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("U+0000"), "{name}: {message}");
+        let answer = server.raw("GET", "/v1/games?after=a%00", "", &[]);
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{name}: {:?}",
+            answer.body
+        );
+        // NUL inside the state is kept: the state is stored as JSON text, where it is escaped.
+        let body = json!({"batch": [{"op": "assign", "path": ["s\u{0}"], "value": "x\u{0}y"}]});
+        let answer = server.call("POST", &apply, Some(&body));
+        assert_eq!(answer.status, StatusCode::OK, "{name}: {:?}", answer.body);
+        let show = server.call("GET", &format!("/v1/games/{id}"), None);
+        assert_eq!(
+            show.body["state"],
+            json!({"n": 0, "s\u{0}": "x\u{0}y"}),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn concurrent_creates_never_pass_the_game_limit() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let sqlite = Database::Sqlite(dir.path().join("games.db"));
+    let schema = PgSchema::new("max_games");
+    let mut databases = vec![("sqlite", sqlite)];
+    if let Some(schema) = &schema {
+        databases.push(("postgres", Database::Postgres(schema.url.clone())));
+    }
+    for (name, database) in &databases {
+        // Two servers on one database, as two processes: 30 creates race over both.
+        let first = Harness::on(database, 5, None, None);
+        let second = Harness::on(database, 5, None, None);
+        let statuses: Vec<StatusCode> = std::thread::scope(|scope| {
+            let calls: Vec<_> = (0..30)
+                .map(|n| {
+                    let server = if n % 2 == 0 { &first } else { &second };
+                    scope.spawn(move || {
+                        server
+                            .call("POST", "/v1/games", Some(&json!({"state": {"n": n}})))
+                            .status
+                    })
+                })
+                .collect();
+            calls
+                .into_iter()
+                .map(|call| call.join().expect("a call"))
+                .collect()
+        });
+        let made = statuses
+            .iter()
+            .filter(|status| **status == StatusCode::CREATED)
+            .count();
+        let full = statuses
+            .iter()
+            .filter(|status| **status == StatusCode::INSUFFICIENT_STORAGE)
+            .count();
+        assert_eq!((made, full), (5, 25), "{name}: {statuses:?}");
+        let listed = first.call("GET", "/v1/games", None).body["games"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(listed, Some(5), "{name}");
+    }
+}
+
+#[test]
+fn a_create_retried_after_its_game_was_deleted_answers_409() {
+    let mut servers = vec![("sqlite", Harness::sqlite(100))];
+    servers.extend(Harness::postgres("spent_key", 100).map(|server| ("postgres", server)));
+    for (name, server) in &servers {
+        let body = r#"{"state": {"n": 0}}"#;
+        let key = [("Idempotency-Key", "make-1")];
+        let made = server.raw("POST", "/v1/games", body, &key);
+        assert_eq!(made.status, StatusCode::CREATED, "{name}");
+        let again = server.raw("POST", "/v1/games", body, &key);
+        assert_eq!(
+            again.body, made.body,
+            "{name}: a retry while the game lives replays"
+        );
+        let id = made.body["id"].as_str().expect("an id").to_owned();
+        let deleted = server.call("DELETE", &format!("/v1/games/{id}"), None);
+        assert_eq!(deleted.status, StatusCode::OK, "{name}");
+        let after = server.raw("POST", "/v1/games", body, &key);
+        assert_eq!(
+            after.status,
+            StatusCode::CONFLICT,
+            "{name}: {:?}",
+            after.body
+        );
+        assert_eq!(after.kind(), "game_deleted", "{name}");
+        let message = after.body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(&id), "{name}: {message}");
+        // Another request under the key is still told the key was used for another request.
+        let other = server.raw("POST", "/v1/games", r#"{"state": {"n": 1}}"#, &key);
+        assert_eq!(other.kind(), "idempotency_key_reused", "{name}");
+
+        // A game made again under the id of a deleted one is not the game the first key made.
+        let named = r#"{"state": {"n": 0}, "id": "again"}"#;
+        let first = server.raw("POST", "/v1/games", named, &[("Idempotency-Key", "k1")]);
+        assert_eq!(first.status, StatusCode::CREATED, "{name}");
+        server.call("DELETE", "/v1/games/again", None);
+        let second = server.raw("POST", "/v1/games", named, &[("Idempotency-Key", "k2")]);
+        assert_eq!(second.status, StatusCode::CREATED, "{name}");
+        let retry = server.raw("POST", "/v1/games", named, &[("Idempotency-Key", "k1")]);
+        assert_eq!(retry.kind(), "game_deleted", "{name}: {:?}", retry.body);
+        let retry = server.raw("POST", "/v1/games", named, &[("Idempotency-Key", "k2")]);
+        assert_eq!(
+            retry.status,
+            StatusCode::CREATED,
+            "{name}: {:?}",
+            retry.body
+        );
+    }
+}
