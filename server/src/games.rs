@@ -7,7 +7,9 @@
 //! them; after a job that changed it, it hands the records to the group-commit writer and answers only
 //! once they are durable. When the database says another writer moved the game's head first, the
 //! game reloads and runs the job again on the new state (with `expect_step`, that run answers 409).
-//! A write that failed leaves memory ahead of the database, so the game is dropped and reloaded.
+//! A write that failed leaves memory ahead of the database, so the game is dropped and reloaded. A
+//! delete turns the receipts of the requests that made the game into a 409 `game_deleted`, so that a
+//! retried create never acknowledges a game that is gone.
 //!
 //! The cache keeps at most `max_active` games and about `max_memory` bytes; beyond that, the game used
 //! least recently that has no job waiting is dropped (its thread ends), and it loads from the database

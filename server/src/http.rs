@@ -1,8 +1,9 @@
 //! The endpoints of SPEC §8 and the router that holds them.
 //!
-//! Each handler reads its body with [`Body`] (JSON, strict, within `--max-body`, a 400 or 413 in the
-//! one error shape otherwise), hands game requests to [`Games`] and stateless ones to a blocking
-//! thread, and returns an [`Answer`] or an [`ApiError`]. Everything lives under `/v1`; [`app`] merges
+//! Each handler reads its body with [`Body`] (JSON, strict, each member once, within `--max-body`, a
+//! 400 or 413 in the one error shape otherwise), hands game requests to [`Games`] and stateless ones
+//! to a blocking thread, and returns an [`Answer`] or an [`ApiError`]; a last layer gives the same
+//! shape to any error answer axum makes on its own. Everything lives under `/v1`; [`app`] merges
 //! the inspector page's files (`inspector.rs`, at `/`) beside the API, behind the same guard. This module must
 //! not run the engine itself: `game.rs` does for games, the translators and the prompt kit for the
 //! stateless endpoints.
@@ -161,7 +162,7 @@ async fn json_errors(request: Request, next: axum::middleware::Next) -> axum::re
         return response;
     }
     let (mut parts, body) = response.into_parts();
-    // These answers are short texts; a longer one is cut, as a message is no place for more.
+    // These answers are short texts; a longer one is not read, and the status's reason stands in.
     let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
     let message = match text.trim() {
