@@ -41,12 +41,19 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
         }
         Notation::Json => {
             // A byte-order mark is skipped, as in state files.
-            let json: serde_json::Value =
-                serde_json::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
-                    .with_context(|| format!("{origin} is not valid json"))?;
-            match Batch::from_json(&json) {
-                Ok(batch) => (batch, Vec::new(), Vec::new()),
-                Err(errors) => (Batch::default(), Vec::new(), errors.0),
+            let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
+            let json: serde_json::Value = serde_json::from_str(body)
+                .with_context(|| format!("{origin} is not valid json"))?;
+            // A member given twice is gone from the parsed value: the text is what shows it.
+            let duplicate = statecraft_engine::duplicate_member(body).ok().flatten();
+            match (duplicate, Batch::from_json(&json)) {
+                (Some(duplicate), _) => (
+                    Batch::default(),
+                    Vec::new(),
+                    vec![duplicate.in_batch(json.is_array())],
+                ),
+                (None, Ok(batch)) => (batch, Vec::new(), Vec::new()),
+                (None, Err(errors)) => (Batch::default(), Vec::new(), errors.0),
             }
         }
         Notation::Jsonpatch => {

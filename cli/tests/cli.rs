@@ -712,6 +712,43 @@ fn convert_json_to_mvu() {
 }
 
 #[test]
+fn a_member_given_twice_is_refused_by_convert_and_apply() {
+    let dir = folder_with_state(&json!({"n": 0}));
+    let batch = r#"[{"op": "assign", "path": ["a"], "value": 1},
+{"op": "increment", "path": ["n"], "value": 1, "value": 1000}]"#;
+    let run = run_in(
+        dir.path(),
+        &["convert", "--from", "json", "--to", "mvu", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.contains("instruction 1")
+            && run.stderr.contains("/value")
+            && run.stderr.contains("\"value\" is given twice"),
+        "{}",
+        run.stderr
+    );
+    // A reply holding the same batch is refused too, and the state keeps its n.
+    let run = run_in(
+        dir.path(),
+        &["apply", "--state", "state.json", "--in-place", "-"],
+        batch,
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("\"value\" is given twice"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        parse(&fs::read_to_string(dir.path().join("state.json")).unwrap()),
+        json!({"n": 0})
+    );
+}
+
+#[test]
 fn convert_reports_what_mvu_cannot_express_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let batch = r#"[{"op":"assign","path":["a.b"],"value":1}]"#;

@@ -164,6 +164,7 @@ export type ServerErrorKind =
   | "step_conflict"
   | "game_exists"
   | "idempotency_key_reused"
+  | "game_deleted"
   | "contention"
   | "body_too_large"
   | "body_timeout"
@@ -172,6 +173,7 @@ export type ServerErrorKind =
   | "timeout"
   | "storage_failed"
   | "game_damaged"
+  | "internal_error"
   | "shutting_down";
 
 /**

@@ -283,7 +283,8 @@ impl Batch {
     }
 
     /// Parses JSON text strictly. Text that is not JSON is reported as one `InvalidField` error with
-    /// serde_json's line and column.
+    /// serde_json's line and column, and so is a member given twice in one object (which a parsed
+    /// value could no longer show), at its instruction.
     pub fn parse(text: &str) -> Result<Batch, BatchErrors> {
         let json: Json = serde_json::from_str(text).map_err(|error| {
             BatchErrors(vec![BatchError::whole_batch(
@@ -292,6 +293,9 @@ impl Batch {
                 format!("not valid JSON: {error}"),
             )])
         })?;
+        if let Ok(Some(duplicate)) = crate::duplicate_member(text) {
+            return Err(BatchErrors(vec![duplicate.in_batch(json.is_array())]));
+        }
         Batch::from_json(&json)
     }
 
@@ -441,7 +445,7 @@ struct Decoded {
     warnings: Vec<BatchError>,
 }
 
-/// The members an instruction may have, in one pass over an object (a repeated key: the last counts).
+/// The members an instruction may have, in one pass over an object (a repeated key is an error).
 struct Fields<T> {
     op: Option<T>,
     path: Option<T>,
@@ -590,6 +594,21 @@ fn decode_instruction<'a>(
                 continue;
             }
         };
+        if slot.is_some() {
+            // A tree that keeps both (a translator's document) shows them: which one was meant is
+            // unknowable, so neither is taken.
+            report.push(field_error(
+                index,
+                ErrorKind::InvalidField,
+                crate::path::pointer_of(&[crate::Segment::key(key)]),
+                [
+                    "the member \"",
+                    key,
+                    "\" is given twice; give it once, as no reader can tell which one was meant",
+                ]
+                .concat(),
+            ));
+        }
         *slot = Some(member);
     }
     let mut patch_form = false;

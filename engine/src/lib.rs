@@ -6,8 +6,9 @@
 //! redo replay from its change log. The engine never does IO, never links a script interpreter and
 //! never guesses at text: it takes instructions that are already structured. The rules every crate
 //! shares live here too, so that they exist once: JSON Pointer escaping ([`escape_pointer_token`]),
-//! the string path spellings of docs/instructions.md ([`parse_path`]) and the forbidden-key check
-//! ([`is_forbidden`], [`find_forbidden_key`]).
+//! the string path spellings of docs/instructions.md ([`parse_path`]), the forbidden-key check
+//! ([`is_forbidden`], [`find_forbidden_key`]) and the refusal of JSON text that names a member twice
+//! in one object ([`duplicate_member`]).
 
 mod budget;
 mod callback;
@@ -24,6 +25,7 @@ mod retained;
 mod schema;
 mod store;
 mod tree;
+mod unique;
 mod validate;
 mod value;
 
@@ -48,6 +50,7 @@ pub use store::{
     ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder,
 };
 pub use tree::{JsonTree, NodeKind};
+pub use unique::{DuplicateMember, duplicate_member};
 pub use validate::{DEFAULT_FORBIDDEN, find_forbidden_key, is_forbidden};
 pub use value::{Array, Key, Object, Value, ValueType, json_depth, numbers_equal};
 

@@ -29,7 +29,7 @@ pub use game::{Damage, Durability, Game, NewGame, OpenOptions, Setup, SetupError
 pub use lock::{Lock, acquire as lock_exclusive};
 pub use records::{BaseRecord, CheckoutRecord, PositionRecord, StepRecord, TimelineRecord};
 pub use storage::{
-    Head, Listing, Receipt, Storage, StorageError, StoredGame, Tail, Write, Written,
+    Head, Listing, Receipt, Spent, Storage, StorageError, StoredGame, Tail, Write, Written,
 };
 
 /// The save format version this build writes; it reads every version from 1 up to this one.

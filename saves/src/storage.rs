@@ -99,6 +99,10 @@ pub enum Write {
         head: Head,
         /// The answer to keep for the creating request.
         receipt: Option<Receipt>,
+        /// The most games the database may hold: with that many already, the create is refused with
+        /// [`Written::Full`]. Decided inside the transaction that inserts the game, so creates racing
+        /// (in one process or several) never pass the limit together.
+        max_games: Option<u64>,
     },
     /// Records appended to a game whose head is still `on`.
     Append {
@@ -137,7 +141,22 @@ pub enum Write {
     Delete {
         /// The game.
         id: String,
+        /// What becomes of the receipts of the requests that made the game, which are kept under no
+        /// game: a receipt must not go on acknowledging a game that is gone.
+        spent: Option<Spent>,
     },
+}
+
+/// The answer that replaces, once a game is deleted, the receipts of the requests that made it: a
+/// retry of one of them hears that the game is gone rather than that it was made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spent {
+    /// The body the making requests were answered (how their receipts are found).
+    pub made: String,
+    /// The status to answer their retries with.
+    pub status: u16,
+    /// The body to answer their retries with.
+    pub body: String,
 }
 
 impl Write {
@@ -148,7 +167,7 @@ impl Write {
             | Write::Append { id, .. }
             | Write::Compact { id, .. }
             | Write::Receipt { id, .. }
-            | Write::Delete { id } => id,
+            | Write::Delete { id, .. } => id,
         }
     }
 }
@@ -164,6 +183,8 @@ pub enum Written {
     Exists,
     /// There is no such game (any more).
     Missing,
+    /// The database holds a create's `max_games` already: nothing was made.
+    Full,
 }
 
 /// A game as listed.
@@ -181,7 +202,8 @@ pub struct Listing {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StorageError {
-    /// The database could not be reached or refused the statement.
+    /// The database could not be reached, or failed in a way that leaves unknown whether a
+    /// transaction committed (the connection broke during it).
     #[error("the database failed: {0}")]
     Database(String),
     /// The database's tables are of a layout this program does not know (written by a newer
@@ -196,6 +218,10 @@ pub enum StorageError {
         /// The version this program reads and writes.
         supported: &'static str,
     },
+    /// The database refused a statement or a value and rolled the transaction back: nothing of it
+    /// was made, for certain, so its writes may be tried again (one by one, to find the one at fault).
+    #[error("the database refused the write: {0}")]
+    Refused(String),
     /// A stored row could not be read back: its game is damaged.
     #[error("game {game}: {problem}")]
     Damaged {
@@ -226,8 +252,9 @@ pub trait Storage: Send + Sync {
     fn count(&self) -> Result<u64, StorageError>;
 
     /// Makes `writes` durable in one transaction and says, for each in order, what became of it. A
-    /// write that finds a moved head ([`Written::Conflict`]), a taken id or a missing game changes
-    /// nothing and does not stop the others. An error means none of them was made.
+    /// write that finds a moved head ([`Written::Conflict`]), a taken id, a missing game or a full
+    /// database changes nothing and does not stop the others. An error means none of them was made
+    /// ([`StorageError::Refused`]) or, only when the connection broke, that it is not known.
     fn write(&self, writes: &[Write]) -> Result<Vec<Written>, StorageError>;
 
     /// Drops the receipts kept before `before` (seconds since the Unix epoch) and says how many.

@@ -40,6 +40,8 @@ pub enum Kind {
     GameExists,
     /// An `Idempotency-Key` sent again with a different request.
     IdempotencyKeyReused,
+    /// An `Idempotency-Key` sent again with the request that made a game, which has since been deleted.
+    GameDeleted,
     /// Other writers kept changing the game; nothing was done.
     Contention,
     /// The body is larger than `--max-body`.
@@ -58,6 +60,8 @@ pub enum Kind {
     Damaged,
     /// The server is shutting down.
     ShuttingDown,
+    /// The server failed in a way no other kind names.
+    Internal,
 }
 
 impl Kind {
@@ -77,6 +81,7 @@ impl Kind {
             Kind::StepConflict => "step_conflict",
             Kind::GameExists => "game_exists",
             Kind::IdempotencyKeyReused => "idempotency_key_reused",
+            Kind::GameDeleted => "game_deleted",
             Kind::Contention => "contention",
             Kind::BodyTooLarge => "body_too_large",
             Kind::BodyTimeout => "body_timeout",
@@ -86,6 +91,21 @@ impl Kind {
             Kind::Storage => "storage_failed",
             Kind::Damaged => "game_damaged",
             Kind::ShuttingDown => "shutting_down",
+            Kind::Internal => "internal_error",
+        }
+    }
+
+    /// The kind of an answer made outside the handlers (a rejection of axum's own), by its status.
+    pub(crate) fn for_status(status: StatusCode) -> Kind {
+        match status {
+            StatusCode::UNAUTHORIZED => Kind::Unauthorized,
+            StatusCode::NOT_FOUND => Kind::NotFound,
+            StatusCode::METHOD_NOT_ALLOWED => Kind::MethodNotAllowed,
+            StatusCode::PAYLOAD_TOO_LARGE => Kind::BodyTooLarge,
+            StatusCode::REQUEST_TIMEOUT | StatusCode::GATEWAY_TIMEOUT => Kind::Timeout,
+            StatusCode::SERVICE_UNAVAILABLE => Kind::ShuttingDown,
+            status if status.is_server_error() => Kind::Internal,
+            _ => Kind::BadRequest,
         }
     }
 
@@ -102,13 +122,14 @@ impl Kind {
             Kind::StepConflict
             | Kind::GameExists
             | Kind::IdempotencyKeyReused
+            | Kind::GameDeleted
             | Kind::Contention => StatusCode::CONFLICT,
             Kind::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Kind::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Kind::Rejected => StatusCode::UNPROCESSABLE_ENTITY,
             Kind::GameLimit => StatusCode::INSUFFICIENT_STORAGE,
             Kind::Timeout | Kind::Storage | Kind::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            Kind::Damaged => StatusCode::INTERNAL_SERVER_ERROR,
+            Kind::Damaged | Kind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }

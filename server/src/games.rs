@@ -7,7 +7,9 @@
 //! them; after a job that changed it, it hands the records to the group-commit writer and answers only
 //! once they are durable. When the database says another writer moved the game's head first, the
 //! game reloads and runs the job again on the new state (with `expect_step`, that run answers 409).
-//! A write that failed leaves memory ahead of the database, so the game is dropped and reloaded.
+//! A write that failed leaves memory ahead of the database, so the game is dropped and reloaded. A
+//! delete turns the receipts of the requests that made the game into a 409 `game_deleted`, so that a
+//! retried create never acknowledges a game that is gone.
 //!
 //! A job runs under its request's deadline: a batch still running when the time is up stops and is
 //! rolled back (the engine and the scripts read the deadline), so the game takes its next job at once,
@@ -27,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use statecraft_engine::Limits;
-use statecraft_saves::{Receipt, Storage, StorageError, Tail, Write, Written};
+use statecraft_saves::{Receipt, Spent, Storage, StorageError, Tail, Write, Written};
 use tokio::sync::oneshot;
 
 use crate::answer::Answer;
@@ -346,7 +348,7 @@ impl Worker {
                     tracing::debug!(game = %self.id, "another writer moved the head; running again");
                     self.game = None;
                 }
-                Written::Missing | Written::Exists => {
+                Written::Missing | Written::Exists | Written::Full => {
                     self.game = None;
                     return Err(unknown_game(&self.id));
                 }
@@ -428,8 +430,23 @@ impl Worker {
 
     fn delete(&mut self) -> Result<Answer, ApiError> {
         self.game = None;
+        // A create retried under its key after this must not hear that the game was made.
+        let gone = ApiError::new(
+            Kind::GameDeleted,
+            format!(
+                "the game \"{}\" that this Idempotency-Key made has since been deleted; send a new \
+                 key to make another",
+                self.id
+            ),
+        );
+        let spent = Spent {
+            made: created(&self.id).body,
+            status: gone.status().as_u16(),
+            body: gone.body().to_string(),
+        };
         match self.durable(Write::Delete {
             id: self.id.clone(),
+            spent: Some(spent),
         })? {
             Written::Done => Ok(Answer::ok(&json!({"id": self.id, "deleted": true}))),
             _ => Err(unknown_game(&self.id)),
@@ -519,6 +536,15 @@ fn too_large(records: &[statecraft_saves::TimelineRecord], max: usize) -> Option
         }
     }
     None
+}
+
+/// The answer to a request that made the game `id`: the same for every request that makes a game,
+/// so that a delete finds the receipts that acknowledge it.
+pub(crate) fn created(id: &str) -> Answer {
+    Answer::json(
+        axum::http::StatusCode::CREATED,
+        &json!({"id": id, "step": 0}),
+    )
 }
 
 pub(crate) fn unknown_game(id: &str) -> ApiError {

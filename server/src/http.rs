@@ -1,8 +1,9 @@
 //! The endpoints of docs/http.md and the router that holds them.
 //!
-//! Each handler reads its body with [`Body`] (JSON, strict, within `--max-body` and `--body-timeout`;
-//! a 400, 413 or 408 in the one error shape otherwise), hands game requests to [`Games`] and stateless
-//! ones to a blocking thread, and returns an [`Answer`] or an [`ApiError`]. Everything lives under `/v1`; [`app`] merges
+//! Each handler reads its body with [`Body`] (JSON, strict, each member once, within `--max-body` and
+//! `--body-timeout`; a 400, 413 or 408 in the one error shape otherwise), hands game requests to
+//! [`Games`] and stateless ones to a blocking thread, and returns an [`Answer`] or an [`ApiError`]; a
+//! last layer gives the same shape to any error answer axum makes on its own. Everything lives under `/v1`; [`app`] merges
 //! the inspector page's files (`inspector.rs`, at `/`) beside the API, behind the same guard. This module must
 //! not run the engine itself: `game.rs` does for games, the translators and the prompt kit for the
 //! stateless endpoints.
@@ -27,7 +28,7 @@ use crate::answer::Answer;
 use crate::db::CREATE_SCOPE;
 use crate::error::{ApiError, Kind};
 use crate::game::{Operation, build_store, compile_schema, errors_json, load_scripts};
-use crate::games::{Games, Idempotency, fingerprint, receipt, replayed, storage_error};
+use crate::games::{Games, Idempotency, created, fingerprint, receipt, replayed, storage_error};
 use crate::guard::{self, Policy};
 use crate::inspector;
 use crate::requests::{
@@ -63,6 +64,7 @@ pub(crate) fn app(app: Arc<App>, max_body: usize) -> Router {
             Arc::clone(&app),
             guard::guard,
         ))
+        .layer(axum::middleware::from_fn(json_errors))
         .with_state(app)
 }
 
@@ -120,6 +122,65 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NoQuery {
     }
 }
 
+/// The game id of a `/v1/games/{id}/...` URL. Axum's own `Path` refuses an id that is not UTF-8 once
+/// its %-escapes are decoded (`%FF`) with a plain-text answer; this one answers in the one error shape.
+pub(crate) struct GameId(String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for GameId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<GameId, ApiError> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(id)) => Ok(GameId(id)),
+            Err(rejection) => Err(ApiError::new(
+                Kind::BadRequest,
+                format!(
+                    "the game id in the URL cannot be read ({}); an id is 1 to 128 letters, \
+                     digits, '-', '_', '.' or '~'",
+                    rejection.body_text()
+                ),
+            )),
+        }
+    }
+}
+
+/// Gives every error answer the one error shape, whatever made it: a rejection of axum's own (its
+/// extractors and router answer plain text) or of a layer, which no handler sees. An answer that is
+/// JSON already passes unchanged.
+async fn json_errors(request: Request, next: axum::middleware::Next) -> axum::response::Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // These answers are short texts; a longer one is not read, and the status's reason stands in.
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let message = match text.trim() {
+        "" => status
+            .canonical_reason()
+            .unwrap_or("the request was refused")
+            .to_owned(),
+        text => text.to_owned(),
+    };
+    let error = ApiError::new(Kind::for_status(status), message);
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    parts.headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    axum::response::Response::from_parts(parts, axum::body::Body::from(error.body().to_string()))
+}
+
 /// A JSON body, read strictly and within the body limit, with its bytes (for idempotency digests).
 pub(crate) struct Body<T> {
     value: T,
@@ -170,6 +231,18 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
                 format!("the body is not the JSON this endpoint takes: {error}"),
             )
         })?;
+        // serde_json keeps the last of two members of one name and drops the first unseen (only the
+        // top object's are refused above, by name): `"value": 1, "value": 1000` in an instruction
+        // would add 1000. A body that read above is valid UTF-8 JSON, so this finds or passes.
+        if let Some(duplicate) = std::str::from_utf8(text)
+            .ok()
+            .and_then(|text| statecraft_engine::duplicate_member(text).ok().flatten())
+        {
+            return Err(ApiError::new(
+                Kind::BadRequest,
+                format!("the body is ambiguous: {duplicate}; give each member once"),
+            ));
+        }
         Ok(Body { value, bytes })
     }
 }
@@ -257,6 +330,9 @@ async fn list_games(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Answer, ApiError> {
     let Query(query) = query.map_err(|error| ApiError::new(Kind::BadRequest, error.body_text()))?;
+    if let Some(after) = &query.after {
+        crate::requests::check_text("after", after)?;
+    }
     let limit = query.limit.unwrap_or(100).clamp(1, MAX_PAGE);
     let storage = Arc::clone(&app.storage);
     let page = app
@@ -274,7 +350,9 @@ async fn list_games(
     Ok(Answer::ok(&json!({"games": games, "next": next})))
 }
 
-/// Checks a game id: 1 to 128 characters of letters, digits, `-`, `_`, `.` and `~` (safe in a path).
+/// Checks a game id: 1 to 128 characters of letters, digits, `-`, `_`, `.` and `~` (safe in a path),
+/// other than `.` and `..`. Those two are dot segments, which every URL client resolves away before
+/// sending (`/v1/games/../log` is `/v1/log`), so a game named so could never be reached.
 fn check_id(id: &str) -> Result<(), ApiError> {
     let safe = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~');
     if id.is_empty() || id.len() > 128 || !id.bytes().all(safe) {
@@ -282,6 +360,15 @@ fn check_id(id: &str) -> Result<(), ApiError> {
             Kind::BadRequest,
             format!(
                 "\"{id}\" is not a game id: use 1 to 128 letters, digits, '-', '_', '.' or '~'"
+            ),
+        ));
+    }
+    if id == "." || id == ".." {
+        return Err(ApiError::new(
+            Kind::BadRequest,
+            format!(
+                "\"{id}\" is not a game id: URL clients resolve the dot segments \".\" and \"..\" \
+                 away, so no request could reach the game"
             ),
         ));
     }
@@ -332,15 +419,6 @@ fn create(
         }
         None => new_id()?,
     };
-    if app.storage.count()? >= app.max_games {
-        return Err(ApiError::new(
-            Kind::GameLimit,
-            format!(
-                "this server holds {} games, its limit (--max-games); delete one first",
-                app.max_games
-            ),
-        ));
-    }
     let schema = compile_schema(request.schema.as_ref())?;
     let state = Value::from(request.state);
     let refused = app.limits.check_state(&state);
@@ -367,7 +445,7 @@ fn create(
         &request.scripts,
         &app.limits,
     )?;
-    let answer = Answer::json(StatusCode::CREATED, &json!({"id": id, "step": 0}));
+    let answer = created(&id);
     let write = Write::Create {
         id: id.clone(),
         base,
@@ -379,32 +457,42 @@ fn create(
             label: None,
         },
         receipt: idempotency.as_ref().map(|key| receipt(key, &answer)),
+        // The limit is decided in the transaction that inserts the game: counted before it, creates
+        // racing each other would all pass.
+        max_games: Some(app.max_games),
     };
-    match app
+    let written = app
         .writer
         .write(write)
-        .map_err(|error| storage_error(&error))?
-    {
-        Written::Done => Ok(answer),
-        _ => {
-            // Another request under the same key, racing this one, made its game first: this one
-            // answers as that one did.
-            if let Some(idempotency) = &idempotency
-                && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
-            {
-                return replayed(&kept, idempotency);
-            }
-            Err(ApiError::new(
-                Kind::GameExists,
-                format!("a game with the id \"{id}\" exists already"),
-            ))
-        }
+        .map_err(|error| storage_error(&error))?;
+    if written == Written::Done {
+        return Ok(answer);
     }
+    // Another request under the same key, racing this one, made its game first: this one answers
+    // as that one did.
+    if let Some(idempotency) = &idempotency
+        && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
+    {
+        return replayed(&kept, idempotency);
+    }
+    Err(match written {
+        Written::Full => ApiError::new(
+            Kind::GameLimit,
+            format!(
+                "this server holds {} games, its limit (--max-games); delete one first",
+                app.max_games
+            ),
+        ),
+        _ => ApiError::new(
+            Kind::GameExists,
+            format!("a game with the id \"{id}\" exists already"),
+        ),
+    })
 }
 
 async fn show_game(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Show, None).await
@@ -421,7 +509,7 @@ struct AtQuery {
 
 async fn state_at(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     query: Result<Query<AtQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Answer, ApiError> {
     let Query(query) = query.map_err(|error| ApiError::new(Kind::BadRequest, error.body_text()))?;
@@ -441,7 +529,7 @@ async fn state_at(
 
 async fn log(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Log, None).await
@@ -450,7 +538,7 @@ async fn log(
 /// A delete takes no idempotency key: the game's receipts go with it, and a repeat answers 404.
 async fn delete_game(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
 ) -> Result<Answer, ApiError> {
     app.run(&id, Operation::Delete, None).await
@@ -458,7 +546,7 @@ async fn delete_game(
 
 async fn apply(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<ApplyRequest>,
@@ -471,7 +559,7 @@ async fn apply(
 
 async fn checkout(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<CheckoutRequest>,
@@ -488,7 +576,7 @@ struct Empty {}
 
 async fn undo(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<Empty>,
@@ -499,7 +587,7 @@ async fn undo(
 
 async fn redo(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<Empty>,
@@ -571,9 +659,19 @@ fn converted(request: ConvertRequest, limits: &Limits) -> Result<Answer, ApiErro
                 })?,
                 other => other.clone(),
             };
-            match Batch::from_json(&json) {
-                Ok(batch) => (batch, Vec::new(), Vec::new()),
-                Err(errors) => (Batch::default(), Vec::new(), errors.0),
+            // JSON text given as a string may name a member twice, which the parsed value hides.
+            let duplicate = match &request.input {
+                Json::String(text) => statecraft_engine::duplicate_member(text).ok().flatten(),
+                _ => None,
+            };
+            match (duplicate, Batch::from_json(&json)) {
+                (Some(duplicate), _) => (
+                    Batch::default(),
+                    Vec::new(),
+                    vec![duplicate.in_batch(json.is_array())],
+                ),
+                (None, Ok(batch)) => (batch, Vec::new(), Vec::new()),
+                (None, Err(errors)) => (Batch::default(), Vec::new(), errors.0),
             }
         }
         Notation::Jsonpatch => {
@@ -680,3 +778,6 @@ fn signatures(
     check_script_names(scripts)?;
     Ok(load_scripts(scripts, limits)?.signatures().to_vec())
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

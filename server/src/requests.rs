@@ -5,7 +5,8 @@
 //! body. Per-request policies sit in `ApplyRequest::policies`, laid over the policies the reply calls
 //! for, so a policy added to the engine is accepted here without a change. The strings a body brings
 //! that the engine's limits do not see (macros, script names) are bounded here ([`check_macros`],
-//! [`check_script_names`]). This module must not run anything.
+//! [`check_script_names`]), and texts that a database keeps as they are (labels) are refused here
+//! when they hold NUL, which PostgreSQL cannot store. This module must not run anything.
 
 use std::collections::BTreeMap;
 
@@ -66,6 +67,23 @@ pub(crate) fn check_macros(
         return refuse(format!(
             "the macros would add {growth} bytes to the reply where it names them; the limit is \
              {MAX_MACRO_GROWTH}"
+/// Why a text cannot be kept: the character U+0000 (NUL), which PostgreSQL cannot store in a text
+/// column. The same rule holds on SQLite, which could, so that a request means one thing whatever the
+/// database (and a game moves between them).
+fn nul_in(what: &str) -> String {
+    format!(
+        "{what} holds the character U+0000 (NUL), which a game cannot keep in a label or an id \
+         (PostgreSQL cannot store it in text)"
+    )
+}
+
+/// Refuses a text that reaches a text column of the database as it is (a label, a listing's `after`)
+/// and holds NUL: the database would refuse it, and with it every write of its group commit.
+pub(crate) fn check_text(what: &str, text: &str) -> Result<(), crate::error::ApiError> {
+    if text.contains('\0') {
+        return Err(crate::error::ApiError::new(
+            crate::error::Kind::BadRequest,
+            nul_in(&format!("`{what}`")),
         ));
     }
     Ok(())
@@ -84,6 +102,17 @@ pub(crate) fn check_script_names(scripts: &BTreeMap<String, String>) -> Result<(
         )),
         None => Ok(()),
     }
+}
+
+/// Reads a label, refusing NUL as [`check_text`] does.
+fn text_without_nul<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let text = Option::<String>::deserialize(deserializer)?;
+    if text.as_deref().is_some_and(|text| text.contains('\0')) {
+        return Err(serde::de::Error::custom(nul_in("the label")));
+    }
+    Ok(text)
 }
 
 /// A step as a body names it: `"m7"` (a label) or `3` (an id; `0` is the root).
@@ -163,7 +192,7 @@ pub(crate) struct ApplyRequest {
     #[serde(default)]
     pub(crate) batch: Option<Json>,
     /// A label for the new step.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_without_nul")]
     pub(crate) label: Option<String>,
     /// The step to commit on (a swipe, an edit); the current step when absent.
     #[serde(default)]

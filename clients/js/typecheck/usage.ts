@@ -15,6 +15,7 @@ export function explain(error: StatecraftError): string {
     case "step_conflict":
     case "game_exists":
     case "idempotency_key_reused":
+    case "game_deleted":
     case "contention":
       return `conflict ${error.status}: ${error.message}`;
     case "unknown_game":
@@ -37,6 +38,7 @@ export function explain(error: StatecraftError): string {
     case "shutting_down":
     case "game_limit":
     case "game_damaged":
+    case "internal_error":
       return `the server cannot: ${error.message}`;
     case "network":
     case "not_json":

@@ -7,8 +7,9 @@
 //! deadlock) and reads their heads; each write's compare-and-set is decided against the head read
 //! under that lock, and the winners' heads, records and receipts are written with one statement each.
 //! When two processes race on one game, the second waits for the first's lock, then reads the moved
-//! head and changes nothing of that game. This module must not know what a record means: it stores
-//! JSON text.
+//! head and changes nothing of that game. A create under `--max-games` counts the games while it holds
+//! a transaction lock of its own, so creates in several processes take turns. This module must not
+//! know what a record means: it stores JSON text.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,6 +24,10 @@ use super::rows;
 
 /// A lock number of this program's own, held while the tables are created.
 const SCHEMA_LOCK: i64 = 0x5374_6174_6563;
+
+/// Another, held by a transaction from the count of games to its commit when it creates a game under
+/// a limit: creates in several processes take turns, so no two pass the limit together.
+const CREATE_LOCK: i64 = 0x5374_6174_6564;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS statecraft_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -323,7 +328,20 @@ impl Storage for Postgres {
             Some(connection) if !connection.client.is_closed() => connection,
             _ => writer.insert(WriterConnection::open(&self.url)?),
         };
-        connection.write(writes, &encoded).map_err(failed)
+        connection.write(writes, &encoded).map_err(|error| {
+            // An error the server answered with aborts the transaction: nothing of it was made, and
+            // its writes may be tried again. Without an answer (the connection broke, perhaps during
+            // the commit) the outcome is unknown, and so is any retry's.
+            match error.as_db_error() {
+                Some(db) if db.parsed_severity() == Some(postgres::error::Severity::Error) => {
+                    match failed(error) {
+                        StorageError::Database(message) => StorageError::Refused(message),
+                        other => other,
+                    }
+                }
+                _ => failed(error),
+            }
+        })
     }
 
     fn forget_receipts(&self, before: i64) -> Result<u64, StorageError> {
@@ -493,8 +511,21 @@ fn decide(
     };
     match write {
         Write::Create {
-            id, head, receipt, ..
+            id,
+            head,
+            receipt,
+            max_games,
+            ..
         } => {
+            if let Some(max) = max_games {
+                // Read committed: once the lock is held, the count sees every game that creates
+                // holding it before made.
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CREATE_LOCK])?;
+                let count: i64 = tx.query_one("SELECT count(*) FROM games", &[])?.get(0);
+                if count as u64 >= *max {
+                    return Ok(Written::Full);
+                }
+            }
             let inserted = tx.execute(
                 "INSERT INTO games (id, base, scripts, seq, base_seq, step, label)
                  VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
@@ -586,7 +617,7 @@ fn decide(
             bulk.receipt(id, Some(receipt));
             Ok(Written::Done)
         }
-        Write::Delete { id } => {
+        Write::Delete { id, spent } => {
             let Some(seq) = heads.remove(id) else {
                 return Ok(Written::Missing);
             };
@@ -599,6 +630,17 @@ fn decide(
             tx.execute("DELETE FROM games WHERE id = $1", &[id])?;
             tx.execute("DELETE FROM records WHERE game = $1", &[id])?;
             tx.execute("DELETE FROM receipts WHERE game = $1", &[id])?;
+            if let Some(spent) = spent {
+                tx.execute(
+                    "UPDATE receipts SET status = $1, body = $2 WHERE game = $3 AND body = $4",
+                    &[
+                        &i32::from(spent.status),
+                        &spent.body,
+                        &rows::CREATE_SCOPE,
+                        &spent.made,
+                    ],
+                )?;
+            }
             Ok(Written::Done)
         }
     }

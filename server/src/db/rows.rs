@@ -38,7 +38,8 @@ pub(crate) struct Encoded {
 }
 
 fn encoding(error: serde_json::Error) -> StorageError {
-    StorageError::Database(format!("cannot encode a row: {error}"))
+    // Nothing reached the database: the write may be tried again on its own.
+    StorageError::Refused(format!("cannot encode a row: {error}"))
 }
 
 /// Encodes what a write stores.

@@ -66,6 +66,10 @@ fn failed(error: rusqlite::Error) -> StorageError {
     StorageError::Database(format!("sqlite: {error}"))
 }
 
+fn refused(error: rusqlite::Error) -> StorageError {
+    StorageError::Refused(format!("sqlite: {error}"))
+}
+
 impl Sqlite {
     /// Opens (or creates) the database file and its tables.
     pub(crate) fn open(path: &Path) -> Result<Sqlite, StorageError> {
@@ -263,7 +267,10 @@ impl Storage for Sqlite {
             .map_err(failed)?;
         let mut results = Vec::with_capacity(writes.len());
         for (write, encoded) in writes.iter().zip(&encoded) {
-            results.push(apply(&tx, write, encoded).map_err(failed)?);
+            // A statement refused inside the transaction: dropping it rolls everything back, so
+            // nothing was made, for certain. A failed commit is left as it is: a failure to sync the
+            // log may leave the transaction on disk all the same.
+            results.push(apply(&tx, write, encoded).map_err(refused)?);
         }
         tx.commit().map_err(failed)?;
         Ok(results)
@@ -329,8 +336,19 @@ fn apply(
             id,
             head,
             receipt: kept,
+            max_games,
             ..
         } => {
+            // Inside the write transaction, which SQLite runs one at a time across processes: no
+            // other create can pass the count between this read and the insert.
+            if let Some(max) = max_games {
+                let count: i64 = tx
+                    .prepare_cached("SELECT count(*) FROM games")?
+                    .query_row([], |row| row.get(0))?;
+                if count as u64 >= *max {
+                    return Ok(Written::Full);
+                }
+            }
             // A game made again under the id of a deleted one numbers its records after the old
             // one's, so that a process still holding the old game finds its head gone.
             let start: i64 = tx
@@ -415,7 +433,7 @@ fn apply(
             receipt(id, &Some(kept.clone()))?;
             Ok(Written::Done)
         }
-        Write::Delete { id } => {
+        Write::Delete { id, spent } => {
             // The id keeps its last record number, for a game made again under it.
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO deleted_games (id, seq) SELECT id, seq FROM games WHERE id = ?1",
@@ -431,6 +449,17 @@ fn apply(
                 .execute(params![id])?;
             tx.prepare_cached("DELETE FROM receipts WHERE game = ?1")?
                 .execute(params![id])?;
+            if let Some(spent) = spent {
+                tx.prepare_cached(
+                    "UPDATE receipts SET status = ?1, body = ?2 WHERE game = ?3 AND body = ?4",
+                )?
+                .execute(params![
+                    spent.status,
+                    spent.body,
+                    rows::CREATE_SCOPE,
+                    spent.made
+                ])?;
+            }
             Ok(Written::Done)
         }
     }

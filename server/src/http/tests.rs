@@ -1,0 +1,409 @@
+//! The API in-process: requests handed to the router without a socket, on a SQLite file or a
+//! PostgreSQL schema of the test's own. What needs a real process (a kill, two processes) is tested in
+//! `cli/tests/serve_*.rs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body as RequestBody;
+use axum::http::{Request, StatusCode};
+use serde_json::{Value as Json, json};
+use statecraft_engine::Limits;
+use tower::ServiceExt;
+
+use super::{App, app};
+use crate::db::Database;
+use crate::games::{CacheBounds, Games};
+use crate::guard::Policy;
+use crate::writer::Writer;
+
+/// A server in this process, with the runtime its handlers need.
+pub(crate) struct Harness {
+    runtime: tokio::runtime::Runtime,
+    router: axum::Router,
+    _dir: Option<tempfile::TempDir>,
+    _schema: Option<PgSchema>,
+}
+
+/// An answer: its status and its body as JSON.
+#[derive(Debug)]
+pub(crate) struct Answered {
+    pub(crate) status: StatusCode,
+    pub(crate) body: Json,
+}
+
+impl Answered {
+    pub(crate) fn kind(&self) -> &str {
+        self.body["error"]["kind"].as_str().unwrap_or("")
+    }
+}
+
+impl Harness {
+    /// A server on a new SQLite file.
+    pub(crate) fn sqlite(max_games: u64) -> Harness {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let database = Database::Sqlite(dir.path().join("games.db"));
+        Harness::on(&database, max_games, Some(dir), None)
+    }
+
+    /// A server on a PostgreSQL schema of its own, or `None` (said) when PostgreSQL is not usable.
+    pub(crate) fn postgres(test: &str, max_games: u64) -> Option<Harness> {
+        let schema = PgSchema::new(test)?;
+        let database = Database::Postgres(schema.url.clone());
+        Some(Harness::on(&database, max_games, None, Some(schema)))
+    }
+
+    fn on(
+        database: &Database,
+        max_games: u64,
+        dir: Option<tempfile::TempDir>,
+        schema: Option<PgSchema>,
+    ) -> Harness {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let storage = database.open().expect("the database opens");
+        let (writer, _thread) = Writer::start(Arc::clone(&storage));
+        let limits = Limits::default();
+        let bounds = CacheBounds {
+            max_active: 100,
+            max_memory: 1 << 28,
+        };
+        let state = Arc::new(App {
+            games: Games::new(Arc::clone(&storage), writer.clone(), limits.clone(), bounds),
+            storage,
+            writer,
+            policy: Policy {
+                token: None,
+                origins: Vec::new(),
+            },
+            limits,
+            max_games,
+            request_timeout: Duration::from_secs(30),
+        });
+        Harness {
+            runtime,
+            router: app(state, 1 << 20),
+            _dir: dir,
+            _schema: schema,
+        }
+    }
+
+    /// Sends a request with a body of raw text and extra headers.
+    pub(crate) fn raw(
+        &self,
+        method: &str,
+        uri: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) -> Answered {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("host", "127.0.0.1");
+        if !body.is_empty() {
+            request = request.header("content-type", "application/json");
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(RequestBody::from(body.to_owned()))
+            .expect("a request");
+        let router = self.router.clone();
+        self.runtime.block_on(async move {
+            let response = router.oneshot(request).await.expect("an answer");
+            let status = response.status();
+            let content_type = response
+                .headers()
+                .get("content-type")
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .expect("a body");
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            assert!(
+                content_type.starts_with("application/json"),
+                "{status}: not JSON ({content_type:?}): {text:?}"
+            );
+            let body = serde_json::from_str(&text)
+                .unwrap_or_else(|error| panic!("{status}: not JSON ({error}): {text:?}"));
+            Answered { status, body }
+        })
+    }
+
+    /// Sends a request with a JSON body (or none).
+    pub(crate) fn call(&self, method: &str, uri: &str, body: Option<&Json>) -> Answered {
+        let text = body.map(Json::to_string).unwrap_or_default();
+        self.raw(method, uri, &text, &[])
+    }
+
+    /// Creates a game and returns its id.
+    pub(crate) fn create(&self, body: &Json) -> String {
+        let answer = self.call("POST", "/v1/games", Some(body));
+        assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
+        answer.body["id"].as_str().expect("an id").to_owned()
+    }
+}
+
+/// A schema of its own in the test database, dropped when the handle drops.
+pub(crate) struct PgSchema {
+    pub(crate) url: String,
+    name: String,
+}
+
+/// The PostgreSQL server the tests use: `STATECRAFT_TEST_POSTGRES`, or the local one.
+fn postgres_url() -> String {
+    std::env::var("STATECRAFT_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+impl PgSchema {
+    /// Makes a schema for one test, or says why PostgreSQL cannot be used (then the test skips,
+    /// visibly, and fails under CI).
+    pub(crate) fn new(test: &str) -> Option<PgSchema> {
+        let base = postgres_url();
+        let name = format!("u_{test}_{}", std::process::id());
+        let made = postgres::Client::connect(&base, postgres::NoTls).and_then(|mut client| {
+            client.batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name};"
+            ))
+        });
+        if let Err(error) = made {
+            let message = format!("PostgreSQL at {base} is not usable ({error}); skipping {test}");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{message} (a failure under CI)"
+            );
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED: {message}");
+            return None;
+        }
+        let separator = if base.contains('?') { '&' } else { '?' };
+        Some(PgSchema {
+            url: format!("{base}{separator}options=-csearch_path%3D{name}"),
+            name,
+        })
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&postgres_url(), postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE;", self.name));
+        }
+    }
+}
+
+#[test]
+fn dot_segments_are_no_game_ids() {
+    let server = Harness::sqlite(100);
+    for id in [".", ".."] {
+        let answer = server.call("POST", "/v1/games", Some(&json!({"state": {}, "id": id})));
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{id}: {:?}",
+            answer.body
+        );
+        assert_eq!(answer.kind(), "bad_request");
+        let message = answer.body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("dot segment"), "{message}");
+    }
+    // Dots inside an id are still fine.
+    assert_eq!(server.create(&json!({"state": {}, "id": "..a"})), "..a");
+    assert_eq!(server.create(&json!({"state": {}, "id": "a.b"})), "a.b");
+}
+
+#[test]
+fn every_refusal_has_the_json_error_shape() {
+    let server = Harness::sqlite(100);
+    let answer = server.raw("GET", "/v1/games/%FF", "", &[]);
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer.kind(), "bad_request");
+    let message = answer.body["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("game id"), "{message}");
+    for uri in ["/v1/games/%FF/log", "/v1/games/%C3%28/state"] {
+        let answer = server.raw("GET", uri, "", &[]);
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(answer.kind(), "bad_request", "{uri}");
+    }
+    let answer = server.raw("POST", "/v1/games/%FF/apply", "{}", &[]);
+    assert_eq!(answer.kind(), "bad_request");
+}
+
+#[test]
+fn a_member_given_twice_anywhere_in_a_body_is_refused_by_name() {
+    let server = Harness::sqlite(100);
+    let id = server.create(&json!({"state": {"n": 0}}));
+    let apply = format!("/v1/games/{id}/apply");
+    let body = r#"{"batch": [{"op": "increment", "path": ["n"], "value": 1, "value": 1000}]}"#;
+    let answer = server.raw("POST", &apply, body, &[]);
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{:?}", answer.body);
+    assert_eq!(answer.kind(), "bad_request");
+    let message = answer.body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("\"value\" is given twice in the object at /batch/0"),
+        "{message}"
+    );
+    // Nested in a value, or in a game's state: the same.
+    let nested = r#"{"batch": [{"op": "assign", "path": ["m"], "value": {"a": 1, "a": 2}}]}"#;
+    let answer = server.raw("POST", &apply, nested, &[]);
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{:?}", answer.body);
+    let answer = server.raw("POST", "/v1/games", r#"{"state": {"n": 1, "n": 2}}"#, &[]);
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{:?}", answer.body);
+    let show = server.call("GET", &format!("/v1/games/{id}"), None);
+    assert_eq!(show.body["state"], json!({"n": 0}), "nothing was applied");
+    // A batch given to convert as JSON text is refused at its instruction and member.
+    let text = r#"[{"op": "increment", "path": ["n"], "value": 1, "value": 1000}]"#;
+    let answer = server.call(
+        "POST",
+        "/v1/convert",
+        Some(&json!({"input": text, "from": "json", "to": "mvu"})),
+    );
+    assert_eq!(
+        answer.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{:?}",
+        answer.body
+    );
+    assert_eq!(answer.body["errors"][0]["instruction"], json!([0]));
+    assert_eq!(answer.body["errors"][0]["field"], json!("/value"));
+}
+
+#[test]
+fn a_label_holding_nul_is_refused_on_either_database() {
+    let mut servers = vec![("sqlite", Harness::sqlite(100))];
+    servers.extend(Harness::postgres("nul_label", 100).map(|server| ("postgres", server)));
+    for (name, server) in &servers {
+        let id = server.create(&json!({"state": {"n": 0}}));
+        let apply = format!("/v1/games/{id}/apply");
+        let body =
+            json!({"batch": [{"op": "increment", "path": ["n"], "value": 1}], "label": "a\u{0}b"});
+        let answer = server.call("POST", &apply, Some(&body));
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{name}: {:?}",
+            answer.body
+        );
+        let message = answer.body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("U+0000"), "{name}: {message}");
+        let answer = server.raw("GET", "/v1/games?after=a%00", "", &[]);
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{name}: {:?}",
+            answer.body
+        );
+        // NUL inside the state is kept: the state is stored as JSON text, where it is escaped.
+        let body = json!({"batch": [{"op": "assign", "path": ["s\u{0}"], "value": "x\u{0}y"}]});
+        let answer = server.call("POST", &apply, Some(&body));
+        assert_eq!(answer.status, StatusCode::OK, "{name}: {:?}", answer.body);
+        let show = server.call("GET", &format!("/v1/games/{id}"), None);
+        assert_eq!(
+            show.body["state"],
+            json!({"n": 0, "s\u{0}": "x\u{0}y"}),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn concurrent_creates_never_pass_the_game_limit() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let sqlite = Database::Sqlite(dir.path().join("games.db"));
+    let schema = PgSchema::new("max_games");
+    let mut databases = vec![("sqlite", sqlite)];
+    if let Some(schema) = &schema {
+        databases.push(("postgres", Database::Postgres(schema.url.clone())));
+    }
+    for (name, database) in &databases {
+        // Two servers on one database, as two processes: 30 creates race over both.
+        let first = Harness::on(database, 5, None, None);
+        let second = Harness::on(database, 5, None, None);
+        let statuses: Vec<StatusCode> = std::thread::scope(|scope| {
+            let calls: Vec<_> = (0..30)
+                .map(|n| {
+                    let server = if n % 2 == 0 { &first } else { &second };
+                    scope.spawn(move || {
+                        server
+                            .call("POST", "/v1/games", Some(&json!({"state": {"n": n}})))
+                            .status
+                    })
+                })
+                .collect();
+            calls
+                .into_iter()
+                .map(|call| call.join().expect("a call"))
+                .collect()
+        });
+        let made = statuses
+            .iter()
+            .filter(|status| **status == StatusCode::CREATED)
+            .count();
+        let full = statuses
+            .iter()
+            .filter(|status| **status == StatusCode::INSUFFICIENT_STORAGE)
+            .count();
+        assert_eq!((made, full), (5, 25), "{name}: {statuses:?}");
+        let listed = first.call("GET", "/v1/games", None).body["games"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(listed, Some(5), "{name}");
+    }
+}
+
+#[test]
+fn a_create_retried_after_its_game_was_deleted_answers_409() {
+    let mut servers = vec![("sqlite", Harness::sqlite(100))];
+    servers.extend(Harness::postgres("spent_key", 100).map(|server| ("postgres", server)));
+    for (name, server) in &servers {
+        let body = r#"{"state": {"n": 0}}"#;
+        let key = [("Idempotency-Key", "make-1")];
+        let made = server.raw("POST", "/v1/games", body, &key);
+        assert_eq!(made.status, StatusCode::CREATED, "{name}");
+        let again = server.raw("POST", "/v1/games", body, &key);
+        assert_eq!(
+            again.body, made.body,
+            "{name}: a retry while the game lives replays"
+        );
+        let id = made.body["id"].as_str().expect("an id").to_owned();
+        let deleted = server.call("DELETE", &format!("/v1/games/{id}"), None);
+        assert_eq!(deleted.status, StatusCode::OK, "{name}");
+        let after = server.raw("POST", "/v1/games", body, &key);
+        assert_eq!(
+            after.status,
+            StatusCode::CONFLICT,
+            "{name}: {:?}",
+            after.body
+        );
+        assert_eq!(after.kind(), "game_deleted", "{name}");
+        let message = after.body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(&id), "{name}: {message}");
+        // Another request under the key is still told the key was used for another request.
+        let other = server.raw("POST", "/v1/games", r#"{"state": {"n": 1}}"#, &key);
+        assert_eq!(other.kind(), "idempotency_key_reused", "{name}");
+
+        // A game made again under the id of a deleted one is not the game the first key made.
+        let named = r#"{"state": {"n": 0}, "id": "again"}"#;
+        let first = server.raw("POST", "/v1/games", named, &[("Idempotency-Key", "k1")]);
+        assert_eq!(first.status, StatusCode::CREATED, "{name}");
+        server.call("DELETE", "/v1/games/again", None);
+        let second = server.raw("POST", "/v1/games", named, &[("Idempotency-Key", "k2")]);
+        assert_eq!(second.status, StatusCode::CREATED, "{name}");
+        let retry = server.raw("POST", "/v1/games", named, &[("Idempotency-Key", "k1")]);
+        assert_eq!(retry.kind(), "game_deleted", "{name}: {:?}", retry.body);
+        let retry = server.raw("POST", "/v1/games", named, &[("Idempotency-Key", "k2")]);
+        assert_eq!(
+            retry.status,
+            StatusCode::CREATED,
+            "{name}: {:?}",
+            retry.body
+        );
+    }
+}
