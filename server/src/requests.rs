@@ -67,6 +67,11 @@ pub(crate) fn check_macros(
         return refuse(format!(
             "the macros would add {growth} bytes to the reply where it names them; the limit is \
              {MAX_MACRO_GROWTH}"
+        ));
+    }
+    Ok(())
+}
+
 /// Why a text cannot be kept: the character U+0000 (NUL), which PostgreSQL cannot store in a text
 /// column. The same rule holds on SQLite, which could, so that a request means one thing whatever the
 /// database (and a game moves between them).
