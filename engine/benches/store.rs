@@ -6,6 +6,8 @@
 //! with and without the incremental approach. Retained history memory is measured by
 //! `history_memory.rs`, whose counting allocator would otherwise slow every timed allocation here.
 
+#[path = "common/baseline.rs"]
+mod baseline;
 mod common;
 
 use std::hint::black_box;
@@ -14,15 +16,8 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Batch, Policies, SchemaViolation, StateSchema, Store, Value};
 
+use baseline::{PatchHistory, patch_of};
 use common::{ENTITIES, FIELDS, engine_batch, state_json, unbounded, writes};
-
-fn patch_of(writes: &[(usize, usize, i64)]) -> json_patch::Patch {
-    let ops: Vec<Json> = writes
-        .iter()
-        .map(|&(e, f, v)| json!({"op": "replace", "path": format!("/entities/e{e}/f{f}"), "value": v}))
-        .collect();
-    serde_json::from_value(Json::Array(ops)).unwrap()
-}
 
 fn apply_with_history(c: &mut Criterion) {
     let json_state = state_json(ENTITIES, FIELDS);
@@ -64,27 +59,12 @@ fn apply_with_history(c: &mut Criterion) {
     group.bench_function(
         "baseline (b) serde_json + json-patch + inverse patches",
         |b| {
-            let mut doc = json_state.clone();
-            let mut history: Vec<json_patch::Patch> = Vec::new();
+            let mut baseline = PatchHistory::new(json_state.clone());
             let mut i = 0;
             b.iter(|| {
-                let patch = &patches[i % patches.len()];
-                let inverse: Vec<Json> = patch
-                    .0
-                    .iter()
-                    .rev()
-                    .map(|op| {
-                        let json_patch::PatchOperation::Replace(op) = op else {
-                            unreachable!()
-                        };
-                        let old = doc.pointer(op.path.as_str()).cloned().unwrap_or(Json::Null);
-                        json!({"op": "replace", "path": op.path.to_string(), "value": old})
-                    })
-                    .collect();
-                json_patch::patch(&mut doc, patch).unwrap();
-                history.push(serde_json::from_value(Json::Array(inverse)).unwrap());
+                let kept = baseline.apply(&patches[i % patches.len()]);
                 i += 1;
-                black_box(history.len())
+                black_box(kept)
             });
         },
     );

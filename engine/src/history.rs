@@ -459,7 +459,8 @@ impl History {
     /// Makes `to` current, the live state following it, and returns the length of the tree path crossed.
     /// All or nothing: if a change log does not replay, the live state and the current step stay.
     /// Time: O(path length) to walk the path, plus the changes replayed, which are those of the path or,
-    /// when shorter, those between `to` and the nearest checkpoint above it.
+    /// when that spares at least two steps (or the path is longer than the checkpoint spacing), those
+    /// between `to` and the nearest checkpoint above it.
     pub(crate) fn checkout(&mut self, live: &mut Value, to: StepId) -> Result<usize, ReplayError> {
         let route = self
             .route(self.current, to, usize::MAX)
@@ -467,8 +468,19 @@ impl History {
         if route.len() == 0 {
             return Ok(0);
         }
-        // On a tie the live state wins: it is replayed in place, without copying shared nodes.
-        match self.nearest_kept(to, route.len() - 1) {
+        // The live state is replayed in place: the nodes it alone holds are written without a copy,
+        // so undo and redo of recent steps copy nothing. A kept state shares every node with the
+        // history, so replaying on it copies every path its chain writes, and leaves the live state
+        // sharing the rest, which the next moves copy too. Within the checkpoint spacing it is taken
+        // only when it spares at least two steps of replay (a checkpoint that is the target itself
+        // spares one: undoing the first step from it would make every later redo copy its paths);
+        // beyond, whenever it is shorter, so that no move replays more than the spacing.
+        let kept = match route.len() {
+            0 | 1 => None,
+            len if len as u64 > self.checkpoint_every => self.nearest_kept(to, len - 1),
+            len => self.nearest_kept(to, len - 2),
+        };
+        match kept {
             Some((kept, chain)) => {
                 let mut root = kept.clone();
                 self.replay(

@@ -126,6 +126,16 @@ type Mixed = BuildHasherDefault<Mixer>;
 /// writes spread over the level's nodes are expected to hit (`n (1 - (1 - 1/n)^w)` for `n` nodes).
 fn tree_bytes(len: usize, written: usize, fill: usize, node_bytes: usize) -> usize {
     let mut nodes = len.div_ceil(fill).max(1);
+    if written == 1 {
+        // One write reaches one node per level (what the sum below gives, without a `powf` a level):
+        // the common case, a container written once between two checkpoints.
+        let mut levels = 1;
+        while nodes > 1 {
+            nodes = nodes.div_ceil(fill);
+            levels += 1;
+        }
+        return levels * node_bytes;
+    }
     let mut touched = 0.0;
     loop {
         let n = nodes as f64;
@@ -184,6 +194,26 @@ mod tests {
         // Writing one entry many times copies its path once.
         let again: Vec<Change> = (0..30).map(|_| write(&["big", "k5"])).collect();
         assert_eq!(copied_bytes(&[&again], &state), 3 * MAP_NODE_BYTES);
+    }
+
+    #[test]
+    fn one_write_counts_one_node_per_level_as_the_general_sum_does() {
+        for len in [0usize, 1, 9, 10, 11, 100, 101, 1_000, 10_000, 123_457] {
+            for (fill, bytes) in [(MAP_FILL, MAP_NODE_BYTES), (VECTOR_FILL, VECTOR_NODE_BYTES)] {
+                let mut nodes = len.div_ceil(fill).max(1);
+                let mut touched = 0.0f64;
+                loop {
+                    let n = nodes as f64;
+                    touched += n * (1.0 - (1.0 - 1.0 / n).powf(1.0));
+                    if nodes == 1 {
+                        break;
+                    }
+                    nodes = nodes.div_ceil(fill);
+                }
+                let general = (touched * bytes as f64).round() as usize;
+                assert_eq!(tree_bytes(len, 1, fill, bytes), general, "{len} entries");
+            }
+        }
     }
 
     #[test]

@@ -662,8 +662,9 @@ impl Store {
     /// Makes any retained step (or the root) current; the state becomes exactly the state committed
     /// there. Returns the length of the tree path crossed. An unknown step changes nothing.
     /// Time: O(path length) to walk the tree path from the current step, plus replaying the changes on
-    /// it or, when fewer, those between the target and the nearest checkpoint above it (at most the
-    /// checkpoint spacing); independent of the state's size.
+    /// it or, when that spares at least two steps or the path is longer than the checkpoint spacing,
+    /// those between the target and the nearest checkpoint above it (at most the checkpoint spacing);
+    /// independent of the state's size.
     pub fn checkout(&mut self, to: impl Into<StepRef>) -> Result<usize, TimelineError> {
         let id = self.history.resolve(&to.into())?;
         Ok(self.history.checkout(&mut self.root, id)?)
@@ -1061,10 +1062,11 @@ impl Run<'_> {
             if seen == self.changes.len() {
                 return Ok(());
             }
-            let fresh: Vec<Change> = self.changes[seen..].to_vec();
+            // The fresh changes are lent, not copied: watchers cannot change the log while they read it.
+            let fresh = seen..self.changes.len();
             seen = self.changes.len();
             let call = WatchCall {
-                changes: &fresh,
+                changes: &self.changes[fresh],
                 state: &self.root,
                 depth,
                 limits: self.rules.limits,
