@@ -72,7 +72,13 @@ impl Harness {
             max_memory: 1 << 28,
         };
         let state = Arc::new(App {
-            games: Games::new(Arc::clone(&storage), writer.clone(), limits.clone(), bounds),
+            games: Games::new(
+                Arc::clone(&storage),
+                writer.clone(),
+                limits.clone(),
+                bounds,
+                crate::Config::new().max_record_bytes,
+            ),
             storage,
             writer,
             policy: Policy {
