@@ -4,6 +4,10 @@
 //! mvu` for MVU text), so the figures include starting the process. Linear growth shows as a flat
 //! throughput across the five sizes. The baseline in the same run is `extract --format json` of a
 //! clean batch of the same size: reading without diagnostics.
+//!
+//! The repair families (one per kind of repair: a fenced array of instructions that each carry that
+//! repair) are doubled by instruction count instead, from 2,500 to 40,000 instructions (about 2.6 MB
+//! of single-quoted ones), against a clean fenced array of as many instructions in the same run.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -58,6 +62,64 @@ const FAMILIES: [Family; 7] = [
     },
 ];
 
+/// A repair family: its name, and one instruction carrying the repair, written as the model wrote it
+/// (with the comma that follows it, or the line break where the comma is missing).
+struct RepairFamily {
+    name: &'static str,
+    instruction: &'static str,
+}
+
+const REPAIR_FAMILIES: [RepairFamily; 9] = [
+    RepairFamily {
+        name: "repair baseline: clean fenced instructions",
+        instruction: r#"{"op": "assign", "path": ["npc7", "mood"], "value": "calm 7"},"#,
+    },
+    RepairFamily {
+        name: "repairs: single quotes",
+        instruction: "{'op': 'assign', 'path': ['npc7', 'mood'], 'value': 'calm 7'},",
+    },
+    RepairFamily {
+        name: "repairs: unquoted keys",
+        instruction: r#"{op: "assign", path: ["npc7", "mood"], value: "calm 7"},"#,
+    },
+    RepairFamily {
+        name: "repairs: python literals",
+        instruction: r#"{"op": "assign", "path": ["npc7", "awake"], "value": True},"#,
+    },
+    RepairFamily {
+        name: "repairs: comments",
+        instruction: r#"{"op": "assign", /* npc */ "path": ["npc7", "mood"], "value": "calm 7"}, // seven"#,
+    },
+    RepairFamily {
+        name: "repairs: trailing commas",
+        instruction: r#"{"op": "assign", "path": ["npc7", "mood",], "value": "calm 7",},"#,
+    },
+    RepairFamily {
+        name: "repairs: missing commas",
+        instruction: r#"{"op": "assign" "path": ["npc7", "mood"] "value": "calm 7"}"#,
+    },
+    RepairFamily {
+        name: "repairs: smart quotes",
+        instruction: "{“op”: “assign”, “path”: [“npc7”, “mood”], “value”: “calm 7”},",
+    },
+    RepairFamily {
+        name: "repairs: unclosed containers",
+        instruction: r#"{"op": "assign", "path": ["npc7", "mood"], "value": ["calm", 7},"#,
+    },
+];
+
+/// A fenced array of `n` of the family's instructions, one a line.
+fn repaired_reply(family: &RepairFamily, n: usize) -> String {
+    let mut text = String::with_capacity(n * (family.instruction.len() + 1) + 16);
+    text.push_str("```json\n[\n");
+    for _ in 0..n {
+        text.push_str(family.instruction);
+        text.push('\n');
+    }
+    text.push_str("]\n```\n");
+    text
+}
+
 /// About `size` bytes of the family's reply.
 fn reply(family: &Family, size: usize) -> String {
     let body = family.unit.repeat(size / family.unit.len());
@@ -107,6 +169,28 @@ fn bench(c: &mut Criterion) {
                     BenchmarkId::new(format, size / KIB),
                     input.as_bytes(),
                     |b, input| b.iter(|| run(family.args, json, input)),
+                );
+            }
+        }
+        group.finish();
+    }
+    for family in &REPAIR_FAMILIES {
+        let mut group = c.benchmark_group(family.name);
+        group.sample_size(10);
+        let formats: &[bool] = if family.name.starts_with("repair baseline") {
+            &[true]
+        } else {
+            &[false, true]
+        };
+        for &json in formats {
+            let format = if json { "json" } else { "human" };
+            for n in [2_500, 5_000, 10_000, 20_000, 40_000] {
+                let input = repaired_reply(family, n);
+                group.throughput(Throughput::Bytes(input.len() as u64));
+                group.bench_with_input(
+                    BenchmarkId::new(format, n),
+                    input.as_bytes(),
+                    |b, input| b.iter(|| run(&["extract", "-"], json, input)),
                 );
             }
         }

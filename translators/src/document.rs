@@ -10,6 +10,7 @@
 //!
 //! This module owns the tree and nothing else: what a value means is for the parser and the extractor.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use serde_json::{Map, Number, Value as Json};
@@ -231,13 +232,18 @@ impl<'d, 'a> NodeRef<'d, 'a> {
     /// The node a JSON Pointer (`/value/items/2`) leads to from this one, or the deepest node on the
     /// way that exists.
     pub fn pointer_target(self, pointer: &str) -> NodeRef<'d, 'a> {
+        self.follow(pointer.split('/').skip(1))
+    }
+
+    /// The node the pointer's reference tokens (still escaped) lead to, or the deepest on the way.
+    fn follow<'p>(self, tokens: impl Iterator<Item = &'p str>) -> NodeRef<'d, 'a> {
         let mut node = self;
-        for token in pointer.split('/').skip(1) {
+        for token in tokens {
             let Ok(token) = unescape_pointer_token(token) else {
                 break;
             };
             let next = match node.kind() {
-                NodeKind::Array => token.parse().ok().and_then(|i| node.items().nth(i)),
+                NodeKind::Array => token.parse().ok().and_then(|i| node.item(i)),
                 _ => node.get(&token),
             };
             match next {
@@ -246,6 +252,17 @@ impl<'d, 'a> NodeRef<'d, 'a> {
             }
         }
         node
+    }
+
+    /// Element `index` of an array node, found in one step (`items().nth` walks the elements before).
+    pub fn item(self, index: usize) -> Option<NodeRef<'d, 'a>> {
+        match *self.node() {
+            Node::Array { start, end } => {
+                let at = (start as usize).checked_add(index)?;
+                (at < end as usize).then(|| self.at(self.document.items[at]))
+            }
+            _ => None,
+        }
     }
 
     fn node(self) -> &'d Node<'a> {
@@ -296,6 +313,59 @@ impl<'d, 'a: 'd> JsonTree<'d> for NodeRef<'d, 'a> {
             .filter(|(k, _)| *k == key)
             .last()
             .map(|(_, node)| node)
+    }
+}
+
+/// Resolves many JSON Pointers from one node, as [`NodeRef::pointer_target`] does each: the place of
+/// every problem an instruction (or a patch operation) has. [`JsonTree::get`] looks at every member,
+/// so a diagnostic for each of thousands of unknown members, placed by `pointer_target`, walked every
+/// member thousands of times. Past a few pointers, the node's members are indexed by key once.
+pub(crate) struct PointerTargets<'d, 'a> {
+    node: NodeRef<'d, 'a>,
+    /// How many pointers were resolved without the index.
+    unindexed: usize,
+    /// The last member of each key (the one that counts), once built.
+    index: Option<HashMap<&'d str, NodeRef<'d, 'a>>>,
+}
+
+impl<'d, 'a: 'd> PointerTargets<'d, 'a> {
+    /// Pointers resolved one by one before the members are indexed: most instructions have a problem
+    /// or two, and indexing costs about what a few walks over the members do.
+    const UNINDEXED: usize = 8;
+
+    pub(crate) fn new(node: NodeRef<'d, 'a>) -> PointerTargets<'d, 'a> {
+        PointerTargets {
+            node,
+            unindexed: 0,
+            index: None,
+        }
+    }
+
+    /// The node `pointer` leads to from this one, or the deepest node on the way that exists: always
+    /// what [`NodeRef::pointer_target`] gives.
+    pub(crate) fn target(&mut self, pointer: &str) -> NodeRef<'d, 'a> {
+        let node = self.node;
+        if self.index.is_none() && self.unindexed < Self::UNINDEXED
+            || node.kind() != NodeKind::Object
+        {
+            self.unindexed += 1;
+            return node.pointer_target(pointer);
+        }
+        let mut tokens = pointer.split('/').skip(1);
+        let Some(first) = tokens.next() else {
+            return node;
+        };
+        let Ok(key) = unescape_pointer_token(first) else {
+            return node;
+        };
+        let index = self.index.get_or_insert_with(|| {
+            // Later members overwrite earlier ones: a repeated key reads its last value, as `get` does.
+            node.members().collect()
+        });
+        match index.get(&*key) {
+            Some(member) => member.follow(tokens),
+            None => node,
+        }
     }
 }
 
@@ -356,5 +426,70 @@ mod tests {
         document.set_member(root, "path", path);
         assert_eq!(document.to_json(root)["path"], json!(["a", 0]));
         assert_eq!(document.node(root).pointer_target("/path/1").span(), 3..7);
+    }
+
+    #[test]
+    fn pointer_targets_agree_with_pointer_target() {
+        let mut document = Document::default();
+        let json = json!({"op": "assign", "value": [10, {"x": [1, 2, 3]}], "a/b": 1, "m~n": 2});
+        let mut root = document.push_json(&json, 0..1);
+        // Thirty members, one key repeated (its last value counts), to use the index.
+        let mut members: Vec<(Text<'static>, NodeId)> = Vec::new();
+        for i in 0..30u32 {
+            let key = document.keep(&format!("k{}", i % 25));
+            let value = document.push(Node::Number(i.into()), i as usize..i as usize + 1);
+            members.push((key, value));
+        }
+        let object = document.node(root);
+        let copied: Vec<(Text<'static>, NodeId)> = match document.nodes[object.id() as usize] {
+            Node::Object { start, end } => document.members[start as usize..end as usize].to_vec(),
+            _ => Vec::new(),
+        };
+        root = document.push_object(copied.into_iter().chain(members), 0..100);
+        let pointers = [
+            "",
+            "/op",
+            "/value",
+            "/value/0",
+            "/value/1/x/2",
+            "/value/1/x/9",
+            "/value/7",
+            "/value/-",
+            "/a~1b",
+            "/m~0n",
+            "/k3",
+            "/k24",
+            "/k29",
+            "/nope",
+            "/nope/deeper",
+            "/~2",
+            "op",
+            "//",
+        ];
+        let node = document.node(root);
+        let mut targets = PointerTargets::new(node);
+        // Twice over, so that the second round goes through the index.
+        for pointer in pointers.iter().chain(&pointers) {
+            assert_eq!(
+                targets.target(pointer).id(),
+                node.pointer_target(pointer).id(),
+                "{pointer}"
+            );
+        }
+        assert_eq!(node.pointer_target("/k3").span(), 28..29);
+        // On an array the pointers are resolved one by one.
+        let array = node.get("value").expect("value");
+        let mut targets = PointerTargets::new(array);
+        for pointer in ["/0", "/1/x/1", "/5", ""].iter().cycle().take(40) {
+            assert_eq!(
+                targets.target(pointer).id(),
+                array.pointer_target(pointer).id()
+            );
+        }
+        assert_eq!(
+            array.item(1).map(NodeRef::id),
+            array.items().nth(1).map(NodeRef::id)
+        );
+        assert!(array.item(2).is_none() && node.item(0).is_none());
     }
 }

@@ -21,7 +21,7 @@ use statecraft_engine::{
 };
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, MAX_DIAGNOSTICS_PER_KIND, Severity, unplaced};
-use crate::document::{Document, NodeId, NodeRef};
+use crate::document::{Document, NodeId, NodeRef, PointerTargets};
 use crate::jsonpatch::PATCH_OPS;
 use crate::mvu::{self, MvuOptions};
 use crate::repair::{Parsed, Repair, RepairKind, Spare, find, parse_value_in};
@@ -799,16 +799,26 @@ impl<'a> Walker<'a> {
                 repair.kind.describe(),
             );
         }
+        // The values skipped for their depth, which the parser meets (and lists) in text order. Each
+        // candidate finds the first inside it by a binary search: walking every repair of the block
+        // for every candidate was quadratic on thousands of instructions that each carry a repair.
+        let too_deep: Vec<&Range<usize>> = parsed
+            .repairs
+            .iter()
+            .filter(|r| r.kind == RepairKind::TooDeep)
+            .map(|r| &r.span)
+            .collect();
+        debug_assert!(too_deep.is_sorted_by_key(|span| span.start));
         // The first decoded instruction's form (JSON Patch or not), and the first that differs.
         let mut first_form = None;
         let mut odd = None;
         for candidate in candidates.drain(..) {
-            let too_deep = parsed
-                .repairs
-                .iter()
-                .find(|r| r.kind == RepairKind::TooDeep && candidate.span.contains(&r.span.start));
-            if let Some(too_deep) = too_deep {
-                self.refuse_too_deep(&parsed.document, &candidate, too_deep.span.clone());
+            let first_inside = too_deep.partition_point(|span| span.start < candidate.span.start);
+            let inside = too_deep
+                .get(first_inside)
+                .filter(|span| span.start < candidate.span.end);
+            if let Some(&too_deep) = inside {
+                self.refuse_too_deep(&parsed.document, &candidate, too_deep.clone());
                 continue;
             }
             if let Some((patch, span)) = self.instruction(&mut parsed.document, candidate, mode) {
@@ -1040,10 +1050,12 @@ impl<'a> Walker<'a> {
             let list = document.push_path(&path, path_span);
             document.set_member(node, "path", list);
         }
+        // Each problem is placed at its field; an instruction may have thousands (unknown members).
+        let mut fields = PointerTargets::new(document.node(node));
         match Instruction::from_json_lenient(document.node(node), &self.options.limits) {
             Ok((instruction, warnings)) => {
                 for warning in warnings {
-                    let field_span = field_span(document.node(node), &warning);
+                    let field_span = field_span(&mut fields, &warning);
                     let kind = if warning.kind == ErrorKind::UnknownMember {
                         DiagnosticKind::UnknownMember
                     } else {
@@ -1062,7 +1074,7 @@ impl<'a> Walker<'a> {
                 self.valid = false;
                 self.report.invalid_instructions += 1;
                 for error in errors {
-                    let field_span = field_span(document.node(node), &error);
+                    let field_span = field_span(&mut fields, &error);
                     // Past the first invalid instructions of the reply, the summary at the end
                     // counts this one rather than listing it: its message would be thrown away.
                     let listed = self.invalid_count < MAX_DIAGNOSTICS_PER_KIND
@@ -1240,10 +1252,9 @@ fn find_tag(b: &[u8], from: usize, names: &[&str], closing: bool) -> Option<(usi
     None
 }
 
-/// The bytes a decoding error or warning about `instruction` points at: its field, or the whole.
-fn field_span(instruction: NodeRef<'_, '_>, error: &BatchError) -> Range<usize> {
-    match error.field.as_deref() {
-        Some(field) => instruction.pointer_target(field).span(),
-        None => instruction.span(),
-    }
+/// The bytes a decoding error or warning about an instruction points at: its field, or the whole.
+fn field_span(instruction: &mut PointerTargets<'_, '_>, error: &BatchError) -> Range<usize> {
+    instruction
+        .target(error.field.as_deref().unwrap_or(""))
+        .span()
 }

@@ -15,7 +15,8 @@ use statecraft_engine::{
 
 use statecraft_engine::{JsonTree, NodeKind};
 
-use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity, place_in_order};
+use crate::document::PointerTargets;
 use crate::repair;
 
 /// What [`from_text`] or [`from_value`] read.
@@ -48,24 +49,33 @@ pub fn from_text(text: &str, limits: &Limits) -> JsonPatchTranslation {
             let (batch, problems) = read(&json, limits);
             // On valid JSON the repair parser reads what serde_json reads, with the span of each node.
             let parsed = repair::parse_value(text, mark);
-            let place = |problem: &Problem| {
+            // The problems come operation by operation: the current one's fields are resolved by one
+            // `PointerTargets`, so that thousands of unknown members of one operation stay linear.
+            let mut operation: Option<(usize, PointerTargets<'_, '_>)> = None;
+            let mut place = |problem: &Problem| {
                 let Some(((index, field), root)) = problem.at.as_ref().zip(parsed.value) else {
                     return mark..text.len();
                 };
-                let root = parsed.document.node(root);
-                let operation = match root.kind() {
-                    NodeKind::Array => root.items().nth(*index).unwrap_or(root),
-                    _ => root,
-                };
-                operation.pointer_target(field).span()
+                if operation.as_ref().is_none_or(|(at, _)| at != index) {
+                    let root = parsed.document.node(root);
+                    let node = match root.kind() {
+                        NodeKind::Array => root.item(*index).unwrap_or(root),
+                        _ => root,
+                    };
+                    operation = Some((*index, PointerTargets::new(node)));
+                }
+                match &mut operation {
+                    Some((_, fields)) => fields.target(field).span(),
+                    None => mark..text.len(),
+                }
             };
-            JsonPatchTranslation {
-                batch,
-                diagnostics: problems
-                    .iter()
-                    .map(|problem| problem.diagnostic(text, place(problem)))
-                    .collect(),
-            }
+            let mut diagnostics: Vec<Diagnostic> = problems
+                .iter()
+                .map(|problem| problem.diagnostic(place(problem)))
+                .collect();
+            // Lines and columns in one pass over the text, not one from its start per problem.
+            place_in_order(text, &mut diagnostics);
+            JsonPatchTranslation { batch, diagnostics }
         }
         Err(error) => {
             let at = mark + byte_offset(document, error.line(), error.column());
@@ -91,7 +101,7 @@ pub fn from_value(json: &Json, limits: &Limits) -> JsonPatchTranslation {
         batch,
         diagnostics: problems
             .iter()
-            .map(|problem| problem.diagnostic("", 0..0))
+            .map(|problem| problem.diagnostic(0..0))
             .collect(),
     }
 }
@@ -132,13 +142,15 @@ impl Problem {
         }
     }
 
-    fn diagnostic(&self, text: &str, span: std::ops::Range<usize>) -> Diagnostic {
+    /// The problem at `span`, its line and column left for [`place_in_order`] (a value has none:
+    /// line 1, column 1).
+    fn diagnostic(&self, span: std::ops::Range<usize>) -> Diagnostic {
         let kind = if self.severity == Severity::Error {
             DiagnosticKind::JsonPatchInvalid
         } else {
             DiagnosticKind::JsonPatchRepaired
         };
-        Diagnostic::new(text, kind, self.severity, span, self.message.clone())
+        Diagnostic::new("", kind, self.severity, span, self.message.clone())
     }
 }
 

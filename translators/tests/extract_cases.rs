@@ -173,3 +173,66 @@ fn many_invalid_instructions_keep_the_first_messages_and_count_the_rest() {
     assert!(summary[0].span.contains(&first_left_out));
     assert!(!extraction.valid);
 }
+
+/// A value nested beyond what the parser builds makes its own instruction invalid, and only that one,
+/// wherever it sits among instructions that each carry a repair: each instruction looks for such a
+/// value inside itself, not in the rest of the block.
+#[test]
+fn values_too_deep_are_refused_at_their_own_instruction_among_repaired_ones() {
+    use statecraft_translators::DiagnosticKind;
+    let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+    let units: Vec<String> = (0..40)
+        .map(|i| {
+            let value = if i % 7 == 3 {
+                deep.clone()
+            } else {
+                format!("'v{i}'")
+            };
+            format!("{{'op': 'assign', 'path': ['n{i}'], 'value': {value},}}")
+        })
+        .collect();
+    let text = format!("```json\n[\n{}\n]\n```", units.join(",\n"));
+    let extraction = extract(&text, &ExtractOptions::default());
+    let deep_at: Vec<usize> = text
+        .match_indices(&"[".repeat(300))
+        .map(|(at, _)| at)
+        .collect();
+    let refused: Vec<_> = extraction
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::InvalidInstruction)
+        .collect();
+    assert_eq!(
+        refused.len(),
+        deep_at.len(),
+        "{:#?}",
+        extraction.diagnostics
+    );
+    for (diagnostic, &at) in refused.iter().zip(&deep_at) {
+        // The skipped value starts where the parser stopped building, 256 levels in.
+        assert!(
+            diagnostic.span.start > at && diagnostic.span.end <= at + deep.len(),
+            "{diagnostic:?} is not inside the deep value at {at}"
+        );
+        assert!(
+            diagnostic
+                .message
+                .starts_with("/value: the value nests more than 256"),
+            "{}",
+            diagnostic.message
+        );
+    }
+    assert!(!extraction.valid);
+    // Every other instruction decoded, in order.
+    let decoded: Vec<String> = extraction
+        .batch
+        .instructions
+        .iter()
+        .map(|instruction| instruction.path.to_pointer())
+        .collect();
+    let expected: Vec<String> = (0..40)
+        .filter(|i| i % 7 != 3)
+        .map(|i| format!("/n{i}"))
+        .collect();
+    assert_eq!(decoded, expected);
+}
