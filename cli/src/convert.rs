@@ -45,15 +45,9 @@ pub(crate) fn run(args: &ConvertArgs, out: &Output) -> Result<ExitCode> {
             let json: serde_json::Value = serde_json::from_str(body)
                 .with_context(|| format!("{origin} is not valid json"))?;
             // A member given twice is gone from the parsed value: the text is what shows it.
-            let duplicate = statecraft_engine::duplicate_member(body).ok().flatten();
-            match (duplicate, Batch::from_json(&json)) {
-                (Some(duplicate), _) => (
-                    Batch::default(),
-                    Vec::new(),
-                    vec![duplicate.in_batch(json.is_array())],
-                ),
-                (None, Ok(batch)) => (batch, Vec::new(), Vec::new()),
-                (None, Err(errors)) => (Batch::default(), Vec::new(), errors.0),
+            match Batch::from_json_text(&json, body) {
+                Ok(batch) => (batch, Vec::new(), Vec::new()),
+                Err(errors) => (Batch::default(), Vec::new(), errors.0),
             }
         }
         Notation::Jsonpatch => {

@@ -293,10 +293,18 @@ impl Batch {
                 format!("not valid JSON: {error}"),
             )])
         })?;
+        Batch::from_json_text(&json, text)
+    }
+
+    /// Decodes `json`, the value parsed from `text`, strictly, as [`Batch::from_json`] does, after
+    /// refusing a member that `text` gives twice in one object: the parsed value kept only the last,
+    /// so only the text can show it. For hosts that parse the text themselves (to report text that
+    /// is not JSON in their own way).
+    pub fn from_json_text(json: &Json, text: &str) -> Result<Batch, BatchErrors> {
         if let Ok(Some(duplicate)) = crate::duplicate_member(text) {
             return Err(BatchErrors(vec![duplicate.in_batch(json.is_array())]));
         }
-        Batch::from_json(&json)
+        Batch::from_json(json)
     }
 
     /// Decodes a batch strictly: one instruction object or an array of them, or a JSON Patch document.

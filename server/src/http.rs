@@ -660,18 +660,13 @@ fn converted(request: ConvertRequest, limits: &Limits) -> Result<Answer, ApiErro
                 other => other.clone(),
             };
             // JSON text given as a string may name a member twice, which the parsed value hides.
-            let duplicate = match &request.input {
-                Json::String(text) => statecraft_engine::duplicate_member(text).ok().flatten(),
-                _ => None,
+            let decoded = match &request.input {
+                Json::String(text) => Batch::from_json_text(&json, text),
+                _ => Batch::from_json(&json),
             };
-            match (duplicate, Batch::from_json(&json)) {
-                (Some(duplicate), _) => (
-                    Batch::default(),
-                    Vec::new(),
-                    vec![duplicate.in_batch(json.is_array())],
-                ),
-                (None, Ok(batch)) => (batch, Vec::new(), Vec::new()),
-                (None, Err(errors)) => (Batch::default(), Vec::new(), errors.0),
+            match decoded {
+                Ok(batch) => (batch, Vec::new(), Vec::new()),
+                Err(errors) => (Batch::default(), Vec::new(), errors.0),
             }
         }
         Notation::Jsonpatch => {
