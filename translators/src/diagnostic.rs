@@ -731,7 +731,13 @@ mod tests {
             })
             .collect();
         place(text, &mut diagnostics);
-        for d in &diagnostics {
+        assert_placed_as_line_column_says(text, &diagnostics);
+        assert!(diagnostics.is_sorted_by_key(|d| d.span.start));
+    }
+
+    /// Every diagnostic's line and column are what [`line_column`] gives for its start.
+    fn assert_placed_as_line_column_says(text: &str, diagnostics: &[Diagnostic]) {
+        for d in diagnostics {
             assert_eq!(
                 (d.line, d.column),
                 line_column(text, d.span.start),
@@ -739,7 +745,6 @@ mod tests {
                 d.span
             );
         }
-        assert!(diagnostics.is_sorted_by_key(|d| d.span.start));
     }
 
     #[test]
@@ -753,14 +758,7 @@ mod tests {
         place_in_order(text, &mut diagnostics);
         let placed: Vec<usize> = diagnostics.iter().map(|d| d.span.start).collect();
         assert_eq!(placed, starts);
-        for d in &diagnostics {
-            assert_eq!(
-                (d.line, d.column),
-                line_column(text, d.span.start),
-                "{:?}",
-                d.span
-            );
-        }
+        assert_placed_as_line_column_says(text, &diagnostics);
     }
 
     #[test]
