@@ -166,6 +166,8 @@ export type ServerErrorKind =
   | "idempotency_key_reused"
   | "game_deleted"
   | "contention"
+  | "need_text"
+  | "path_trimmed"
   | "body_too_large"
   | "body_timeout"
   | "rejected"

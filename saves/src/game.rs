@@ -577,16 +577,7 @@ impl Game {
             Ok(synced) => synced,
             Err(error) => return Ok(Err(error)),
         };
-        let mut records: Vec<TimelineRecord> = synced
-            .applied
-            .iter()
-            .map(|reply| TimelineRecord::Step(StepRecord::of_reply(reply)))
-            .collect();
-        let recorded = synced.applied.last().map_or(from, |reply| reply.step());
-        let now = self.store.current_step();
-        if now != recorded {
-            records.push(TimelineRecord::Checkout(CheckoutRecord { to: now }));
-        }
+        let records = TimelineRecord::of_sync(from, &synced, self.store.current_step());
         self.append_all(&records)?;
         Ok(Ok(synced))
     }

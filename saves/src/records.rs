@@ -17,7 +17,7 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use statecraft_engine::{
     AppliedReply, Array, Change, Commit, ContentKey, HistoryLimits, Key, Object, Op, Path, StepId,
-    StepMarks, Store, TimelineError, Value,
+    StepMarks, Store, Synced, TimelineError, Value,
 };
 
 /// Everything needed to rebuild a store before its first record.
@@ -167,6 +167,21 @@ impl TimelineRecord {
             }
         }
         Ok(())
+    }
+
+    /// The records of a sync that started on step `from` and left the store at `now`: a step for
+    /// every reply it applied, then a checkout when the store is not on the last of them.
+    pub fn of_sync(from: StepId, synced: &Synced, now: StepId) -> Vec<TimelineRecord> {
+        let mut records: Vec<TimelineRecord> = synced
+            .applied
+            .iter()
+            .map(|reply| TimelineRecord::Step(StepRecord::of_reply(reply)))
+            .collect();
+        let recorded = synced.applied.last().map_or(from, AppliedReply::step);
+        if now != recorded {
+            records.push(TimelineRecord::Checkout(CheckoutRecord { to: now }));
+        }
+        records
     }
 
     /// The records that rebuild `store`'s whole timeline on its root state: every retained step, in id

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
-use statecraft_engine::{StepId, StepRef};
+use statecraft_engine::{ContentKey, StepId, StepRef, SyncReply};
 
 use crate::error::{ApiError, Kind};
 
@@ -184,6 +184,93 @@ pub(crate) struct CreateRequest {
     /// The seed of scripts' `ctx.random` (default 0), kept with the game.
     #[serde(default)]
     pub(crate) seed: u64,
+}
+
+/// `POST /v1/games/{id}/sync`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SyncRequest {
+    /// The chat path: each reply `{"text": T}` or `{"sha256": H}`, read by [`read_replies`].
+    pub(crate) replies: Vec<Json>,
+    /// Make the last reply's step current (the default), or only read there.
+    #[serde(default = "yes", rename = "move")]
+    pub(crate) move_to_end: bool,
+    /// SillyTavern macros for MVU command text.
+    #[serde(default)]
+    pub(crate) macros: BTreeMap<String, String>,
+    /// The game to make first when it does not exist: `POST /v1/games`'s body (its `id`, if given,
+    /// must be the path's).
+    #[serde(default)]
+    pub(crate) create: Option<CreateRequest>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One reply of a chat path as a body gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ChatReply {
+    /// `{"text": T}`.
+    Text(String),
+    /// `{"sha256": H}`.
+    Key(ContentKey),
+}
+
+impl ChatReply {
+    /// As the engine's sync takes it.
+    pub(crate) fn as_sync(&self) -> SyncReply<'_> {
+        match self {
+            ChatReply::Text(text) => SyncReply::Text(text),
+            ChatReply::Key(key) => SyncReply::Key(*key),
+        }
+    }
+}
+
+/// Reads a sync's replies; a reply that is neither `{"text": T}` nor `{"sha256": H}` is a 400 that
+/// names its index and what is wrong. Time: O(replies).
+pub(crate) fn read_replies(items: &[Json]) -> Result<Vec<ChatReply>, ApiError> {
+    let bad = |index: usize, problem: String| {
+        ApiError::new(Kind::BadRequest, format!("replies[{index}]: {problem}"))
+            .with("index", Json::from(index))
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let Json::Object(members) = item else {
+                return Err(bad(
+                    index,
+                    "a reply is an object, {\"text\": \"...\"} or {\"sha256\": \"...\"}".to_owned(),
+                ));
+            };
+            if let Some(name) = members
+                .keys()
+                .find(|name| !matches!(name.as_str(), "text" | "sha256"))
+            {
+                return Err(bad(
+                    index,
+                    format!("unknown member `{name}`; a reply has `text` or `sha256`"),
+                ));
+            }
+            match (members.get("text"), members.get("sha256")) {
+                (Some(Json::String(text)), None) => Ok(ChatReply::Text(text.clone())),
+                (None, Some(Json::String(key))) => key
+                    .parse()
+                    .map(ChatReply::Key)
+                    .map_err(|error| bad(index, format!("`sha256`: {error}"))),
+                (Some(_), Some(_)) => Err(bad(
+                    index,
+                    "give `text` or `sha256`, not both (the key of a text is known)".to_owned(),
+                )),
+                (None, None) => Err(bad(
+                    index,
+                    "a reply needs `text` (what the model wrote) or `sha256` (its key)".to_owned(),
+                )),
+                _ => Err(bad(index, "`text` and `sha256` are strings".to_owned())),
+            }
+        })
+        .collect()
 }
 
 /// `POST /v1/games/{id}/apply`.
