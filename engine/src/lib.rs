@@ -51,7 +51,8 @@ pub use store::{
     ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder,
 };
 pub use sync::{
-    AppliedReply, ContentKey, KeyError, ReplyReader, SyncError, SyncOptions, SyncReply, Synced,
+    AppliedReply, ChatReply, ChatReplyError, ContentKey, KeyError, ReplyReader, SyncError,
+    SyncOptions, SyncReply, Synced,
 };
 pub use tree::{JsonTree, NodeKind};
 pub use unique::{DuplicateMember, duplicate_member};

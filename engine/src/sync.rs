@@ -127,6 +127,78 @@ impl SyncReply<'_> {
     }
 }
 
+/// One reply of a chat path as JSON gives it (`{"text": T}` or `{"sha256": H}`), owned.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChatReply {
+    /// `{"text": T}`.
+    Text(String),
+    /// `{"sha256": H}`.
+    Key(ContentKey),
+}
+
+/// Why an item of a chat path is not a reply: its index and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("replies[{index}]: {problem}")]
+pub struct ChatReplyError {
+    /// The item's index in the path.
+    pub index: usize,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl ChatReply {
+    /// As [`Store::sync`] takes it.
+    pub fn as_sync(&self) -> SyncReply<'_> {
+        match self {
+            ChatReply::Text(text) => SyncReply::Text(text),
+            ChatReply::Key(key) => SyncReply::Key(*key),
+        }
+    }
+
+    /// Reads a chat path's items; the first that is neither `{"text": T}` nor `{"sha256": H}` (a
+    /// string of 64 hex digits) is named with what is wrong. Time: O(items).
+    pub fn read_all(items: &[serde_json::Value]) -> Result<Vec<ChatReply>, ChatReplyError> {
+        use serde_json::Value as Json;
+        items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                let bad = |problem: &str| ChatReplyError {
+                    index,
+                    problem: problem.to_owned(),
+                };
+                let Json::Object(members) = item else {
+                    return Err(bad(
+                        r#"a reply is an object, {"text": "..."} or {"sha256": "..."}"#,
+                    ));
+                };
+                if let Some(name) = members
+                    .keys()
+                    .find(|name| !matches!(name.as_str(), "text" | "sha256"))
+                {
+                    return Err(bad(&format!(
+                        "unknown member `{name}`; a reply has `text` or `sha256`"
+                    )));
+                }
+                match (members.get("text"), members.get("sha256")) {
+                    (Some(Json::String(text)), None) => Ok(ChatReply::Text(text.clone())),
+                    (None, Some(Json::String(key))) => key
+                        .parse()
+                        .map(ChatReply::Key)
+                        .map_err(|error| bad(&format!("`sha256`: {error}"))),
+                    (Some(_), Some(_)) => Err(bad(
+                        "give `text` or `sha256`, not both (the key of a text is known)",
+                    )),
+                    (None, None) => Err(bad(
+                        "a reply needs `text` (what the model wrote) or `sha256` (its key)",
+                    )),
+                    _ => Err(bad("`text` and `sha256` are strings")),
+                }
+            })
+            .collect()
+    }
+}
+
 /// How a host reads a reply's text into a batch.
 pub trait ReplyReader {
     /// The batch a reply's text holds, read against `state` (the state it will run on), with the

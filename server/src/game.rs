@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, Commit, ErrorKind, Limits, Outcome, Policies, StateSchema,
-    StepId, StepRef, Store, SyncError, SyncOptions, SyncReply, TimelineError, Value,
+    ApplyOptions, Batch, BatchError, ChatReply, Commit, ErrorKind, Limits, Outcome, Policies,
+    StateSchema, StepId, StepRef, Store, SyncError, SyncOptions, SyncReply, TimelineError, Value,
 };
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
@@ -28,7 +28,7 @@ use statecraft_translators::{
 
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
-use crate::requests::{ApplyRequest, ChatReply, CheckoutRequest};
+use crate::requests::{ApplyRequest, CheckoutRequest};
 
 /// What a request does to a game.
 #[derive(Clone, Debug)]

@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value as Json, json};
-use statecraft_engine::{Batch, Limits, StepId, StepRef, Value};
+use statecraft_engine::{Batch, ChatReply, Limits, StepId, StepRef, Value};
 use statecraft_saves::{Head, Storage, Write, Written};
 use statecraft_translators::mvu::{self, MvuOptions};
 use statecraft_translators::{ExtractOptions, diagnostics_json, extract, jsonpatch};
@@ -32,9 +32,8 @@ use crate::games::{Games, Idempotency, created, fingerprint, receipt, replayed, 
 use crate::guard::{self, Policy};
 use crate::inspector;
 use crate::requests::{
-    ApplyRequest, ChatReply, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang,
-    Notation, PromptRequest, SchemaRequest, SyncRequest, check_macros, check_script_names,
-    read_replies,
+    ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
+    PromptRequest, SchemaRequest, SyncRequest, check_macros, check_script_names, read_replies,
 };
 use crate::writer::Writer;
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
-use statecraft_engine::{ContentKey, StepId, StepRef, SyncReply};
+use statecraft_engine::{ChatReply, StepId, StepRef};
 
 use crate::error::{ApiError, Kind};
 
@@ -208,69 +208,11 @@ fn yes() -> bool {
     true
 }
 
-/// One reply of a chat path as a body gives it.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum ChatReply {
-    /// `{"text": T}`.
-    Text(String),
-    /// `{"sha256": H}`.
-    Key(ContentKey),
-}
-
-impl ChatReply {
-    /// As the engine's sync takes it.
-    pub(crate) fn as_sync(&self) -> SyncReply<'_> {
-        match self {
-            ChatReply::Text(text) => SyncReply::Text(text),
-            ChatReply::Key(key) => SyncReply::Key(*key),
-        }
-    }
-}
-
-/// Reads a sync's replies; a reply that is neither `{"text": T}` nor `{"sha256": H}` is a 400 that
-/// names its index and what is wrong. Time: O(replies).
+/// Reads a sync's replies ([`ChatReply::read_all`]); a bad one is a 400 naming its index.
 pub(crate) fn read_replies(items: &[Json]) -> Result<Vec<ChatReply>, ApiError> {
-    let bad = |index: usize, problem: String| {
-        ApiError::new(Kind::BadRequest, format!("replies[{index}]: {problem}"))
-            .with("index", Json::from(index))
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let Json::Object(members) = item else {
-                return Err(bad(
-                    index,
-                    "a reply is an object, {\"text\": \"...\"} or {\"sha256\": \"...\"}".to_owned(),
-                ));
-            };
-            if let Some(name) = members
-                .keys()
-                .find(|name| !matches!(name.as_str(), "text" | "sha256"))
-            {
-                return Err(bad(
-                    index,
-                    format!("unknown member `{name}`; a reply has `text` or `sha256`"),
-                ));
-            }
-            match (members.get("text"), members.get("sha256")) {
-                (Some(Json::String(text)), None) => Ok(ChatReply::Text(text.clone())),
-                (None, Some(Json::String(key))) => key
-                    .parse()
-                    .map(ChatReply::Key)
-                    .map_err(|error| bad(index, format!("`sha256`: {error}"))),
-                (Some(_), Some(_)) => Err(bad(
-                    index,
-                    "give `text` or `sha256`, not both (the key of a text is known)".to_owned(),
-                )),
-                (None, None) => Err(bad(
-                    index,
-                    "a reply needs `text` (what the model wrote) or `sha256` (its key)".to_owned(),
-                )),
-                _ => Err(bad(index, "`text` and `sha256` are strings".to_owned())),
-            }
-        })
-        .collect()
+    ChatReply::read_all(items).map_err(|error| {
+        ApiError::new(Kind::BadRequest, error.to_string()).with("index", Json::from(error.index))
+    })
 }
 
 /// `POST /v1/games/{id}/apply`.
