@@ -3,8 +3,8 @@
 //! 1,000 entities x 100 fields, with the schema checked under `reject` or `repair`.
 //!
 //! ```text
-//! cargo build --profile bench -p statecraft-engine --example schema_repair_cost
-//! valgrind --tool=callgrind target/release/examples/schema_repair_cost reject|repair N
+//! cargo build --profile profiling -p statecraft-engine --example schema_repair_cost
+//! valgrind --tool=callgrind target/profiling/examples/schema_repair_cost reject|repair N
 //! ```
 //!
 //! The cost of one batch is the difference of two runs with different N, divided by the difference

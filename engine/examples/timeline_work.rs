@@ -6,8 +6,8 @@
 //! `Store::checkout` inclusive counts before and after a change:
 //!
 //! ```text
-//! cargo build --release -p statecraft-engine --example timeline_work
-//! valgrind --tool=callgrind --callgrind-out-file=cg.out target/release/examples/timeline_work
+//! cargo build --profile profiling -p statecraft-engine --example timeline_work
+//! valgrind --tool=callgrind --callgrind-out-file=cg.out target/profiling/examples/timeline_work
 //! callgrind_annotate --inclusive=yes cg.out | grep -E 'Store::(apply_with|state_at|checkout)'
 //! ```
 

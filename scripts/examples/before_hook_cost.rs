@@ -3,8 +3,8 @@
 //! group a given number of times:
 //!
 //! ```text
-//! cargo build --profile bench -p statecraft-scripts --example before_hook_cost
-//! valgrind --tool=callgrind target/release/examples/before_hook_cost CASE N
+//! cargo build --profile profiling -p statecraft-scripts --example before_hook_cost
+//! valgrind --tool=callgrind target/profiling/examples/before_hook_cost CASE N
 //! ```
 //!
 //! where CASE is `none` (no hook), `reads` (reads every instruction, no edit) or `edits` (edits

@@ -15,11 +15,12 @@
 //! and warmed up; callgrind's `--dump-before='*counted_*'` then writes one part per function, whose
 //! total is that function's work alone. The program prints how many units (batches, undo + redo
 //! pairs, bytes) each function did, and the check divides. Instruction counts are exact at any load,
-//! so the ratios hold on any machine of the same kind:
+//! so the ratios hold on any machine of the same kind. The `profiling` profile is the release build
+//! with its symbols (release itself is stripped), which callgrind needs to find the functions:
 //!
 //! ```text
-//! cargo build --release -p statecraft-tests --example instruction_counts
-//! valgrind --tool=callgrind --dump-before='*counted_*' target/release/examples/instruction_counts
+//! cargo build --profile profiling -p statecraft-tests --example instruction_counts
+//! valgrind --tool=callgrind --dump-before='*counted_*' target/profiling/examples/instruction_counts
 //! ```
 
 use std::hint::black_box;

@@ -4,8 +4,8 @@
 //! Run under callgrind, counting only the translations (the input generation is left out):
 //!
 //! ```text
-//! cargo bench -p statecraft-translators --bench mvu_instructions --no-run
-//! valgrind --tool=callgrind --toggle-collect='*translate_once*' target/release/deps/mvu_instructions-HASH expressions
+//! cargo bench --profile profiling -p statecraft-translators --bench mvu_instructions --no-run
+//! valgrind --tool=callgrind --toggle-collect='*translate_once*' target/profiling/deps/mvu_instructions-HASH expressions
 //! ```
 //!
 //! The argument names one input (`realistic`, `expressions`, `dense`, `unclosed_set`, `quoted_set`,
