@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http::{PgSchema, Server, create, sqlite};
+use http::pg_schema::PgSchema;
+use http::{Server, create, sqlite};
 use serde_json::json;
 
 const ROUNDS: usize = 4;

@@ -9,10 +9,10 @@ mod http;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use http::pg_schema::PgSchema;
 use http::{
-    PgSchema, Server, a_game_made_again_under_its_id_is_never_the_old_one,
-    a_key_raced_on_commits_once, apply_ok, create, increment, seeded_rolls_survive_a_restart,
-    state,
+    Server, a_game_made_again_under_its_id_is_never_the_old_one, a_key_raced_on_commits_once,
+    apply_ok, create, increment, seeded_rolls_survive_a_restart, state,
 };
 use serde_json::json;
 

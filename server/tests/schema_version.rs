@@ -2,10 +2,13 @@
 //! reads it at every open: a database written by a newer statecraft is refused with an error that
 //! says what to do, before anything of it is read or written, on SQLite and on PostgreSQL.
 
-use std::process::Command;
-
 use statecraft_saves::StorageError;
 use statecraft_server::Database;
+
+// The PostgreSQL set-up every test of the server and the command shares.
+#[path = "common/pg_schema.rs"]
+mod pg_schema;
+use pg_schema::PgSchema;
 
 /// Opens `database`, sets its schema version to `version` with `set_version`, and opens it again.
 fn reopened_at(
@@ -54,45 +57,18 @@ fn sqlite_refuses_an_unknown_schema_version() {
 
 #[test]
 fn postgres_refuses_an_unknown_schema_version() {
-    let base = std::env::var("STATECRAFT_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let schema = format!("t_schema_version_{}", std::process::id());
-    if let Err(error) = psql(
-        &base,
-        &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema};"),
-    ) {
-        let message = format!("PostgreSQL at {base} is not usable ({error}); skipping");
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{message} (a failure under CI)"
-        );
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "SKIPPED: {message}");
+    let Some(schema) = PgSchema::new("schema_version") else {
         return;
-    }
-    let separator = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{separator}options=-csearch_path%3D{schema}");
-    let result = reopened_at(&Database::Postgres(url.clone()), "2", |version| {
-        psql(
-            &url,
-            &format!("UPDATE statecraft_meta SET value = '{version}' WHERE key = 'schema_version'"),
-        )
-        .expect("set the version");
+    };
+    let result = reopened_at(&Database::Postgres(schema.url.clone()), "2", |version| {
+        let mut client =
+            postgres::Client::connect(&schema.url, postgres::NoTls).expect("connect to the schema");
+        client
+            .execute(
+                "UPDATE statecraft_meta SET value = $1 WHERE key = 'schema_version'",
+                &[&version],
+            )
+            .expect("set the version");
     });
-    let _ = psql(&base, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE;"));
     assert_refused(result);
-}
-
-/// Runs SQL with `psql`, one line of error on failure.
-fn psql(url: &str, sql: &str) -> Result<(), String> {
-    let output = Command::new("psql")
-        .args([url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
-        .output()
-        .map_err(|error| format!("psql cannot run: {error}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(stderr.split_whitespace().collect::<Vec<_>>().join(" "))
-    }
 }

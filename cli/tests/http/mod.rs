@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
+// The PostgreSQL set-up every test of the server and the command shares.
+#[path = "../../../server/tests/common/pg_schema.rs"]
+pub(crate) mod pg_schema;
+
 /// A running `statecraft serve`.
 pub(crate) struct Server {
     child: Option<Child>,
@@ -321,76 +325,12 @@ pub(crate) fn sqlite(dir: &Path) -> String {
     format!("sqlite:{}", dir.join("games.db").display())
 }
 
-/// The PostgreSQL server the tests use: `STATECRAFT_TEST_POSTGRES` (a URL), or the machine's local
-/// server on 127.0.0.1:5432, database `test`.
-pub(crate) fn postgres_url() -> String {
-    std::env::var("STATECRAFT_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-/// A schema of its own in the test database, dropped when the handle drops.
-pub(crate) struct PgSchema {
-    pub(crate) url: String,
-    name: String,
-}
-
-impl PgSchema {
-    /// Makes a schema for one test, or says why PostgreSQL cannot be used (then the test skips,
-    /// visibly, and fails under CI).
-    pub(crate) fn new(test: &str) -> Option<PgSchema> {
-        let base = postgres_url();
-        let name = format!("t_{test}_{}", std::process::id());
-        let made = psql(
-            &base,
-            &format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name};"),
-        );
-        if let Err(error) = made {
-            let message = format!("PostgreSQL at {base} is not usable ({error}); skipping {test}");
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{message} (a failure under CI)"
-            );
-            say_skipped(&message);
-            return None;
-        }
-        let separator = if base.contains('?') { '&' } else { '?' };
-        Some(PgSchema {
-            url: format!("{base}{separator}options=-csearch_path%3D{name}"),
-            name,
-        })
-    }
-}
-
 /// Tells the person running the tests that a test skipped. `eprintln!` would not do: the test harness
 /// captures it and shows it only for a failing test, so the skip would pass unseen. Writing to the
 /// standard error handle itself is not captured.
 pub(crate) fn say_skipped(message: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "SKIPPED: {message}");
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        let _ = psql(
-            &postgres_url(),
-            &format!("DROP SCHEMA IF EXISTS {} CASCADE;", self.name),
-        );
-    }
-}
-
-/// Runs SQL with `psql`.
-fn psql(url: &str, sql: &str) -> Result<(), String> {
-    let output = Command::new("psql")
-        .args([url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
-        .output()
-        .map_err(|error| format!("psql cannot run: {error}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        // One line, so that a skip says why in one line.
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(stderr.split_whitespace().collect::<Vec<_>>().join(" "))
-    }
 }
 
 /// Adds one gold, for games made with a `player` object.

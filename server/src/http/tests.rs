@@ -17,7 +17,12 @@ use crate::games::{CacheBounds, Games};
 use crate::guard::Policy;
 use crate::writer::Writer;
 
+// The PostgreSQL set-up every test of the server and the command shares.
+#[path = "../../tests/common/pg_schema.rs"]
+mod pg_schema;
 mod sync;
+
+pub(crate) use pg_schema::PgSchema;
 
 /// A server in this process, with the runtime its handlers need.
 pub(crate) struct Harness {
@@ -155,55 +160,6 @@ impl Harness {
         let answer = self.call("POST", "/v1/games", Some(body));
         assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.body);
         answer.body["id"].as_str().expect("an id").to_owned()
-    }
-}
-
-/// A schema of its own in the test database, dropped when the handle drops.
-pub(crate) struct PgSchema {
-    pub(crate) url: String,
-    name: String,
-}
-
-/// The PostgreSQL server the tests use: `STATECRAFT_TEST_POSTGRES`, or the local one.
-fn postgres_url() -> String {
-    std::env::var("STATECRAFT_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-impl PgSchema {
-    /// Makes a schema for one test, or says why PostgreSQL cannot be used (then the test skips,
-    /// visibly, and fails under CI).
-    pub(crate) fn new(test: &str) -> Option<PgSchema> {
-        let base = postgres_url();
-        let name = format!("u_{test}_{}", std::process::id());
-        let made = postgres::Client::connect(&base, postgres::NoTls).and_then(|mut client| {
-            client.batch_execute(&format!(
-                "DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name};"
-            ))
-        });
-        if let Err(error) = made {
-            let message = format!("PostgreSQL at {base} is not usable ({error}); skipping {test}");
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{message} (a failure under CI)"
-            );
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "SKIPPED: {message}");
-            return None;
-        }
-        let separator = if base.contains('?') { '&' } else { '?' };
-        Some(PgSchema {
-            url: format!("{base}{separator}options=-csearch_path%3D{name}"),
-            name,
-        })
-    }
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        if let Ok(mut client) = postgres::Client::connect(&postgres_url(), postgres::NoTls) {
-            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE;", self.name));
-        }
     }
 }
 
