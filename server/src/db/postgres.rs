@@ -5,19 +5,20 @@
 //! server's default `synchronous_commit = on`, so a commit is durable when it returns. The batch first
 //! locks the rows of its games (`SELECT ... FOR UPDATE`, in id order, so two processes' batches never
 //! deadlock) and reads their heads; each write's compare-and-set is decided against the head read
-//! under that lock, and the winners' heads, records and receipts are written with one statement each.
-//! When two processes race on one game, the second waits for the first's lock, then reads the moved
-//! head and changes nothing of that game. A create under `--max-games` counts the games while it holds
-//! a transaction lock of its own, so creates in several processes take turns. This module must not
-//! know what a record means: it stores JSON text.
+//! under that lock (by `rows::decide`, the decision SQLite's writes take too), and the winners' heads,
+//! records and receipts are written with one statement each. When two processes race on one game, the
+//! second waits for the first's lock, then reads the moved head and changes nothing of that game. A
+//! create under `--max-games` counts the games while it holds a transaction lock of its own, so
+//! creates in several processes take turns. This module must not know what a record means (it stores
+//! JSON text), nor decide what a write does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use postgres::{Client, NoTls, Statement, Transaction};
 use statecraft_engine::StepId;
 use statecraft_saves::{
-    Head, Listing, Receipt, Storage, StorageError, StoredGame, Tail, Write, Written,
+    Head, Listing, Receipt, Spent, Storage, StorageError, StoredGame, Tail, Write, Written,
 };
 
 use super::rows;
@@ -358,13 +359,18 @@ impl Storage for Postgres {
 struct WriterConnection {
     client: Client,
     lock_heads: Statement,
+    bulk: BulkStatements,
+}
+
+/// The statements that write what a batch held back, one each whatever the number of games.
+struct BulkStatements {
     set_heads: Statement,
     insert_records: Statement,
     insert_receipts: Statement,
 }
 
-/// What a batch writes in bulk once every write is decided: one statement each, whatever the number of
-/// games, so that a batch costs a few round trips rather than a few per game. Each field is a column.
+/// What a batch holds back to write in bulk: heads, records and receipts of appends, so that a batch
+/// costs a few round trips rather than a few per game. Each field but the last two is a column.
 #[derive(Default)]
 struct Bulk {
     head_ids: Vec<String>,
@@ -379,32 +385,47 @@ struct Bulk {
     receipt_fingerprints: Vec<String>,
     receipt_statuses: Vec<i32>,
     receipt_bodies: Vec<String>,
+    /// Where each game's head is in the head columns: a later head of the same game replaces it
+    /// (one `UPDATE ... FROM` row per game, or PostgreSQL would pick one of them).
+    head_rows: HashMap<String, usize>,
+    /// The games with rows held here.
+    games: HashSet<String>,
 }
 
 impl Bulk {
     fn head(&mut self, id: &str, head: &Head) {
+        if let Some(&row) = self.head_rows.get(id) {
+            self.head_seqs[row] = head.seq as i64;
+            self.head_steps[row] = head.step.get() as i64;
+            self.head_labels[row].clone_from(&head.label);
+            return;
+        }
+        self.head_rows.insert(id.to_owned(), self.head_ids.len());
         self.head_ids.push(id.to_owned());
         self.head_seqs.push(head.seq as i64);
         self.head_steps.push(head.step.get() as i64);
         self.head_labels.push(head.label.clone());
+        self.games.insert(id.to_owned());
     }
 
-    fn records(&mut self, id: &str, on: u64, records: &[String]) {
+    fn records(&mut self, id: &str, after: u64, records: &[String]) {
         for (offset, record) in records.iter().enumerate() {
             self.record_games.push(id.to_owned());
-            self.record_seqs.push((on + 1 + offset as u64) as i64);
+            self.record_seqs.push((after + 1 + offset as u64) as i64);
             self.record_texts.push(record.clone());
+        }
+        if !records.is_empty() {
+            self.games.insert(id.to_owned());
         }
     }
 
-    fn receipt(&mut self, game: &str, receipt: Option<&Receipt>) {
-        if let Some(receipt) = receipt {
-            self.receipt_games.push(game.to_owned());
-            self.receipt_keys.push(receipt.key.clone());
-            self.receipt_fingerprints.push(receipt.fingerprint.clone());
-            self.receipt_statuses.push(i32::from(receipt.status));
-            self.receipt_bodies.push(receipt.body.clone());
-        }
+    fn receipt(&mut self, game: &str, receipt: &Receipt) {
+        self.receipt_games.push(game.to_owned());
+        self.receipt_keys.push(receipt.key.clone());
+        self.receipt_fingerprints.push(receipt.fingerprint.clone());
+        self.receipt_statuses.push(i32::from(receipt.status));
+        self.receipt_bodies.push(receipt.body.clone());
+        self.games.insert(game.to_owned());
     }
 }
 
@@ -433,14 +454,17 @@ impl WriterConnection {
         Ok(WriterConnection {
             client,
             lock_heads,
-            set_heads,
-            insert_records,
-            insert_receipts,
+            bulk: BulkStatements {
+                set_heads,
+                insert_records,
+                insert_receipts,
+            },
         })
     }
 
-    /// One transaction: lock the games' rows, decide every write against the heads read under the
-    /// lock (in order, so a later write sees an earlier one's head), then write in bulk.
+    /// One transaction: lock the games' rows and read their heads, decide every write in order
+    /// ([`rows::decide`]) against the heads as the earlier writes left them, then write what was held
+    /// back.
     fn write(
         &mut self,
         writes: &[Write],
@@ -450,19 +474,52 @@ impl WriterConnection {
         let mut ids: Vec<&str> = writes.iter().map(Write::game).collect();
         ids.sort_unstable();
         ids.dedup();
-        let mut heads: HashMap<String, u64> = tx
+        let heads: HashMap<String, u64> = tx
             .query(&self.lock_heads, &[&ids])?
             .iter()
             .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1) as u64))
             .collect();
-        let mut bulk = Bulk::default();
+        let mut tables = Tables {
+            tx: &mut tx,
+            statements: &self.bulk,
+            heads,
+            bulk: Bulk::default(),
+        };
         let mut results = Vec::with_capacity(writes.len());
         for (write, encoded) in writes.iter().zip(encoded) {
-            results.push(decide(&mut tx, write, encoded, &mut heads, &mut bulk)?);
+            results.push(rows::decide(&mut tables, write, encoded)?);
         }
+        tables.flush()?;
+        tx.commit()?;
+        Ok(results)
+    }
+}
+
+/// The row operations of [`rows::decide`] inside one batch's transaction. Heads are the ones read
+/// under the batch's row locks, kept as the batch's writes move them; appends' rows are held in a
+/// [`Bulk`], and a statement about a game writes that game's held rows first.
+struct Tables<'a, 't> {
+    tx: &'a mut Transaction<'t>,
+    statements: &'a BulkStatements,
+    heads: HashMap<String, u64>,
+    bulk: Bulk,
+}
+
+impl Tables<'_, '_> {
+    /// Writes what is held back, if any of it is `game`'s.
+    fn flush_for(&mut self, game: &str) -> Result<(), postgres::Error> {
+        if self.bulk.games.contains(game) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes everything held back, one statement per table.
+    fn flush(&mut self) -> Result<(), postgres::Error> {
+        let bulk = std::mem::take(&mut self.bulk);
         if !bulk.head_ids.is_empty() {
-            tx.execute(
-                &self.set_heads,
+            self.tx.execute(
+                &self.statements.set_heads,
                 &[
                     &bulk.head_ids,
                     &bulk.head_seqs,
@@ -472,14 +529,14 @@ impl WriterConnection {
             )?;
         }
         if !bulk.record_games.is_empty() {
-            tx.execute(
-                &self.insert_records,
+            self.tx.execute(
+                &self.statements.insert_records,
                 &[&bulk.record_games, &bulk.record_seqs, &bulk.record_texts],
             )?;
         }
         if !bulk.receipt_games.is_empty() {
-            tx.execute(
-                &self.insert_receipts,
+            self.tx.execute(
+                &self.statements.insert_receipts,
                 &[
                     &bulk.receipt_games,
                     &bulk.receipt_keys,
@@ -490,158 +547,166 @@ impl WriterConnection {
                 ],
             )?;
         }
-        tx.commit()?;
-        Ok(results)
+        Ok(())
     }
 }
 
-/// Decides one write against the heads read under the lock; appends go to the bulk statements, the
-/// rare writes (creating, compacting, deleting a game) run at once.
-fn decide(
-    tx: &mut Transaction<'_>,
-    write: &Write,
-    encoded: &rows::Encoded,
-    heads: &mut HashMap<String, u64>,
-    bulk: &mut Bulk,
-) -> Result<Written, postgres::Error> {
-    let moved = |heads: &HashMap<String, u64>, id: &str, on: u64| match heads.get(id) {
-        None => Some(Written::Missing),
-        Some(&seq) if seq != on => Some(Written::Conflict),
-        Some(_) => None,
-    };
-    match write {
-        Write::Create {
-            id,
-            head,
-            receipt,
-            max_games,
-            ..
-        } => {
-            if let Some(max) = max_games {
-                // Read committed: once the lock is held, the count sees every game that creates
-                // holding it before made.
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CREATE_LOCK])?;
-                let count: i64 = tx.query_one("SELECT count(*) FROM games", &[])?.get(0);
-                if count as u64 >= *max {
-                    return Ok(Written::Full);
-                }
-            }
-            let inserted = tx.execute(
-                "INSERT INTO games (id, base, scripts, seq, base_seq, step, label)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-                &[
-                    id,
-                    &encoded.base,
-                    &encoded.scripts,
-                    &(head.seq as i64),
-                    &(head.base_seq as i64),
-                    &(head.step.get() as i64),
-                    &head.label,
-                ],
-            )?;
-            if inserted == 0 {
-                return Ok(Written::Exists);
-            }
-            // The receipt goes in at once, not in bulk: a receipt under the same key, from this
-            // batch or another process's (whose commit this insert waits for), means another
-            // request under the key made its game first, and this one makes none.
-            if let Some(receipt) = receipt {
-                let kept = tx.execute(
-                    "INSERT INTO receipts (game, key, fingerprint, status, body, created)
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-                    &[
-                        &rows::CREATE_SCOPE,
-                        &receipt.key,
-                        &receipt.fingerprint,
-                        &i32::from(receipt.status),
-                        &receipt.body,
-                        &rows::now(),
-                    ],
-                )?;
-                if kept == 0 {
-                    tx.execute("DELETE FROM games WHERE id = $1", &[id])?;
-                    return Ok(Written::Exists);
-                }
-            }
-            // A game made again under the id of a deleted one numbers its records after the old
-            // one's, so that a process still holding the old game finds its head gone. Read after
-            // the insert, which waits for a delete of the id in flight, so its number is seen.
-            let seq = tx
-                .query_opt(
-                    "UPDATE games AS g SET seq = g.seq + d.seq + 1, base_seq = g.base_seq + d.seq + 1
-                     FROM deleted_games AS d WHERE g.id = $1 AND d.id = $1 RETURNING g.seq",
-                    &[id],
-                )?
-                .map_or(head.seq, |row| row.get::<_, i64>(0) as u64);
-            heads.insert(id.clone(), seq);
-            Ok(Written::Done)
+impl rows::Tables for Tables<'_, '_> {
+    type Error = postgres::Error;
+
+    fn head_seq(&mut self, id: &str) -> Result<Option<u64>, postgres::Error> {
+        Ok(self.heads.get(id).copied())
+    }
+
+    fn count_games(&mut self) -> Result<u64, postgres::Error> {
+        // Read committed: once the lock is held, the count sees every game that creates holding it
+        // before made.
+        self.tx
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&CREATE_LOCK])?;
+        let count: i64 = self.tx.query_one("SELECT count(*) FROM games", &[])?.get(0);
+        Ok(count as u64)
+    }
+
+    fn insert_game(
+        &mut self,
+        id: &str,
+        base: &str,
+        scripts: &str,
+        head: &Head,
+    ) -> Result<bool, postgres::Error> {
+        self.flush_for(id)?;
+        let inserted = self.tx.execute(
+            "INSERT INTO games (id, base, scripts, seq, base_seq, step, label)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            &[
+                &id,
+                &base,
+                &scripts,
+                &(head.seq as i64),
+                &(head.base_seq as i64),
+                &(head.step.get() as i64),
+                &head.label,
+            ],
+        )?;
+        if inserted == 1 {
+            self.heads.insert(id.to_owned(), head.seq);
         }
-        Write::Append {
-            id,
-            on,
-            head,
-            receipt,
-            ..
-        } => {
-            if let Some(lost) = moved(heads, id, *on) {
-                return Ok(lost);
-            }
-            heads.insert(id.clone(), head.seq);
-            bulk.head(id, head);
-            bulk.records(id, *on, &encoded.records);
-            bulk.receipt(id, receipt.as_ref());
-            Ok(Written::Done)
+        Ok(inserted == 1)
+    }
+
+    fn remove_game(&mut self, id: &str) -> Result<(), postgres::Error> {
+        self.flush_for(id)?;
+        self.tx.execute("DELETE FROM games WHERE id = $1", &[&id])?;
+        self.heads.remove(id);
+        Ok(())
+    }
+
+    fn deleted_seq(&mut self, id: &str) -> Result<Option<u64>, postgres::Error> {
+        Ok(self
+            .tx
+            .query_opt("SELECT seq FROM deleted_games WHERE id = $1", &[&id])?
+            .map(|row| row.get::<_, i64>(0) as u64))
+    }
+
+    fn renumber(&mut self, id: &str, by: u64) -> Result<(), postgres::Error> {
+        self.flush_for(id)?;
+        self.tx.execute(
+            "UPDATE games SET seq = seq + $1, base_seq = base_seq + $1 WHERE id = $2",
+            &[&(by as i64), &id],
+        )?;
+        if let Some(seq) = self.heads.get_mut(id) {
+            *seq += by;
         }
-        Write::Compact { id, on, head, .. } => {
-            if let Some(lost) = moved(heads, id, *on) {
-                return Ok(lost);
-            }
-            tx.execute(
-                "UPDATE games SET base = $1, seq = $2, base_seq = $3, step = $4, label = $5
-                 WHERE id = $6",
-                &[
-                    &encoded.base,
-                    &(head.seq as i64),
-                    &(head.base_seq as i64),
-                    &(head.step.get() as i64),
-                    &head.label,
-                    id,
-                ],
-            )?;
-            tx.execute("DELETE FROM records WHERE game = $1", &[id])?;
-            heads.insert(id.clone(), head.seq);
-            bulk.records(id, *on, &encoded.records);
-            Ok(Written::Done)
-        }
-        Write::Receipt { id, receipt } => {
-            bulk.receipt(id, Some(receipt));
-            Ok(Written::Done)
-        }
-        Write::Delete { id, spent } => {
-            let Some(seq) = heads.remove(id) else {
-                return Ok(Written::Missing);
-            };
-            // The id keeps its last record number, for a game made again under it.
-            tx.execute(
-                "INSERT INTO deleted_games (id, seq) VALUES ($1, $2)
-                 ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq",
-                &[id, &(seq as i64)],
-            )?;
-            tx.execute("DELETE FROM games WHERE id = $1", &[id])?;
-            tx.execute("DELETE FROM records WHERE game = $1", &[id])?;
-            tx.execute("DELETE FROM receipts WHERE game = $1", &[id])?;
-            if let Some(spent) = spent {
-                tx.execute(
-                    "UPDATE receipts SET status = $1, body = $2 WHERE game = $3 AND body = $4",
-                    &[
-                        &i32::from(spent.status),
-                        &spent.body,
-                        &rows::CREATE_SCOPE,
-                        &spent.made,
-                    ],
-                )?;
-            }
-            Ok(Written::Done)
-        }
+        Ok(())
+    }
+
+    fn insert_receipt(&mut self, game: &str, receipt: &Receipt) -> Result<bool, postgres::Error> {
+        // At once, not in bulk: the answer decides the write. A receipt under the same key from
+        // another process's transaction makes this insert wait for its commit.
+        self.flush_for(game)?;
+        let kept = self.tx.execute(
+            "INSERT INTO receipts (game, key, fingerprint, status, body, created)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            &[
+                &game,
+                &receipt.key,
+                &receipt.fingerprint,
+                &i32::from(receipt.status),
+                &receipt.body,
+                &rows::now(),
+            ],
+        )?;
+        Ok(kept == 1)
+    }
+
+    fn add_receipt(&mut self, game: &str, receipt: &Receipt) -> Result<(), postgres::Error> {
+        self.bulk.receipt(game, receipt);
+        Ok(())
+    }
+
+    fn set_head(&mut self, id: &str, head: &Head) -> Result<(), postgres::Error> {
+        self.heads.insert(id.to_owned(), head.seq);
+        self.bulk.head(id, head);
+        Ok(())
+    }
+
+    fn insert_records(
+        &mut self,
+        id: &str,
+        after: u64,
+        records: &[String],
+    ) -> Result<(), postgres::Error> {
+        self.bulk.records(id, after, records);
+        Ok(())
+    }
+
+    fn replace_base(&mut self, id: &str, base: &str, head: &Head) -> Result<(), postgres::Error> {
+        self.flush_for(id)?;
+        self.tx.execute(
+            "UPDATE games SET base = $1, seq = $2, base_seq = $3, step = $4, label = $5
+             WHERE id = $6",
+            &[
+                &base,
+                &(head.seq as i64),
+                &(head.base_seq as i64),
+                &(head.step.get() as i64),
+                &head.label,
+                &id,
+            ],
+        )?;
+        self.tx
+            .execute("DELETE FROM records WHERE game = $1", &[&id])?;
+        self.heads.insert(id.to_owned(), head.seq);
+        Ok(())
+    }
+
+    fn delete_game(&mut self, id: &str, seq: u64) -> Result<(), postgres::Error> {
+        self.flush_for(id)?;
+        self.tx.execute(
+            "INSERT INTO deleted_games (id, seq) VALUES ($1, $2)
+             ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq",
+            &[&id, &(seq as i64)],
+        )?;
+        self.tx.execute("DELETE FROM games WHERE id = $1", &[&id])?;
+        self.tx
+            .execute("DELETE FROM records WHERE game = $1", &[&id])?;
+        self.tx
+            .execute("DELETE FROM receipts WHERE game = $1", &[&id])?;
+        self.heads.remove(id);
+        Ok(())
+    }
+
+    fn spend_receipts(&mut self, spent: &Spent) -> Result<(), postgres::Error> {
+        self.flush_for(rows::CREATE_SCOPE)?;
+        self.tx.execute(
+            "UPDATE receipts SET status = $1, body = $2 WHERE game = $3 AND body = $4",
+            &[
+                &i32::from(spent.status),
+                &spent.body,
+                &rows::CREATE_SCOPE,
+                &spent.made,
+            ],
+        )?;
+        Ok(())
     }
 }

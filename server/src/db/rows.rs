@@ -1,12 +1,18 @@
-//! The text form of stored rows, shared by both backends: a base, scripts and each record as JSON.
+//! What both backends share: the rows' text form and the one decision of what each write does.
 //!
-//! A record's JSON is the one save files use (`statecraft_saves::TimelineRecord`), so a game moves
-//! between a database and a file without translation; [`fits`] measures a record's text before it is
-//! handed to the writer. This module must not talk to a database.
+//! A base, scripts and each record are stored as JSON. A record's JSON is the one save files use
+//! (`statecraft_saves::TimelineRecord`), so a game moves between a database and a file without
+//! translation; [`fits`] measures a record's text before it is handed to the writer. [`decide`] is
+//! the compare-and-set of every write (which head it must find, what it changes when it does, what it
+//! answers when it does not), over the row operations of [`Tables`] that each backend implements in
+//! its SQL. This module must not talk to a database.
 
 use std::collections::BTreeMap;
 
-use statecraft_saves::{BaseRecord, Head, StorageError, StoredGame, Tail, TimelineRecord, Write};
+use statecraft_saves::{
+    BaseRecord, Head, Receipt, Spent, StorageError, StoredGame, Tail, TimelineRecord, Write,
+    Written,
+};
 
 /// The receipt scope of requests that create games (their answer names a game that did not exist).
 pub(crate) const CREATE_SCOPE: &str = "";
@@ -72,6 +78,146 @@ pub(crate) fn encode(write: &Write) -> Result<Encoded, StorageError> {
         },
         Write::Receipt { .. } | Write::Delete { .. } => Encoded::default(),
     })
+}
+
+/// The row operations a write is made of, inside the transaction of one batch of writes. Each is
+/// one statement (or a few) of the backend's SQL and decides nothing: [`decide`] does. Every call
+/// sees the effect of the calls before it in the same batch; a backend may hold back what the
+/// deciding never reads again (a head, records, a receipt whose answer is not needed) and write it in
+/// bulk, as long as it writes it before a later call touches the same game.
+pub(crate) trait Tables {
+    /// The backend's error; any error aborts the whole batch.
+    type Error;
+
+    /// The number of the game's last record, or `None` when no game has the id.
+    fn head_seq(&mut self, id: &str) -> Result<Option<u64>, Self::Error>;
+    /// How many games there are, counted so that no create in any process can pass the count before
+    /// this transaction ends.
+    fn count_games(&mut self) -> Result<u64, Self::Error>;
+    /// Inserts a game's row at `head`; `false`, with nothing changed, when the id is taken.
+    fn insert_game(
+        &mut self,
+        id: &str,
+        base: &str,
+        scripts: &str,
+        head: &Head,
+    ) -> Result<bool, Self::Error>;
+    /// Removes a game's row alone (a create taken back before anything else of it was written).
+    fn remove_game(&mut self, id: &str) -> Result<(), Self::Error>;
+    /// The last record number of the game deleted under `id`, if one was.
+    fn deleted_seq(&mut self, id: &str) -> Result<Option<u64>, Self::Error>;
+    /// Raises a game's `seq` and `base_seq` by `by`.
+    fn renumber(&mut self, id: &str, by: u64) -> Result<(), Self::Error>;
+    /// Keeps a receipt under `game` now; `false`, with nothing changed, when its key has one there.
+    fn insert_receipt(&mut self, game: &str, receipt: &Receipt) -> Result<bool, Self::Error>;
+    /// Keeps a receipt under `game` unless its key has one there; the outcome is not needed, so the
+    /// backend may write it later in the batch.
+    fn add_receipt(&mut self, game: &str, receipt: &Receipt) -> Result<(), Self::Error>;
+    /// Sets a game's `seq`, `step` and `label` to `head`'s.
+    fn set_head(&mut self, id: &str, head: &Head) -> Result<(), Self::Error>;
+    /// Inserts records numbered from `after + 1` on.
+    fn insert_records(
+        &mut self,
+        id: &str,
+        after: u64,
+        records: &[String],
+    ) -> Result<(), Self::Error>;
+    /// Replaces a game's base and whole head (`base_seq` too) and removes every record of it.
+    fn replace_base(&mut self, id: &str, base: &str, head: &Head) -> Result<(), Self::Error>;
+    /// Removes a game's row, records and receipts, and keeps `seq`, its last record number, for a
+    /// game made again under the id.
+    fn delete_game(&mut self, id: &str, seq: u64) -> Result<(), Self::Error>;
+    /// Gives the receipts of the create scope whose body is `spent.made` the answer `spent` holds.
+    fn spend_receipts(&mut self, spent: &Spent) -> Result<(), Self::Error>;
+}
+
+/// What one write does, on either database, inside its batch's transaction: the compare-and-set of
+/// the head it was made on, and the rows it changes when it wins. `encoded` is the write's text
+/// ([`encode`]).
+///
+/// Time: a few statements of the backend, each one game's rows.
+pub(crate) fn decide<T: Tables + ?Sized>(
+    tables: &mut T,
+    write: &Write,
+    encoded: &Encoded,
+) -> Result<Written, T::Error> {
+    // Where the head is not the one the write was made on: another writer won, or there is no game.
+    let lost = |found: Option<u64>, on: u64| match found {
+        None => Some(Written::Missing),
+        Some(seq) if seq != on => Some(Written::Conflict),
+        Some(_) => None,
+    };
+    match write {
+        Write::Create {
+            id,
+            head,
+            receipt,
+            max_games,
+            ..
+        } => {
+            if let Some(max) = max_games {
+                if tables.count_games()? >= *max {
+                    return Ok(Written::Full);
+                }
+            }
+            if !tables.insert_game(id, &encoded.base, &encoded.scripts, head)? {
+                return Ok(Written::Exists);
+            }
+            if let Some(receipt) = receipt {
+                if !tables.insert_receipt(CREATE_SCOPE, receipt)? {
+                    // Another request under the same key made its game first: this one makes none.
+                    tables.remove_game(id)?;
+                    return Ok(Written::Exists);
+                }
+            }
+            // A game made again under the id of a deleted one numbers its records after the old
+            // one's, so that a process still holding the old game finds its head gone. Asked after
+            // the insert, which waits for another process's delete of the id in flight.
+            if let Some(last) = tables.deleted_seq(id)? {
+                tables.renumber(id, last + 1)?;
+            }
+            Ok(Written::Done)
+        }
+        Write::Append {
+            id,
+            on,
+            head,
+            receipt,
+            ..
+        } => {
+            if let Some(lost) = lost(tables.head_seq(id)?, *on) {
+                return Ok(lost);
+            }
+            tables.set_head(id, head)?;
+            tables.insert_records(id, *on, &encoded.records)?;
+            if let Some(receipt) = receipt {
+                tables.add_receipt(id, receipt)?;
+            }
+            Ok(Written::Done)
+        }
+        Write::Compact { id, on, head, .. } => {
+            if let Some(lost) = lost(tables.head_seq(id)?, *on) {
+                return Ok(lost);
+            }
+            tables.replace_base(id, &encoded.base, head)?;
+            tables.insert_records(id, *on, &encoded.records)?;
+            Ok(Written::Done)
+        }
+        Write::Receipt { id, receipt } => {
+            tables.add_receipt(id, receipt)?;
+            Ok(Written::Done)
+        }
+        Write::Delete { id, spent } => {
+            let Some(seq) = tables.head_seq(id)? else {
+                return Ok(Written::Missing);
+            };
+            tables.delete_game(id, seq)?;
+            if let Some(spent) = spent {
+                tables.spend_receipts(spent)?;
+            }
+            Ok(Written::Done)
+        }
+    }
 }
 
 /// The length of a record's JSON text if it is at most `max` bytes; `Err` with a lower bound of its

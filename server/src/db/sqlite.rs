@@ -5,7 +5,8 @@
 //! connection (the server's group-commit writer calls [`Storage::write`] from one thread); reads take a
 //! connection of their own from a small pool, and WAL lets them run beside a write. Several processes
 //! may share the file: SQLite serializes their transactions and the head compare-and-set keeps their
-//! games correct. This module must not know what a record means: it stores JSON text.
+//! games correct. This module must not know what a record means (it stores JSON text), nor decide
+//! what a write does: `rows::decide` does, over the statements of its `Tables` here.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use statecraft_saves::{
-    Head, Listing, Receipt, Storage, StorageError, StoredGame, Tail, Write, Written,
+    Head, Listing, Receipt, Spent, Storage, StorageError, StoredGame, Tail, Write, Written,
 };
 
 use super::rows;
@@ -266,11 +267,12 @@ impl Storage for Sqlite {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(failed)?;
         let mut results = Vec::with_capacity(writes.len());
+        let mut tables = Tables { tx: &tx };
         for (write, encoded) in writes.iter().zip(&encoded) {
             // A statement refused inside the transaction: dropping it rolls everything back, so
             // nothing was made, for certain. A failed commit is left as it is: a failure to sync the
             // log may leave the transaction on disk all the same.
-            results.push(apply(&tx, write, encoded).map_err(refused)?);
+            results.push(rows::decide(&mut tables, write, encoded).map_err(refused)?);
         }
         tx.commit().map_err(failed)?;
         Ok(results)
@@ -285,19 +287,82 @@ impl Storage for Sqlite {
     }
 }
 
-/// One write inside the batch's transaction.
-fn apply(
-    tx: &rusqlite::Transaction<'_>,
-    write: &Write,
-    encoded: &rows::Encoded,
-) -> Result<Written, rusqlite::Error> {
-    let now = rows::now();
-    // Whether the receipt was kept: false when its key has one already.
-    let receipt = |game: &str, receipt: &Option<Receipt>| -> Result<bool, rusqlite::Error> {
-        let Some(receipt) = receipt else {
-            return Ok(true);
-        };
-        let inserted = tx
+/// The row operations of [`rows::decide`] on a SQLite write transaction. The transaction is
+/// `IMMEDIATE`: it holds the file's write lock from its start, so what a statement reads stays true
+/// until the commit, in every process sharing the file.
+struct Tables<'t, 'c> {
+    tx: &'t rusqlite::Transaction<'c>,
+}
+
+impl rows::Tables for Tables<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn head_seq(&mut self, id: &str) -> Result<Option<u64>, rusqlite::Error> {
+        self.tx
+            .prepare_cached("SELECT seq FROM games WHERE id = ?1")?
+            .query_row(params![id], |row| Ok(row.get::<_, i64>(0)? as u64))
+            .optional()
+    }
+
+    fn count_games(&mut self) -> Result<u64, rusqlite::Error> {
+        // Inside the write transaction, which SQLite runs one at a time across processes: no other
+        // create can pass the count before this one commits.
+        self.tx
+            .prepare_cached("SELECT count(*) FROM games")?
+            .query_row([], |row| Ok(row.get::<_, i64>(0)? as u64))
+    }
+
+    fn insert_game(
+        &mut self,
+        id: &str,
+        base: &str,
+        scripts: &str,
+        head: &Head,
+    ) -> Result<bool, rusqlite::Error> {
+        let inserted = self
+            .tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO games (id, base, scripts, seq, base_seq, step, label)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                id,
+                base,
+                scripts,
+                head.seq as i64,
+                head.base_seq as i64,
+                head.step.get() as i64,
+                head.label
+            ])?;
+        Ok(inserted == 1)
+    }
+
+    fn remove_game(&mut self, id: &str) -> Result<(), rusqlite::Error> {
+        self.tx
+            .prepare_cached("DELETE FROM games WHERE id = ?1")?
+            .execute(params![id])?;
+        Ok(())
+    }
+
+    fn deleted_seq(&mut self, id: &str) -> Result<Option<u64>, rusqlite::Error> {
+        self.tx
+            .prepare_cached("SELECT seq FROM deleted_games WHERE id = ?1")?
+            .query_row(params![id], |row| Ok(row.get::<_, i64>(0)? as u64))
+            .optional()
+    }
+
+    fn renumber(&mut self, id: &str, by: u64) -> Result<(), rusqlite::Error> {
+        self.tx
+            .prepare_cached(
+                "UPDATE games SET seq = seq + ?1, base_seq = base_seq + ?1 WHERE id = ?2",
+            )?
+            .execute(params![by as i64, id])?;
+        Ok(())
+    }
+
+    fn insert_receipt(&mut self, game: &str, receipt: &Receipt) -> Result<bool, rusqlite::Error> {
+        let inserted = self
+            .tx
             .prepare_cached(
                 "INSERT OR IGNORE INTO receipts (game, key, fingerprint, status, body, created)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -308,159 +373,87 @@ fn apply(
                 receipt.fingerprint,
                 receipt.status,
                 receipt.body,
-                now
+                rows::now()
             ])?;
         Ok(inserted == 1)
-    };
-    let insert_records = |id: &str, on: u64| -> Result<(), rusqlite::Error> {
-        let mut statement =
-            tx.prepare_cached("INSERT INTO records (game, seq, record) VALUES (?1, ?2, ?3)")?;
-        for (offset, record) in encoded.records.iter().enumerate() {
-            statement.execute(params![id, (on + 1 + offset as u64) as i64, record])?;
+    }
+
+    fn add_receipt(&mut self, game: &str, receipt: &Receipt) -> Result<(), rusqlite::Error> {
+        self.insert_receipt(game, receipt).map(drop)
+    }
+
+    fn set_head(&mut self, id: &str, head: &Head) -> Result<(), rusqlite::Error> {
+        self.tx
+            .prepare_cached("UPDATE games SET seq = ?1, step = ?2, label = ?3 WHERE id = ?4")?
+            .execute(params![
+                head.seq as i64,
+                head.step.get() as i64,
+                head.label,
+                id
+            ])?;
+        Ok(())
+    }
+
+    fn insert_records(
+        &mut self,
+        id: &str,
+        after: u64,
+        records: &[String],
+    ) -> Result<(), rusqlite::Error> {
+        let mut statement = self
+            .tx
+            .prepare_cached("INSERT INTO records (game, seq, record) VALUES (?1, ?2, ?3)")?;
+        for (offset, record) in records.iter().enumerate() {
+            statement.execute(params![id, (after + 1 + offset as u64) as i64, record])?;
         }
         Ok(())
-    };
-    // A compare-and-set that changed no row lost to another writer, or found no game at all.
-    let lost = |id: &str| -> Result<Written, rusqlite::Error> {
-        let exists = tx
-            .prepare_cached("SELECT 1 FROM games WHERE id = ?1")?
-            .exists(params![id])?;
-        Ok(if exists {
-            Written::Conflict
-        } else {
-            Written::Missing
-        })
-    };
-    match write {
-        Write::Create {
-            id,
-            head,
-            receipt: kept,
-            max_games,
-            ..
-        } => {
-            // Inside the write transaction, which SQLite runs one at a time across processes: no
-            // other create can pass the count between this read and the insert.
-            if let Some(max) = max_games {
-                let count: i64 = tx
-                    .prepare_cached("SELECT count(*) FROM games")?
-                    .query_row([], |row| row.get(0))?;
-                if count as u64 >= *max {
-                    return Ok(Written::Full);
-                }
-            }
-            // A game made again under the id of a deleted one numbers its records after the old
-            // one's, so that a process still holding the old game finds its head gone.
-            let start: i64 = tx
-                .prepare_cached("SELECT seq + 1 FROM deleted_games WHERE id = ?1")?
-                .query_row(params![id], |row| row.get(0))
-                .optional()?
-                .unwrap_or(0);
-            let inserted = tx
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO games (id, base, scripts, seq, base_seq, step, label)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )?
-                .execute(params![
-                    id,
-                    encoded.base,
-                    encoded.scripts,
-                    start + head.seq as i64,
-                    start + head.base_seq as i64,
-                    head.step.get() as i64,
-                    head.label
-                ])?;
-            if inserted == 0 {
-                return Ok(Written::Exists);
-            }
-            if !receipt(rows::CREATE_SCOPE, kept)? {
-                // Another request under the same key made its game first: this one makes none.
-                tx.prepare_cached("DELETE FROM games WHERE id = ?1")?
-                    .execute(params![id])?;
-                return Ok(Written::Exists);
-            }
-            Ok(Written::Done)
-        }
-        Write::Append {
-            id,
-            on,
-            head,
-            receipt: kept,
-            ..
-        } => {
-            let moved = tx
-                .prepare_cached(
-                    "UPDATE games SET seq = ?1, step = ?2, label = ?3 WHERE id = ?4 AND seq = ?5",
-                )?
-                .execute(params![
-                    head.seq as i64,
-                    head.step.get() as i64,
-                    head.label,
-                    id,
-                    *on as i64
-                ])?;
-            if moved == 0 {
-                return lost(id);
-            }
-            insert_records(id, *on)?;
-            receipt(id, kept)?;
-            Ok(Written::Done)
-        }
-        Write::Compact { id, on, head, .. } => {
-            let moved = tx
-                .prepare_cached(
-                    "UPDATE games SET base = ?1, seq = ?2, base_seq = ?3, step = ?4, label = ?5
-                     WHERE id = ?6 AND seq = ?7",
-                )?
-                .execute(params![
-                    encoded.base,
-                    head.seq as i64,
-                    head.base_seq as i64,
-                    head.step.get() as i64,
-                    head.label,
-                    id,
-                    *on as i64
-                ])?;
-            if moved == 0 {
-                return lost(id);
-            }
-            tx.prepare_cached("DELETE FROM records WHERE game = ?1")?
-                .execute(params![id])?;
-            insert_records(id, *on)?;
-            Ok(Written::Done)
-        }
-        Write::Receipt { id, receipt: kept } => {
-            receipt(id, &Some(kept.clone()))?;
-            Ok(Written::Done)
-        }
-        Write::Delete { id, spent } => {
-            // The id keeps its last record number, for a game made again under it.
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO deleted_games (id, seq) SELECT id, seq FROM games WHERE id = ?1",
+    }
+
+    fn replace_base(&mut self, id: &str, base: &str, head: &Head) -> Result<(), rusqlite::Error> {
+        self.tx
+            .prepare_cached(
+                "UPDATE games SET base = ?1, seq = ?2, base_seq = ?3, step = ?4, label = ?5
+                 WHERE id = ?6",
             )?
+            .execute(params![
+                base,
+                head.seq as i64,
+                head.base_seq as i64,
+                head.step.get() as i64,
+                head.label,
+                id
+            ])?;
+        self.tx
+            .prepare_cached("DELETE FROM records WHERE game = ?1")?
             .execute(params![id])?;
-            let deleted = tx
-                .prepare_cached("DELETE FROM games WHERE id = ?1")?
-                .execute(params![id])?;
-            if deleted == 0 {
-                return Ok(Written::Missing);
-            }
-            tx.prepare_cached("DELETE FROM records WHERE game = ?1")?
-                .execute(params![id])?;
-            tx.prepare_cached("DELETE FROM receipts WHERE game = ?1")?
-                .execute(params![id])?;
-            if let Some(spent) = spent {
-                tx.prepare_cached(
-                    "UPDATE receipts SET status = ?1, body = ?2 WHERE game = ?3 AND body = ?4",
-                )?
-                .execute(params![
-                    spent.status,
-                    spent.body,
-                    rows::CREATE_SCOPE,
-                    spent.made
-                ])?;
-            }
-            Ok(Written::Done)
+        Ok(())
+    }
+
+    fn delete_game(&mut self, id: &str, seq: u64) -> Result<(), rusqlite::Error> {
+        self.tx
+            .prepare_cached("INSERT OR REPLACE INTO deleted_games (id, seq) VALUES (?1, ?2)")?
+            .execute(params![id, seq as i64])?;
+        for statement in [
+            "DELETE FROM games WHERE id = ?1",
+            "DELETE FROM records WHERE game = ?1",
+            "DELETE FROM receipts WHERE game = ?1",
+        ] {
+            self.tx.prepare_cached(statement)?.execute(params![id])?;
         }
+        Ok(())
+    }
+
+    fn spend_receipts(&mut self, spent: &Spent) -> Result<(), rusqlite::Error> {
+        self.tx
+            .prepare_cached(
+                "UPDATE receipts SET status = ?1, body = ?2 WHERE game = ?3 AND body = ?4",
+            )?
+            .execute(params![
+                spent.status,
+                spent.body,
+                rows::CREATE_SCOPE,
+                spent.made
+            ])?;
+        Ok(())
     }
 }
