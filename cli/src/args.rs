@@ -173,6 +173,29 @@ contains [InitVar] is read as YAML or JSON and merged in the book's order, as MV
 line, when the card cannot be read or has no InitVar entry.")]
     Card(CardArgs),
 
+    /// Sync a chat path onto a save: reuse the steps its replies have, apply the rest, end on the last.
+    #[command(after_help = "Examples:\n  \
+statecraft sync --save game.save chat.json\n  \
+statecraft sync --save game.save --no-move chat.json   the state a regenerated reply builds on\n\n\
+The path is {\"replies\": [{\"text\": \"...\"} | {\"sha256\": \"...\"}, ...]}, the model's replies as shown, \
+oldest first (the body of POST /v1/games/{id}/sync). Prints {\"state\", \"step\", \"current\", \"applied\", \
+\"reused\"}, exit 0 once on disk. Exit 1, with nothing changed, when a reply given by key alone names \
+no step (need_text: send its text) or the path cannot be walked.")]
+    Sync(SyncArgs),
+
+    /// Turn a SillyTavern chat file into a save: every reply and every swipe a step, and where the
+    /// chat carries MVU's variables, every step whose state differs from MVU's reported.
+    #[command(
+        name = "import-chat",
+        after_help = "Examples:\n  \
+statecraft import-chat chat.jsonl --save game.save\n  \
+statecraft import-chat chat.jsonl --save game.save --card hero.png --format json\n\n\
+The initial state is the card's ([InitVar] entries) or, without --card, the first reply's stored MVU \
+variables (variables[swipe_id].stat_data). The shown swipes make the current line. Exit 0 once the \
+save is on disk, differences from MVU or not; the report lists them (JSON with --format json)."
+    )]
+    ImportChat(ImportChatArgs),
+
     /// Grade a model reply like a structured-output benchmark, as JSON.
     #[command(after_help = "Example:\n  \
 statecraft grade --state state.json --schema schema.json --expect expect.json reply.txt\n\n\
@@ -328,6 +351,47 @@ pub(crate) struct CardArgs {
     /// The card: a PNG or JSON character card, a world book export, or InitVar text; `-` reads stdin.
     #[arg(value_name = "FILE")]
     pub(crate) card: Option<PathBuf>,
+}
+
+/// `statecraft sync`.
+#[derive(Debug, Args)]
+pub(crate) struct SyncArgs {
+    /// The save file.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: PathBuf,
+
+    /// Only read the state at the end of the path; the current step stays where it is.
+    #[arg(long)]
+    pub(crate) no_move: bool,
+
+    /// A SillyTavern macro in MVU command text: `--macro user=Alex`. Repeatable.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro)]
+    pub(crate) macros: Vec<(String, String)>,
+
+    /// The chat path (JSON); `-` or nothing reads stdin.
+    #[arg(value_name = "PATH.json")]
+    pub(crate) input: Option<PathBuf>,
+}
+
+/// `statecraft import-chat`.
+#[derive(Debug, Args)]
+pub(crate) struct ImportChatArgs {
+    /// The SillyTavern chat file (JSON Lines).
+    #[arg(value_name = "CHAT.jsonl")]
+    pub(crate) chat: PathBuf,
+
+    /// The save file to create.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: PathBuf,
+
+    /// The character card whose [InitVar] entries give the initial state.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) card: Option<PathBuf>,
+
+    /// A SillyTavern macro: `--macro user=Alex` (the chat's own user and character names are the
+    /// defaults). Repeatable.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro)]
+    pub(crate) macros: Vec<(String, String)>,
 }
 
 /// `statecraft convert`.

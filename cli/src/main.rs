@@ -31,6 +31,7 @@ macro_rules! errln {
 mod apply;
 mod args;
 mod card;
+mod chat;
 mod convert;
 mod extract;
 mod files;
@@ -140,5 +141,7 @@ fn run(command: &Command, out: &Output, drawn: bool) -> anyhow::Result<ExitCode>
         Command::Grade(args) => prompt_commands::run_grade(args, drawn),
         Command::Serve(args) => serve::run(args, out),
         Command::Card(args) => card::run(args, out),
+        Command::Sync(args) => chat::sync(args, out),
+        Command::ImportChat(args) => chat::import_chat(args, out),
     }
 }

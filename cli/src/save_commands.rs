@@ -273,7 +273,7 @@ fn step_ref(label: Option<&str>, id: Option<u64>) -> Option<StepRef> {
 
 /// Opens a save, and warns when opening it dropped a torn tail (a crash cut a write short, and what
 /// it held was never acknowledged), or when a read-only opening stopped at a damaged record.
-fn open(save: &Path, options: OpenOptions, out: &Output) -> Result<Game> {
+pub(crate) fn open(save: &Path, options: OpenOptions, out: &Output) -> Result<Game> {
     let game = Game::open_with(save, options)?;
     if let Some(torn) = game.torn_tail() {
         let file = game.path().display();

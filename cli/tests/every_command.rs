@@ -114,6 +114,18 @@ fn case(command: &str) -> (Vec<String>, &'static str, i32) {
             "",
             0,
         ),
+        // A key alone that names no step: `need_text`, nothing changed.
+        "sync" => (
+            vec!["sync", "--save", "game.save", "-"],
+            r#"{"replies": [{"sha256": "0000000000000000000000000000000000000000000000000000000000000000"}]}"#,
+            1,
+        ),
+        // A chat file that is not one.
+        "import-chat" => (
+            vec!["import-chat", "reply.txt", "--save", "chat.save"],
+            "",
+            2,
+        ),
         // `card` prints JSON in either format; its error shows the flag.
         "card" => (vec!["card", "-"], "- not a mapping\n", 2),
         // A database it cannot use: refused before anything is served (the listening line is below).

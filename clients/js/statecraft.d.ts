@@ -201,6 +201,8 @@ export type ServerErrorKind =
   | "idempotency_key_reused"
   | "game_deleted"
   | "contention"
+  | "need_text"
+  | "path_trimmed"
   | "body_too_large"
   | "body_timeout"
   | "rejected"

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::budget;
 use crate::change::{Change, ReplayError, replay_backward, replay_forward};
 use crate::retained;
+use crate::sync::ContentKey;
 use crate::value::Value;
 
 /// A step's id: a number that is never reused, so an id a host kept can only ever name that step. The
@@ -185,6 +186,21 @@ pub(crate) const DEFAULT_CHECKPOINT_EVERY: u64 = 32;
 /// the maps. A constant, not a `size_of`, so that the bound means the same in every build.
 const STEP_BYTES: usize = 160;
 
+/// The bytes counted for a step's content key: the key with the step and in the index of keys.
+const KEY_BYTES: usize = 96;
+
+/// What names a step besides its id: a label, and for a step made by sync its reply's key and, for
+/// a refused reply, the refusal.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepMarks {
+    /// Its label (unique among retained steps).
+    pub label: Option<String>,
+    /// The content key of the chat reply it was made from.
+    pub key: Option<ContentKey>,
+    /// Why that reply was refused (the step changes nothing): the feedback for the model.
+    pub refusal: Option<Arc<str>>,
+}
+
 /// One committed batch.
 #[derive(Clone, Debug)]
 pub(crate) struct Step {
@@ -194,6 +210,11 @@ pub(crate) struct Step {
     pub(crate) children: Vec<StepId>,
     /// Its label, unique among retained steps.
     pub(crate) label: Option<String>,
+    /// The chat reply it was made from, when a sync made it (`sync.rs`): its content key.
+    pub(crate) key: Option<ContentKey>,
+    /// Why the reply was refused, when a sync made this step from a refused reply (it changes nothing):
+    /// the feedback text for the model.
+    pub(crate) refusal: Option<Arc<str>>,
     /// The primitive changes, in the order they happened.
     pub(crate) changes: Arc<[Change]>,
     /// The estimate of the bytes this step keeps alive: its change log and fixed cost, and what its
@@ -243,6 +264,11 @@ pub(crate) struct History {
     root_depth: u64,
     current: StepId,
     labels: HashMap<String, StepId>,
+    /// The child of a step (or of the root) made from a reply, by the reply's key: what sync walks.
+    keyed: HashMap<(StepId, ContentKey), StepId>,
+    /// The keys of the keyed steps trimming folded into the root, oldest first: the chat path that the
+    /// root's state already holds.
+    root_keys: Vec<ContentKey>,
     /// Every branch tip other than the current step, least recently visited first: what trimming takes.
     tips: BTreeSet<(u64, StepId)>,
     bytes: usize,
@@ -263,6 +289,8 @@ impl History {
             root_depth: 0,
             current: StepId::ROOT,
             labels: HashMap::new(),
+            keyed: HashMap::new(),
+            root_keys: Vec::new(),
             tips: BTreeSet::new(),
             bytes: 0,
             clock: 0,
@@ -584,7 +612,7 @@ impl History {
     pub(crate) fn push(
         &mut self,
         id: StepId,
-        label: Option<String>,
+        marks: StepMarks,
         changes: Arc<[Change]>,
         parent_state: &Value,
         size: usize,
@@ -594,6 +622,11 @@ impl History {
         let parent = self.current;
         let depth = self.depth(parent) + 1;
         let replayed = self.keep_if_far(parent, parent_state) + 1;
+        let StepMarks {
+            label,
+            key,
+            refusal,
+        } = marks;
         let moved_from = label.as_ref().and_then(|label| {
             let old = self.labels.insert(label.clone(), id)?;
             if let Some(step) = self.steps.get_mut(&old) {
@@ -604,13 +637,20 @@ impl History {
         // A label is kept twice, with its step and in the index of labels.
         let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>()
             + STEP_BYTES
-            + label.as_ref().map_or(0, |label| 2 * label.len());
+            + label.as_ref().map_or(0, |label| 2 * label.len())
+            + key.map_or(0, |_| KEY_BYTES)
+            + refusal.as_ref().map_or(0, |refusal| refusal.len());
+        if let Some(key) = key {
+            self.keyed.insert((parent, key), id);
+        }
         self.steps.insert(
             id,
             Step {
                 parent,
                 children: Vec::new(),
                 label,
+                key,
+                refusal,
                 changes,
                 bytes,
                 depth,
@@ -696,6 +736,7 @@ impl History {
     /// Drops a branch tip other than the current step.
     fn forget_tip(&mut self, id: StepId) -> TrimmedStep {
         let step = self.steps.remove(&id).expect("a tip is retained");
+        self.unkey(step.parent, &step, id);
         self.tips.remove(&(step.visited, id));
         self.children_mut(step.parent).retain(|&child| child != id);
         if let Some(parent) = self.steps.get(&step.parent)
@@ -719,16 +760,55 @@ impl History {
             }
         };
         let step = self.steps.remove(&id).expect("checked above");
+        self.unkey(StepId::ROOT, &step, id);
+        self.root_keys.extend(step.key);
         self.base = base;
         self.base_size = Some(step.size);
         self.root_depth = step.depth;
-        for child in &step.children {
-            if let Some(child) = self.steps.get_mut(child) {
+        for &child_id in &step.children {
+            if let Some(child) = self.steps.get_mut(&child_id) {
                 child.parent = StepId::ROOT;
+                if let Some(key) = child.key {
+                    self.keyed.remove(&(id, key));
+                    self.keyed.insert((StepId::ROOT, key), child_id);
+                }
             }
         }
         self.root_children.clone_from(&step.children);
         Some(self.dropped(id, step))
+    }
+
+    /// Takes a dropped step out of the index of keys, unless another step took its place there.
+    fn unkey(&mut self, parent: StepId, step: &Step, id: StepId) {
+        if let Some(key) = step.key
+            && self.keyed.get(&(parent, key)) == Some(&id)
+        {
+            self.keyed.remove(&(parent, key));
+        }
+    }
+
+    /// The child of `parent` (a retained step or the root) made from the reply with this key.
+    /// Time: O(1).
+    pub(crate) fn child_by_key(&self, parent: StepId, key: ContentKey) -> Option<StepId> {
+        self.keyed.get(&(parent, key)).copied()
+    }
+
+    /// The content key of a step: its own, or for the root the last one folded into it.
+    pub(crate) fn key_of(&self, id: StepId) -> Option<ContentKey> {
+        match self.steps.get(&id) {
+            Some(step) => step.key,
+            None => self.root_keys.last().copied(),
+        }
+    }
+
+    /// The keys of the replies whose steps trimming folded into the root, oldest first.
+    pub(crate) fn root_keys(&self) -> &[ContentKey] {
+        &self.root_keys
+    }
+
+    /// Sets them, for a store rebuilt from a compacted save whose root already holds those replies.
+    pub(crate) fn set_root_keys(&mut self, keys: Vec<ContentKey>) {
+        self.root_keys = keys;
     }
 
     fn dropped(&mut self, id: StepId, step: Step) -> TrimmedStep {
@@ -771,6 +851,8 @@ impl History {
         let steps = std::mem::take(&mut self.steps);
         self.root_children.clear();
         self.labels.clear();
+        self.keyed.clear();
+        self.root_keys.clear();
         self.tips.clear();
         self.bytes = 0;
         self.base = live.clone();
@@ -874,7 +956,7 @@ mod tests {
         let changes = set(n);
         let parent_state = live.clone();
         replay_forward(live, &changes).unwrap();
-        let _ = history.push(StepId(id), None, changes, &parent_state, 0);
+        let _ = history.push(StepId(id), StepMarks::default(), changes, &parent_state, 0);
     }
 
     fn counted(history: &History) -> usize {
@@ -979,10 +1061,10 @@ mod tests {
         let mut history = History::new(Value::Null, HistoryLimits::default(), 100);
         // 1 - 2 - 3 and 1 - 4: steps 3 and 4 meet at 1.
         for id in 1..=3 {
-            let _ = history.push(StepId(id), None, set(1), &Value::Null, 0);
+            let _ = history.push(StepId(id), StepMarks::default(), set(1), &Value::Null, 0);
         }
         history.move_to(StepId(1));
-        let _ = history.push(StepId(4), None, set(1), &Value::Null, 0);
+        let _ = history.push(StepId(4), StepMarks::default(), set(1), &Value::Null, 0);
         let route = history.route(StepId(3), StepId(4), usize::MAX).unwrap();
         assert_eq!(route.up, [StepId(3), StepId(2)]);
         assert_eq!(route.down, [StepId(4)]);

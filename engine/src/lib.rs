@@ -24,6 +24,7 @@ mod random;
 mod retained;
 mod schema;
 mod store;
+mod sync;
 mod tree;
 mod unique;
 mod validate;
@@ -35,7 +36,7 @@ pub use callback::{
 };
 pub use change::{Change, ReplayError, replay_backward, replay_forward};
 pub use error::{BatchError, BatchErrors, ErrorKind, Trail};
-pub use history::{HistoryLimits, StepId, StepRef, TimelineError, TrimmedStep};
+pub use history::{HistoryLimits, StepId, StepMarks, StepRef, TimelineError, TrimmedStep};
 pub use instruction::{Batch, Instruction, Lenient, Op};
 pub use limits::{
     Limits, MissingParent, MissingTarget, OldMismatch, Policies, SchemaViolation, UnknownCallback,
@@ -48,6 +49,10 @@ pub use random::{EmptyRange, Random};
 pub use schema::{SchemaError, StateSchema};
 pub use store::{
     ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder,
+};
+pub use sync::{
+    AppliedReply, ChatReply, ChatReplyError, ContentKey, KeyError, ReplyReader, SyncError,
+    SyncOptions, SyncReply, Synced,
 };
 pub use tree::{JsonTree, NodeKind};
 pub use unique::{DuplicateMember, duplicate_member};

@@ -33,6 +33,14 @@ impl Random {
         random
     }
 
+    /// The generator of a step made from a chat reply (sync): keyed by the reply's content key and
+    /// that of the reply before it (none for the first) instead of a step id, so that applying the same
+    /// reply after the same reply again (once trimming forgot its step) draws the same.
+    pub fn for_reply(seed: u64, key: &[u8; 32], previous: Option<&[u8; 32]>) -> Random {
+        let folded = fold(key, previous.map_or(0x5EED, |previous| fold(previous, 0)));
+        Random::for_step(seed ^ folded, 0)
+    }
+
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -64,6 +72,15 @@ impl Random {
     pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
+}
+
+/// 32 key bytes folded into 64 bits, starting from `start`.
+fn fold(key: &[u8; 32], start: u64) -> u64 {
+    key.chunks_exact(8).fold(start, |folded, chunk| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        mix(folded ^ u64::from_le_bytes(word))
+    })
 }
 
 fn mix(mut z: u64) -> u64 {

@@ -24,14 +24,15 @@ use crate::change::{Change, ReplayError, replay_forward};
 use crate::error::{BatchError, BatchErrors, ErrorKind, Trail};
 use crate::exec::{self, Failure};
 use crate::history::{
-    DEFAULT_CHECKPOINT_EVERY, History, HistoryLimits, Step, StepId, StepRef, TimelineError,
-    TrimmedStep,
+    DEFAULT_CHECKPOINT_EVERY, History, HistoryLimits, Step, StepId, StepMarks, StepRef,
+    TimelineError, TrimmedStep,
 };
 use crate::instruction::{Batch, Instruction, Op};
 use crate::limits::{Limits, Policies, SchemaViolation, UnknownCallback};
 use crate::path::Path;
 use crate::random::Random;
 use crate::schema::StateSchema;
+use crate::sync::ContentKey;
 use crate::validate::{DEFAULT_FORBIDDEN, Rules};
 use crate::value::Value;
 
@@ -60,6 +61,11 @@ pub struct ApplyOptions {
     /// the deadline to handlers, which stop a running script at it (the Lua host does). `None`: no
     /// deadline, only the limits bound the batch.
     pub deadline: Option<Instant>,
+    /// The content key of the chat reply this batch comes from (sync, `docs/timeline.md`): the step
+    /// carries it, so that a later sync finds the reply's step instead of applying it again, and a
+    /// keyed batch makes a step even when it changes nothing. Scripts' draws are keyed by it and the
+    /// step's depth instead of the step id, so the same reply at the same place draws the same again.
+    pub key: Option<ContentKey>,
 }
 
 /// How many instructions run between two readings of the clock against [`ApplyOptions::deadline`]: an
@@ -163,6 +169,10 @@ pub struct StepInfo<'a> {
     pub parent: StepId,
     /// Its label.
     pub label: Option<&'a str>,
+    /// The content key of the chat reply a sync made it from.
+    pub key: Option<ContentKey>,
+    /// Why that reply was refused, when it was (the step then changes nothing).
+    pub refusal: Option<&'a str>,
     /// Its changes (shared: cloning the `Arc` copies nothing).
     pub changes: &'a Arc<[Change]>,
     /// Whether it is on the current line (the current step or one of its ancestors), so its changes
@@ -185,6 +195,7 @@ pub struct StoreBuilder {
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
     seed: u64,
+    root_keys: Vec<ContentKey>,
 }
 
 impl std::fmt::Debug for StoreBuilder {
@@ -258,6 +269,13 @@ impl StoreBuilder {
         self
     }
 
+    /// The keys of the chat replies the initial state already holds (see [`Store::root_keys`]), for a
+    /// store rebuilt from a compacted save.
+    pub fn root_keys(mut self, keys: Vec<ContentKey>) -> StoreBuilder {
+        self.root_keys = keys;
+        self
+    }
+
     /// Builds the store. Fails with every violation if the initial state does not satisfy the schema.
     pub fn build(self) -> Result<Store, BatchErrors> {
         if let Some(schema) = &self.schema {
@@ -266,8 +284,10 @@ impl StoreBuilder {
                 return Err(BatchErrors(errors));
             }
         }
+        let mut history = History::new(self.state.clone(), self.history, self.checkpoint_every);
+        history.set_root_keys(self.root_keys);
         Ok(Store {
-            history: History::new(self.state.clone(), self.history, self.checkpoint_every),
+            history,
             root: self.state,
             policies: self.policies,
             limits: self.limits,
@@ -318,6 +338,7 @@ impl Store {
             handler: Box::new(NoHandlers),
             forbidden: DEFAULT_FORBIDDEN.iter().map(|s| (*s).to_owned()).collect(),
             seed: 0,
+            root_keys: Vec::new(),
         }
     }
 
@@ -406,7 +427,17 @@ impl Store {
                 )],
             });
         }
-        let unused_random = Random::for_step(self.seed, self.history.next_id().get());
+        let unused_random = match options.key {
+            Some(key) => Random::for_reply(
+                self.seed,
+                key.bytes(),
+                self.history
+                    .key_of(at.unwrap_or(self.history.current()))
+                    .as_ref()
+                    .map(ContentKey::bytes),
+            ),
+            None => Random::for_step(self.seed, self.history.next_id().get()),
+        };
         let mut random = unused_random;
         let rewrite = self.handler.before(BeforeCall {
             instructions: &batch.instructions,
@@ -568,7 +599,8 @@ impl Store {
         // whose scripts drew random numbers is a step too, even if nothing changed (a missed roll):
         // otherwise the next batch would get the same id, so the same draws, and miss again.
         let drew = random != unused_random;
-        let recorded = !commit.changes.is_empty() || options.label.is_some() || drew;
+        let recorded =
+            !commit.changes.is_empty() || options.label.is_some() || options.key.is_some() || drew;
         if self.history.limits().max_steps == 0 {
             self.history.rebase(&self.root, size);
             if recorded {
@@ -578,7 +610,11 @@ impl Store {
             let id = self.history.next_id();
             commit.label_moved_from = self.history.push(
                 id,
-                options.label.clone(),
+                StepMarks {
+                    label: options.label.clone(),
+                    key: options.key,
+                    refusal: None,
+                },
                 Arc::clone(&commit.changes),
                 &start,
                 size,
@@ -758,7 +794,7 @@ impl Store {
         &mut self,
         id: StepId,
         parent: StepId,
-        label: Option<String>,
+        marks: StepMarks,
         changes: Arc<[Change]>,
     ) -> Result<(), TimelineError> {
         let next = self.history.next_id();
@@ -772,8 +808,62 @@ impl Store {
         let parent_state = self.root.clone();
         replay_forward(&mut self.root, &changes)?;
         let size = budget::size_after(self.history.size_at(parent), &changes);
-        let _ = self.history.push(id, label, changes, &parent_state, size);
+        let _ = self.history.push(id, marks, changes, &parent_state, size);
         Ok(())
+    }
+
+    /// The child of a step (or of the root) that a sync made from the reply with this key.
+    /// Time: O(1).
+    pub fn child_by_key(&self, parent: StepId, key: ContentKey) -> Option<StepId> {
+        self.history.child_by_key(parent, key)
+    }
+
+    /// The keys of the replies whose steps trimming folded into the root, oldest first: a synced chat
+    /// path must start with them. Saves keep them with a compacted root ([`StoreBuilder::root_keys`]).
+    pub fn root_keys(&self) -> &[ContentKey] {
+        self.history.root_keys()
+    }
+
+    /// Records a refused reply as sync does: an empty step on `at` with the reply's key and the
+    /// refusal's feedback, made current. Time: that of a checkout to `at`, plus trimming.
+    pub fn commit_refusal(
+        &mut self,
+        at: StepId,
+        key: ContentKey,
+        refusal: Arc<str>,
+    ) -> Result<Commit, TimelineError> {
+        if self.history.limits().max_steps == 0 {
+            return Err(TimelineError::UnknownStep(at));
+        }
+        if !self.history.contains(at) {
+            return Err(TimelineError::UnknownStep(at));
+        }
+        self.history.checkout(&mut self.root, at)?;
+        let state = self.root.clone();
+        let size = self.history.size_at(at);
+        let id = self.history.next_id();
+        let changes: Arc<[Change]> = Arc::from(Vec::new());
+        let label_moved_from = self.history.push(
+            id,
+            StepMarks {
+                label: None,
+                key: Some(key),
+                refusal: Some(refusal),
+            },
+            Arc::clone(&changes),
+            &state,
+            size,
+        );
+        Ok(Commit {
+            step: Some(id),
+            parent: at,
+            changes,
+            results: Vec::new(),
+            events: Vec::new(),
+            warnings: Vec::new(),
+            label_moved_from,
+            trimmed: self.history.trim(),
+        })
     }
 
     /// Drops one step as trimming did when a save recorded it: a branch tip other than the current
@@ -799,6 +889,8 @@ fn info(id: StepId, step: &Step, applied: bool, current: bool) -> StepInfo<'_> {
         id,
         parent: step.parent,
         label: step.label.as_deref(),
+        key: step.key,
+        refusal: step.refusal.as_deref(),
         changes: &step.changes,
         applied,
         current,

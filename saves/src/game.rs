@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchErrors, HistoryLimits, Outcome, StateSchema, StepId, StepRef, Store,
-    StoreBuilder, TimelineError, Value,
+    ApplyOptions, Batch, BatchErrors, HistoryLimits, Outcome, ReplyReader, StateSchema, StepId,
+    StepRef, Store, StoreBuilder, SyncError, SyncOptions, SyncReply, Synced, TimelineError, Value,
 };
 
 use crate::error::SaveError;
@@ -325,6 +325,7 @@ impl Game {
             history: setup.history,
             metadata: setup.metadata.clone(),
             seed: Some(setup.seed),
+            root_keys: Vec::new(),
         };
         format::push_record(&mut buf, &RecordRef::Base(&base))
             .map_err(|e| encode_error(path, e))?;
@@ -458,7 +459,7 @@ impl Game {
             game.file
                 .set_len(game.len)
                 .map_err(io(path, "cannot cut a torn tail"))?;
-            game.sync()?;
+            game.fsync()?;
         }
         if version != FORMAT_VERSION {
             game.compact()?;
@@ -561,6 +562,26 @@ impl Game {
         Ok(outcome)
     }
 
+    /// Syncs a chat path (see [`Store::sync`]), on disk before it returns: the steps it made and where
+    /// it ended go to the file in one write and one fsync. The inner result is the sync's own: a
+    /// [`SyncError`] changed nothing.
+    pub fn sync(
+        &mut self,
+        replies: &[SyncReply<'_>],
+        options: &SyncOptions,
+        reader: &mut dyn ReplyReader,
+    ) -> Result<Result<Synced, SyncError>, SaveError> {
+        self.check()?;
+        let from = self.store.current_step();
+        let synced = match self.store.sync(replies, options, reader) {
+            Ok(synced) => synced,
+            Err(error) => return Ok(Err(error)),
+        };
+        let records = TimelineRecord::of_sync(from, &synced, self.store.current_step());
+        self.append_all(&records)?;
+        Ok(Ok(synced))
+    }
+
     /// Moves to the parent of the current step, on disk before it returns. Returns the step undone, or
     /// `None` at the root.
     pub fn undo(&mut self) -> Result<Option<StepId>, SaveError> {
@@ -648,6 +669,7 @@ impl Game {
             history: self.store.history_limits(),
             metadata: self.metadata.clone(),
             seed: Some(self.store.seed()),
+            root_keys: self.store.root_keys().to_vec(),
         };
         let records = TimelineRecord::all_of(&self.store);
         let mut buf = std::mem::take(&mut self.buf);
@@ -670,17 +692,27 @@ impl Game {
 
     /// Appends one record and waits for the disk; compacts when the dead records call for it.
     fn append(&mut self, record: &TimelineRecord) -> Result<(), SaveError> {
+        self.append_all(std::slice::from_ref(record))
+    }
+
+    /// Appends records with one write and one fsync.
+    fn append_all(&mut self, records: &[TimelineRecord]) -> Result<(), SaveError> {
+        if records.is_empty() {
+            return Ok(());
+        }
         // The change is already in memory: any failure from here on, encoding included, poisons.
         self.guard(|game| {
             game.buf.clear();
-            format::push_record(&mut game.buf, &RecordRef::Timeline(record))
-                .map_err(|e| encode_error(&game.path, e))?;
+            for record in records {
+                format::push_record(&mut game.buf, &RecordRef::Timeline(record))
+                    .map_err(|e| encode_error(&game.path, e))?;
+            }
             game.file
                 .write_all(&game.buf)
                 .map_err(io(&game.path, "cannot append"))?;
-            game.sync()?;
+            game.fsync()?;
             game.len += game.buf.len() as u64;
-            game.records += 1;
+            game.records += records.len();
             Ok(())
         })?;
         let retained = self.store.history_len();
@@ -690,7 +722,7 @@ impl Game {
         Ok(())
     }
 
-    fn sync(&self) -> Result<(), SaveError> {
+    fn fsync(&self) -> Result<(), SaveError> {
         if self.durability == Durability::Synced {
             self.file
                 .sync_data()
@@ -895,6 +927,7 @@ pub(crate) fn load_base(
         setup,
         scripts.as_deref(),
     )?
+    .root_keys(base.root_keys)
     .build()
     .map_err(|errors| {
         corrupt(

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use statecraft_engine::{
-    Array, Change, Commit, HistoryLimits, Key, Object, Op, Path, StepId, Store, TimelineError,
-    Value,
+    AppliedReply, Array, Change, Commit, ContentKey, HistoryLimits, Key, Object, Op, Path, StepId,
+    StepMarks, Store, Synced, TimelineError, Value,
 };
 
 /// Everything needed to rebuild a store before its first record.
@@ -42,6 +42,10 @@ pub struct BaseRecord {
     /// do (their games draw with seed 0); a database row written before it has none either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The content keys of the chat replies the state already holds (synced replies whose steps
+    /// trimming folded into the root), oldest first: a later sync's path must start with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub root_keys: Vec<ContentKey>,
 }
 
 /// One record after the base. Externally tagged in JSON (`{"step": {...}}`), so that reading never
@@ -69,6 +73,12 @@ pub struct StepRecord {
     /// Its label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The content key of the chat reply a sync made it from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<ContentKey>,
+    /// Why that reply was refused (the step changes nothing): the feedback for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
     /// Its change log, in order.
     #[serde(with = "change_log")]
     pub changes: Arc<[Change]>,
@@ -104,9 +114,24 @@ impl StepRecord {
             id: commit.step?,
             parent: commit.parent,
             label: label.map(str::to_owned),
+            key: None,
+            refusal: None,
             changes: Arc::clone(&commit.changes),
             trimmed: commit.trimmed.iter().map(|step| step.id).collect(),
         })
+    }
+
+    /// What to record for a reply a sync applied.
+    pub fn of_reply(reply: &AppliedReply) -> StepRecord {
+        StepRecord {
+            id: reply.step(),
+            parent: reply.commit.parent,
+            label: None,
+            key: Some(reply.key),
+            refusal: reply.refusal.as_deref().map(str::to_owned),
+            changes: Arc::clone(&reply.commit.changes),
+            trimmed: reply.commit.trimmed.iter().map(|step| step.id).collect(),
+        }
     }
 }
 
@@ -122,7 +147,11 @@ impl TimelineRecord {
                 store.replay_step(
                     step.id,
                     step.parent,
-                    step.label.clone(),
+                    StepMarks {
+                        label: step.label.clone(),
+                        key: step.key,
+                        refusal: step.refusal.as_deref().map(Arc::from),
+                    },
                     Arc::clone(&step.changes),
                 )?;
                 for &trimmed in &step.trimmed {
@@ -140,6 +169,21 @@ impl TimelineRecord {
         Ok(())
     }
 
+    /// The records of a sync that started on step `from` and left the store at `now`: a step for
+    /// every reply it applied, then a checkout when the store is not on the last of them.
+    pub fn of_sync(from: StepId, synced: &Synced, now: StepId) -> Vec<TimelineRecord> {
+        let mut records: Vec<TimelineRecord> = synced
+            .applied
+            .iter()
+            .map(|reply| TimelineRecord::Step(StepRecord::of_reply(reply)))
+            .collect();
+        let recorded = synced.applied.last().map_or(from, AppliedReply::step);
+        if now != recorded {
+            records.push(TimelineRecord::Checkout(CheckoutRecord { to: now }));
+        }
+        records
+    }
+
     /// The records that rebuild `store`'s whole timeline on its root state: every retained step, in id
     /// order (parents first), then where it stands. Time: O(n log n) plus the steps' changes, shared.
     pub fn all_of(store: &Store) -> Vec<TimelineRecord> {
@@ -150,6 +194,8 @@ impl TimelineRecord {
                     id: step.id,
                     parent: step.parent,
                     label: step.label.map(str::to_owned),
+                    key: step.key,
+                    refusal: step.refusal.map(str::to_owned),
                     changes: Arc::clone(step.changes),
                     trimmed: Vec::new(),
                 })
@@ -374,6 +420,8 @@ mod tests {
             id: StepId::new(3),
             parent: StepId::ROOT,
             label: Some("m1".into()),
+            key: None,
+            refusal: None,
             changes: Arc::from(vec![change]),
             trimmed: vec![StepId::new(1)],
         });

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
-use statecraft_engine::{Change, HistoryLimits, StepId, Store, TimelineError};
+use statecraft_engine::{Change, HistoryLimits, StepId, StepMarks, Store, TimelineError};
 
 use crate::error::SaveError;
 use crate::format::{self, RecordV1, Scan};
@@ -141,7 +141,15 @@ impl Line {
         }
         let bytes = changes.iter().map(Change::estimated_bytes).sum::<usize>() + Self::STEP_BYTES;
         let id = store.next_step_id();
-        store.replay_step(id, store.current_step(), label, Arc::clone(changes))?;
+        store.replay_step(
+            id,
+            store.current_step(),
+            StepMarks {
+                label,
+                ..StepMarks::default()
+            },
+            Arc::clone(changes),
+        )?;
         self.steps.push_back((id, bytes));
         self.bytes += bytes;
         self.applied += 1;

@@ -626,3 +626,66 @@ proptest! {
         prop_assert_eq!(view(reopened.store()), view(&model));
     }
 }
+
+/// Reads a reply as a JSON batch, for sync.
+struct JsonReader;
+
+impl statecraft_engine::ReplyReader for JsonReader {
+    fn read(
+        &mut self,
+        text: &str,
+        _state: &Value,
+    ) -> Result<(statecraft_engine::Batch, ApplyOptions), String> {
+        let json: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let batch = statecraft_engine::Batch::from_json(&json).map_err(|e| e.to_string())?;
+        Ok((batch, ApplyOptions::default()))
+    }
+
+    fn refused(&mut self, errors: &[statecraft_engine::BatchError]) -> String {
+        errors[0].to_string()
+    }
+}
+
+#[test]
+fn synced_steps_keep_their_keys_and_refusals_across_reopening_and_compaction() {
+    use statecraft_engine::{SyncOptions, SyncReply};
+    let dir = tempfile::tempdir().unwrap();
+    let mut game = start(
+        &dir,
+        NewGame::default().history(HistoryLimits {
+            max_steps: 3,
+            ..HistoryLimits::default()
+        }),
+    );
+    let chat: Vec<String> = (1..=5)
+        .map(|n| json!([{"op": "push", "path": ["log"], "value": n}]).to_string())
+        .chain(["not json".to_owned()])
+        .collect();
+    let replies: Vec<SyncReply<'_>> = chat.iter().map(|text| SyncReply::Text(text)).collect();
+    // One reply at a time, as a chat grows: more at once than the history keeps is refused.
+    for end in 1..=replies.len() {
+        let synced = game
+            .sync(&replies[..end], &SyncOptions::default(), &mut JsonReader)
+            .unwrap()
+            .unwrap();
+        assert_eq!(synced.applied.len(), 1);
+    }
+    let state = view(game.store());
+    let keys_only: Vec<SyncReply<'_>> = chat
+        .iter()
+        .map(|text| SyncReply::Key(statecraft_engine::ContentKey::of_text(text)))
+        .collect();
+    for round in 0..2 {
+        game = reopen(game);
+        assert_eq!(game.store().root_keys().len(), 3, "round {round}");
+        let again = game
+            .sync(&keys_only, &SyncOptions::default(), &mut JsonReader)
+            .unwrap()
+            .unwrap();
+        assert_eq!(again.applied.len(), 0, "round {round}: every reply found");
+        assert_eq!(view(game.store()), state);
+        let last = game.store().step(again.end).unwrap();
+        assert!(last.refusal.is_some_and(|why| why.contains("expected")));
+        game.compact().unwrap();
+    }
+}

@@ -44,6 +44,10 @@ pub enum Kind {
     GameDeleted,
     /// Other writers kept changing the game; nothing was done.
     Contention,
+    /// A sync gave replies by key alone that name no step at their place (`need` lists them).
+    NeedText,
+    /// A sync's path differs from the replies trimming folded into the game's root.
+    PathTrimmed,
     /// The body is larger than `--max-body`.
     BodyTooLarge,
     /// The body did not arrive within `--body-timeout`.
@@ -83,6 +87,8 @@ impl Kind {
             Kind::IdempotencyKeyReused => "idempotency_key_reused",
             Kind::GameDeleted => "game_deleted",
             Kind::Contention => "contention",
+            Kind::NeedText => "need_text",
+            Kind::PathTrimmed => "path_trimmed",
             Kind::BodyTooLarge => "body_too_large",
             Kind::BodyTimeout => "body_timeout",
             Kind::Rejected => "rejected",
@@ -123,7 +129,9 @@ impl Kind {
             | Kind::GameExists
             | Kind::IdempotencyKeyReused
             | Kind::GameDeleted
-            | Kind::Contention => StatusCode::CONFLICT,
+            | Kind::Contention
+            | Kind::NeedText
+            | Kind::PathTrimmed => StatusCode::CONFLICT,
             Kind::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Kind::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Kind::Rejected => StatusCode::UNPROCESSABLE_ENTITY,

@@ -16,13 +16,15 @@ use std::time::Instant;
 
 use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, Commit, ErrorKind, Limits, Outcome, Policies, StateSchema,
-    StepId, StepRef, Store, TimelineError, Value,
+    ApplyOptions, Batch, BatchError, ChatReply, Commit, ErrorKind, Limits, Outcome, Policies,
+    StateSchema, StepId, StepRef, Store, SyncError, SyncOptions, SyncReply, TimelineError, Value,
 };
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
 use statecraft_translators::mvu::MvuOptions;
-use statecraft_translators::{Diagnostic, ExtractOptions, Severity, diagnostics_json, extract};
+use statecraft_translators::{
+    Diagnostic, ExtractOptions, ExtractReader, Severity, diagnostics_json, extract,
+};
 
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
@@ -41,6 +43,8 @@ pub(crate) enum Operation {
     Apply(Box<ApplyRequest>),
     /// `POST /v1/games/{id}/checkout`.
     Checkout(CheckoutRequest),
+    /// `POST /v1/games/{id}/sync`.
+    Sync(Box<SyncJob>),
     /// `POST /v1/games/{id}/undo`.
     Undo,
     /// `POST /v1/games/{id}/redo`.
@@ -54,10 +58,22 @@ impl Operation {
     pub(crate) fn changes(&self) -> bool {
         match self {
             Operation::Apply(request) => !request.dry_run,
-            Operation::Checkout(_) | Operation::Undo | Operation::Redo | Operation::Delete => true,
+            Operation::Checkout(_)
+            | Operation::Sync(_)
+            | Operation::Undo
+            | Operation::Redo
+            | Operation::Delete => true,
             Operation::Show | Operation::StateAt(_) | Operation::Log => false,
         }
     }
+}
+
+/// A sync as the game runs it: the replies read, and the request's options.
+#[derive(Clone, Debug)]
+pub(crate) struct SyncJob {
+    pub(crate) replies: Vec<ChatReply>,
+    pub(crate) move_to_end: bool,
+    pub(crate) macros: BTreeMap<String, String>,
 }
 
 /// What an operation did: the answer, and the records that must be durable before it is sent.
@@ -112,7 +128,8 @@ pub(crate) fn build_store(
     let mut builder = Store::builder(state)
         .limits(limits.clone())
         .history_limits(base.history)
-        .seed(base.seed.unwrap_or(0));
+        .seed(base.seed.unwrap_or(0))
+        .root_keys(base.root_keys.clone());
     if let Some(schema) = schema {
         builder = builder.schema(schema.clone());
     }
@@ -249,6 +266,7 @@ impl Game {
             .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
         let base = BaseRecord {
             state: root.value().clone(),
+            root_keys: self.store.root_keys().to_vec(),
             ..self.base.clone()
         };
         Ok((base, TimelineRecord::all_of(&self.store)))
@@ -289,6 +307,7 @@ impl Game {
             }
             Operation::Log => Ok(Done::read(&self.log())),
             Operation::Apply(request) => self.apply(request, deadline),
+            Operation::Sync(job) => self.sync(job, deadline),
             Operation::Checkout(request) => {
                 let id = self.find(&request.to.to_ref())?;
                 self.move_to(|store| store.checkout(id).map_err(timeline_error).map(|_| ()))
@@ -382,6 +401,7 @@ impl Game {
             best_effort: request.best_effort,
             spans: reading.spans(),
             deadline: Some(deadline),
+            key: None,
         };
         if request.dry_run {
             return self.dry_run(&reading, options);
@@ -406,6 +426,87 @@ impl Game {
                 })
             }
         }
+    }
+
+    /// Syncs a chat path. A sync stopped at its deadline still hands back the steps it made (they
+    /// are right, and a retry reuses them) with a 503 `timeout` answer; the current step is back where
+    /// it was.
+    fn sync(&mut self, job: &SyncJob, deadline: Instant) -> Result<Done, ApiError> {
+        let replies: Vec<SyncReply<'_>> = job.replies.iter().map(ChatReply::as_sync).collect();
+        let mut reader = ExtractReader::new(ExtractOptions {
+            limits: self.store.limits().clone(),
+            mvu: MvuOptions {
+                macros: job.macros.clone(),
+                ..MvuOptions::default()
+            },
+        });
+        let options = SyncOptions {
+            move_to_end: job.move_to_end,
+            deadline: Some(deadline),
+        };
+        let from = self.store.current_step();
+        let synced = self
+            .store
+            .sync(&replies, &options, &mut reader)
+            .map_err(sync_error)?;
+        let records = TimelineRecord::of_sync(from, &synced, self.store.current_step());
+        if let Some(errors) = &synced.stopped {
+            let error = if errors
+                .iter()
+                .any(|error| error.kind == ErrorKind::DeadlineExceeded)
+            {
+                ApiError::new(
+                    Kind::Timeout,
+                    format!(
+                        "the sync ran past the request's time limit (--request-timeout) at reply \
+                         {}; the replies before it are kept, and a retry goes on from there",
+                        synced.reused + synced.applied.len(),
+                    ),
+                )
+            } else {
+                ApiError::new(Kind::Damaged, "the game's history could not be walked")
+            };
+            let error = error.with("errors", errors_json(errors));
+            return Ok(Done {
+                answer: Answer::json(error.status(), &error.body()),
+                records,
+            });
+        }
+        let state = if self.store.current_step() == synced.end {
+            self.store.state().clone()
+        } else {
+            self.store
+                .state_at(synced.end)
+                .map_err(timeline_error)?
+                .value()
+                .clone()
+        };
+        let applied: Vec<Json> = synced
+            .applied
+            .iter()
+            .map(|reply| {
+                let mut entry = json!({
+                    "index": reply.index,
+                    "step": reply.step().get(),
+                    "committed": reply.refusal.is_none(),
+                });
+                if let Some(refusal) = &reply.refusal {
+                    entry["feedback"] = json!(refusal.as_ref());
+                }
+                entry
+            })
+            .collect();
+        Ok(Done {
+            answer: Answer::ok(&json!({
+                "state": state.to_json(),
+                "step": synced.end.get(),
+                "label": self.label_of(synced.end),
+                "current": self.store.current_step().get(),
+                "applied": applied,
+                "reused": synced.reused,
+            })),
+            records,
+        })
     }
 
     /// Runs the batch on a throwaway store with the state it would run on and a fresh VM.
@@ -638,6 +739,24 @@ fn checkout_record(from: StepId, to: StepId) -> Vec<TimelineRecord> {
         Vec::new()
     } else {
         vec![TimelineRecord::Checkout(CheckoutRecord { to })]
+    }
+}
+
+/// A sync that changed nothing, as the API answers it: 409 `need_text` with the indices, 409
+/// `path_trimmed`, 400 for a path longer than the history keeps.
+fn sync_error(error: SyncError) -> ApiError {
+    match error {
+        SyncError::NeedText(ref need) => {
+            ApiError::new(Kind::NeedText, error.to_string()).with("need", json!(need))
+        }
+        SyncError::Trimmed { index, .. } => {
+            ApiError::new(Kind::PathTrimmed, error.to_string()).with("index", json!(index))
+        }
+        SyncError::TooLong { index, .. } => {
+            ApiError::new(Kind::BadRequest, error.to_string()).with("index", json!(index))
+        }
+        SyncError::HistoryOff => ApiError::new(Kind::BadRequest, error.to_string()),
+        SyncError::Timeline(error) => timeline_error(error),
     }
 }
 

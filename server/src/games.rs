@@ -334,7 +334,11 @@ impl Worker {
                 on: game.head.seq,
                 records,
                 head: head.clone(),
-                receipt: idempotency.map(|idempotency| receipt(idempotency, &answer)),
+                // A server failure (a sync stopped at its deadline) is not an answer to keep: a retry
+                // must run again, and goes on from the steps written here.
+                receipt: idempotency
+                    .filter(|_| !answer.status.is_server_error())
+                    .map(|idempotency| receipt(idempotency, &answer)),
             };
             match self.durable(write)? {
                 Written::Done => {

@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value as Json, json};
-use statecraft_engine::{Batch, Limits, StepId, StepRef, Value};
+use statecraft_engine::{Batch, ChatReply, Limits, StepId, StepRef, Value};
 use statecraft_saves::{Head, Storage, Write, Written};
 use statecraft_translators::mvu::{self, MvuOptions};
 use statecraft_translators::{ExtractOptions, diagnostics_json, extract, jsonpatch};
@@ -27,13 +27,13 @@ use statecraft_translators::{ExtractOptions, diagnostics_json, extract, jsonpatc
 use crate::answer::Answer;
 use crate::db::CREATE_SCOPE;
 use crate::error::{ApiError, Kind};
-use crate::game::{Operation, build_store, compile_schema, errors_json, load_scripts};
+use crate::game::{Operation, SyncJob, build_store, compile_schema, errors_json, load_scripts};
 use crate::games::{Games, Idempotency, created, fingerprint, receipt, replayed, storage_error};
 use crate::guard::{self, Policy};
 use crate::inspector;
 use crate::requests::{
     ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
-    PromptRequest, SchemaRequest, check_macros, check_script_names,
+    PromptRequest, SchemaRequest, SyncRequest, check_macros, check_script_names, read_replies,
 };
 use crate::writer::Writer;
 
@@ -78,6 +78,7 @@ fn api() -> Router<Arc<App>> {
         .route("/v1/games/{id}/log", get(log))
         .route("/v1/games/{id}/apply", post(apply))
         .route("/v1/games/{id}/checkout", post(checkout))
+        .route("/v1/games/{id}/sync", post(sync))
         .route("/v1/games/{id}/undo", post(undo))
         .route("/v1/games/{id}/redo", post(redo))
         .route("/v1/extract", post(extract_reply))
@@ -436,6 +437,7 @@ fn create(
         history: statecraft_engine::HistoryLimits::default(),
         metadata: serde_json::Map::new(),
         seed: Some(request.seed),
+        root_keys: Vec::new(),
     };
     // Building the store checks the state against the schema and loads the scripts.
     build_store(
@@ -554,6 +556,61 @@ async fn apply(
     let idempotency = idempotency(&headers, "apply", &body.bytes)?;
     check_macros(body.value.input.as_deref(), &body.value.macros)?;
     app.run(&id, Operation::Apply(Box::new(body.value)), idempotency)
+        .await
+}
+
+/// A sync; with `create`, a game that does not exist is made first (a race with another first sync
+/// of the same game is fine: the game exists either way).
+async fn sync(
+    State(app): State<Arc<App>>,
+    GameId(id): GameId,
+    _: NoQuery,
+    headers: HeaderMap,
+    body: Body<SyncRequest>,
+) -> Result<Answer, ApiError> {
+    let idempotency = idempotency(&headers, "sync", &body.bytes)?;
+    let request = body.value;
+    let replies = read_replies(&request.replies)?;
+    for reply in &replies {
+        if let ChatReply::Text(text) = reply {
+            check_macros(Some(text), &request.macros)?;
+        }
+    }
+    let job = SyncJob {
+        replies,
+        move_to_end: request.move_to_end,
+        macros: request.macros,
+    };
+    let first = app
+        .run(
+            &id,
+            Operation::Sync(Box::new(job.clone())),
+            idempotency.clone(),
+        )
+        .await;
+    let Some(mut new_game) = request.create else {
+        return first;
+    };
+    match first {
+        Err(error) if error.kind == Kind::UnknownGame => {}
+        answer => return answer,
+    }
+    if new_game.id.as_ref().is_some_and(|given| *given != id) {
+        return Err(ApiError::new(
+            Kind::BadRequest,
+            format!("`create.id` names another game than the path's \"{id}\"; leave it out"),
+        ));
+    }
+    new_game.id = Some(id.clone());
+    check_script_names(&new_game.scripts)?;
+    let worker = Arc::clone(&app);
+    let made = app.blocking(move || create(&worker, new_game, None)).await;
+    match made {
+        Ok(_) => {}
+        Err(error) if error.kind == Kind::GameExists => {}
+        Err(error) => return Err(error),
+    }
+    app.run(&id, Operation::Sync(Box::new(job)), idempotency)
         .await
 }
 

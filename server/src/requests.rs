@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
-use statecraft_engine::{StepId, StepRef};
+use statecraft_engine::{ChatReply, StepId, StepRef};
 
 use crate::error::{ApiError, Kind};
 
@@ -184,6 +184,35 @@ pub(crate) struct CreateRequest {
     /// The seed of scripts' `ctx.random` (default 0), kept with the game.
     #[serde(default)]
     pub(crate) seed: u64,
+}
+
+/// `POST /v1/games/{id}/sync`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SyncRequest {
+    /// The chat path: each reply `{"text": T}` or `{"sha256": H}`, read by [`read_replies`].
+    pub(crate) replies: Vec<Json>,
+    /// Make the last reply's step current (the default), or only read there.
+    #[serde(default = "yes", rename = "move")]
+    pub(crate) move_to_end: bool,
+    /// SillyTavern macros for MVU command text.
+    #[serde(default)]
+    pub(crate) macros: BTreeMap<String, String>,
+    /// The game to make first when it does not exist: `POST /v1/games`'s body (its `id`, if given,
+    /// must be the path's).
+    #[serde(default)]
+    pub(crate) create: Option<CreateRequest>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Reads a sync's replies ([`ChatReply::read_all`]); a bad one is a 400 naming its index.
+pub(crate) fn read_replies(items: &[Json]) -> Result<Vec<ChatReply>, ApiError> {
+    ChatReply::read_all(items).map_err(|error| {
+        ApiError::new(Kind::BadRequest, error.to_string()).with("index", Json::from(error.index))
+    })
 }
 
 /// `POST /v1/games/{id}/apply`.

@@ -153,6 +153,7 @@ mod tests {
                 history: HistoryLimits::default(),
                 metadata: serde_json::Map::new(),
                 seed: None,
+                root_keys: Vec::new(),
             },
             scripts: BTreeMap::new(),
             head: Head {

@@ -17,7 +17,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 use statecraft_engine::{
     ApplyOptions, Batch, BatchError, ErrorKind, Instruction, JsonTree, Limits, NodeKind, Policies,
-    escape_pointer_token, parse_path,
+    ReplyReader, Value, escape_pointer_token, parse_path,
 };
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, MAX_DIAGNOSTICS_PER_KIND, Severity, unplaced};
@@ -72,6 +72,45 @@ impl Extraction {
             };
             (&self.batch, options)
         })
+    }
+}
+
+/// The [`ReplyReader`] a sync reads replies with: [`extract`] against the state each reply runs on,
+/// and the feedback of [`feedback`] for a reply that cannot run or that the engine refused.
+#[derive(Debug)]
+pub struct ExtractReader {
+    options: ExtractOptions,
+    last: Option<Extraction>,
+}
+
+impl ExtractReader {
+    /// A reader with these options; `options.mvu.state` is set to each reply's state as it is read.
+    pub fn new(options: ExtractOptions) -> ExtractReader {
+        ExtractReader {
+            options,
+            last: None,
+        }
+    }
+}
+
+impl ReplyReader for ExtractReader {
+    fn read(&mut self, text: &str, state: &Value) -> Result<(Batch, ApplyOptions), String> {
+        self.options.mvu.state = Some(state.clone());
+        let extraction = extract(text, &self.options);
+        self.options.mvu.state = None;
+        let read = match extraction.applicable() {
+            Some((batch, options)) => Ok((batch.clone(), options)),
+            None => Err(crate::feedback(&extraction, &[])),
+        };
+        self.last = Some(extraction);
+        read
+    }
+
+    fn refused(&mut self, errors: &[BatchError]) -> String {
+        match &self.last {
+            Some(extraction) => crate::feedback(extraction, errors),
+            None => crate::feedback_for_errors(errors),
+        }
     }
 }
 

@@ -20,6 +20,8 @@ export function explain(error: StatecraftError): string {
     case "idempotency_key_reused":
     case "game_deleted":
     case "contention":
+    case "need_text":
+    case "path_trimmed":
       return `conflict ${error.status}: ${error.message}`;
     case "unknown_game":
     case "unknown_label":

@@ -17,6 +17,8 @@ use crate::games::{CacheBounds, Games};
 use crate::guard::Policy;
 use crate::writer::Writer;
 
+mod sync;
+
 /// A server in this process, with the runtime its handlers need.
 pub(crate) struct Harness {
     runtime: tokio::runtime::Runtime,
