@@ -153,8 +153,12 @@ export interface SyncApplied {
 }
 
 export interface Synced {
+  /** The state at the end of the path (the root's for an empty path). */
   state: Json;
   step: number;
+  label: string | null;
+  /** The current step after the sync (the end of the path unless `move: false`). */
+  current: number;
   applied: SyncApplied[];
   /** How many replies were found as steps already. */
   reused: number;
@@ -206,7 +210,6 @@ export type ServerErrorKind =
   | "body_too_large"
   | "body_timeout"
   | "rejected"
-  | "need_text"
   | "game_limit"
   | "timeout"
   | "storage_failed"
@@ -231,6 +234,8 @@ export interface ErrorBody {
   feedback?: string;
   /** For `need_text` (409): the indices of the replies whose text a sync needs. */
   need?: number[];
+  /** For `path_trimmed` (409) and a sync's 400: the index of the reply concerned. */
+  index?: number;
 }
 
 export declare class StatecraftError extends Error {

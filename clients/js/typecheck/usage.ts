@@ -13,8 +13,6 @@ export function explain(error: StatecraftError): string {
   switch (kind) {
     case "rejected":
       return `refused: ${error.feedback} (${error.errors.length} errors, ${error.diagnostics.length} diagnostics)`;
-    case "need_text":
-      return `send the texts of replies ${(error.body?.need ?? []).join(", ")}`;
     case "step_conflict":
     case "game_exists":
     case "idempotency_key_reused":
@@ -112,7 +110,8 @@ export async function everyCall(): Promise<void> {
     idempotencyKey: "k6",
   });
   synced.applied.map((reply) => [reply.index, reply.step, reply.committed, reply.feedback?.trim()]);
-  const reused: number = synced.reused + synced.step;
+  const reused: number = synced.reused + synced.step + synced.current;
+  synced.label?.trim();
   const key: string = (await sha256Hex("Hello.")) + sha256HexPlain("Hello.");
   // @ts-expect-error replies are texts, not keys: the client hashes them itself
   await client.sync(id, [{ sha256: key }]);
