@@ -53,7 +53,7 @@ export function generationPath(chat, type) {
 
 /** A new game id for a chat: readable, within the characters a game id allows, and unique. */
 export function newGameId(chatId, random = Math.random) {
-  const slug = String(chatId ?? "chat").normalize("NFKD").replace(/[^A-Za-z0-9._~-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 64);
+  const slug = String(chatId ?? "chat").normalize("NFKD").replace(/[^A-Za-z0-9._~]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 64);
   const suffix = Math.floor(random() * 36 ** 8).toString(36).padStart(8, "0");
   return `st-${slug || "chat"}-${suffix}`;
 }
