@@ -14,7 +14,7 @@ const PROMPT_KEY = "statecraft_state";
 const REGEX_ID = "statecraft-hide-update-commands";
 /** MVU's command blocks, `_.set(...)` lines, JSON Patch blocks and JSON fences: what a reply's updates look like. */
 const UPDATE_PATTERN =
-  "/<UpdateVariable>[\\s\\S]*?<\\/UpdateVariable>|<JSONPatch>[\\s\\S]*?<\\/JSONPatch>|```(?:json)?[ \\t]*\\n[\\s\\S]*?```|^[ \\t]*_\\.(?:set|add|insert|assign|remove|unset|delete)\\(.*$/gim";
+  "/<UpdateVariable>[\\s\\S]*?<\\/UpdateVariable>|<JSONPatch>[\\s\\S]*?<\\/JSONPatch>|```(?:json)?[ \\t]*\\n[\\s\\S]*?```|_\\.(?:set|add|insert|assign|remove|unset|delete)\\((?:[^()'\"]|'[^']*'|\"[^\"]*\"|\\([^()]*\\))*\\);?(?:[ \\t]*\\/\\/[^\\n]*)?/gi";
 
 export const DEFAULTS = Object.freeze({
   enabled: true,
@@ -84,6 +84,7 @@ function start() {
   keeper = new ChatKeeper({
     client,
     target,
+    busy: () => Boolean(globalThis.document?.body?.dataset.generating),
     onSynced: (result) => showSynced(result),
     onRefused: ({ index, feedback }) => toast("warning", `Reply ${index + 1}'s update was refused; the model is told:\n${feedback}`, "statecraft: update refused", { timeOut: 15000 }),
     onError: (error) => {
@@ -428,7 +429,9 @@ function bindEvents() {
     showCharacterSource();
     sync();
   });
-  eventSource.on(events.GENERATION_STARTED, (type, _options, dryRun) => {
+  // Not GENERATION_STARTED: a slash command typed in the box starts a "generation" that the
+  // command ends at once, without GENERATION_ENDED.
+  eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => {
     if (!dryRun) keeper?.generationStarted(type);
   });
   eventSource.on(events.GENERATION_ENDED, () => keeper?.generationEnded());

@@ -215,7 +215,7 @@ function setPath(root, path, value) {
  * (the server down) is retried with growing pauses until it works, then reported as recovered.
  *
  * `target()` answers the chat to keep, or null (no chat open, or the extension off):
- * `{gameId, chat, create, macros}`.
+ * `{gameId, chat, create, macros}`; `busy()` whether a generation still shows as running.
  */
 export class ChatKeeper {
   #queued = null;
@@ -228,9 +228,12 @@ export class ChatKeeper {
   #retry = null;
   #retries = 0;
 
-  constructor({ client, target, onSynced = () => {}, onRefused = () => {}, onError = () => {}, onRecovered = () => {}, retryMs = [1000, 2000, 5000, 10000, 30000] }) {
+  constructor({ client, target, busy = () => true, onSynced = () => {}, onRefused = () => {}, onError = () => {}, onRecovered = () => {}, retryMs = [1000, 2000, 5000, 10000, 30000] }) {
     this.client = client;
     this.target = target;
+    // Whether the front end still shows a generation running: a generation that ended without its
+    // end event (an error, an abort) must not hold syncs forever.
+    this.busy = busy;
     this.onSynced = onSynced;
     this.onRefused = onRefused;
     this.onError = onError;
@@ -255,6 +258,7 @@ export class ChatKeeper {
    * rejects (failures go to `onError`).
    */
   sync() {
+    if (this.#generating && !this.busy()) this.#generating = false;
     if (this.#generating) {
       this.#dirty = true;
       return Promise.resolve(null);
