@@ -289,6 +289,36 @@ test("every chat action keeps the game on what the chat shows", async () => {
   await stateMatchesChat("second reply");
   const afterTwo = await shownReplies();
 
+  // What the chat shows of it: the commands hidden on display only, a badge, MVU's variables.
+  await check("update commands hidden on display, kept in the text", async () => {
+    const shown = await page.textContent("#chat .last_mes .mes_text");
+    assert.match(shown, /A bat bites you/);
+    assert.doesNotMatch(shown, /increment|_\.add/);
+    assert.match(afterTwo.at(-1), /increment/);
+    const first = await page.textContent("#chat .mes[mesid='2'] .mes_text");
+    assert.doesNotMatch(first, /_\.add/);
+  });
+  await check("badge and MVU variables on the last reply", async () => {
+    await page.locator("#chat .last_mes .statecraft-badge").waitFor();
+    assert.equal(await page.textContent("#chat .last_mes .statecraft-badge"), "Δ 1");
+    const variables = await page.evaluate(() => {
+      const message = SillyTavern.getContext().chat.at(-1);
+      return message.variables?.[message.swipe_id ?? 0];
+    });
+    const { state } = await api.getGame(await gameId());
+    assert.deepEqual(variables.stat_data, state);
+    assert.deepEqual(variables.delta_data, { hp: "100->90" });
+    assert.equal(variables.display_data.hp, "100->90");
+  });
+  await check("/state and /state PATH", async () => {
+    await page.fill("#send_textarea", "/state hp | /setvar key=seen");
+    await page.click("#send_but");
+    await page.waitForFunction(() => SillyTavern.getContext().variables.local.get("seen") !== "", null, { timeout: 10000 });
+    assert.equal(String(await page.evaluate(() => SillyTavern.getContext().variables.local.get("seen"))), "90");
+    await page.locator(".toast:has-text('statecraft: hp')").waitFor();
+  });
+  await shot("badge-and-state-command");
+
   // A new swipe of the last reply: the prompt carries the state before it.
   model.next("A spider bites you. _.add('hp', -30);");
   await generating(() => page.locator("#chat .last_mes .swipe_right").click());
