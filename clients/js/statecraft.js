@@ -192,7 +192,7 @@ export class Statecraft {
   /**
    * Maps a chat onto its game by content (docs/timeline.md, "Sync"): `replies` are the texts of the
    * model's replies as the chat shows them, oldest first. A reply this object has synced with this
-   * game before goes as its SHA-256 key, the rest as text; when the server lacks a step for a key
+   * game before goes as its SHA-256 key (the bare hex string), the rest as `{text}`; when the server lacks a step for a key
    * (trimmed, or a new server) it answers `need_text` and the texts it names are sent once more.
    * `move: false` reads the state at the end of the path without making it current; `create` makes
    * the game first when it does not exist. → `{state, step, applied, reused}`.
@@ -205,7 +205,8 @@ export class Statecraft {
     const known = this.#synced.get(id) ?? new Set();
     const url = `/v1/games/${encodeURIComponent(id)}/sync`;
     const send = (texts, key) => {
-      const path = keys.map((hash, index) => (texts(index) ? { text: replies[index] } : { sha256: hash }));
+      // A known reply goes as its key alone (a bare 64-hex string: 67 bytes on the wire).
+      const path = keys.map((hash, index) => (texts(index) ? { text: replies[index] } : hash));
       const body = dropUndefined({ replies: path, move, macros, create });
       return this.request("POST", url, body, { idempotencyKey: key, signal });
     };
