@@ -6,6 +6,11 @@
 //! `STATECRAFT_TEST_POSTGRES` or the local server on 127.0.0.1:5432, database `test`, in a schema of
 //! its own that it drops). Bounded: 2 s of warm-up and 10 s of measurement per database, only to
 //! 127.0.0.1. Not part of CI.
+//!
+//! `-- sync` measures `POST /v1/games/{id}/sync` on SQLite instead: the first sync of a 1,000-reply
+//! chat (2 KB replies, a state of 10,000 keys), then, once every reply has two more swipes in the
+//! tree, incremental syncs (one new reply, the key alone for the rest), beside the same run's apply of
+//! one such reply as the baseline; and the bytes an incremental body spends a known reply.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -204,11 +209,154 @@ fn run(db: &str, name: &str) {
     );
 }
 
+/// A state of 10,000 keys besides what the replies change.
+fn big_state() -> serde_json::Value {
+    let world: serde_json::Map<String, serde_json::Value> = (0..10_000)
+        .map(|n| (format!("k{n}"), serde_json::json!(n)))
+        .collect();
+    serde_json::json!({"turn": 0, "player": {"hp": 100, "gold": 0}, "world": world})
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Swipe `swipe` of reply `turn`: the same reply with its own last line.
+fn swipe(turn: usize, swipe: usize) -> String {
+    format!("{}\n(swipe {swipe})", reply(turn))
+}
+
+fn median(mut times: Vec<Duration>) -> (f64, f64) {
+    times.sort();
+    (
+        percentile(&times, 0.5).as_secs_f64() * 1e3,
+        percentile(&times, 0.9).as_secs_f64() * 1e3,
+    )
+}
+
+fn sync_run(db: &str) {
+    const REPLIES: usize = 1_000;
+    const FIRST_RUNS: usize = 8;
+    const INCREMENTAL_RUNS: usize = 60;
+    let server = Server::start(db);
+    let mut connection = Connection::open(&server.address);
+    let state = big_state();
+    let create = |connection: &mut Connection, id: &str| {
+        let body = serde_json::json!({"state": state, "id": id}).to_string();
+        let (status, answer) = connection.call("POST", "/v1/games", &body);
+        assert_eq!(status, 201, "{answer}");
+    };
+    let texts: Vec<String> = (0..REPLIES).map(|turn| swipe(turn, 0)).collect();
+    let first_body = serde_json::json!({
+        "replies": texts.iter().map(|text| serde_json::json!({"text": text})).collect::<Vec<_>>()
+    })
+    .to_string();
+    let mut first = Vec::new();
+    for run in 0..FIRST_RUNS {
+        let id = format!("first-{run}");
+        create(&mut connection, &id);
+        let sent = Instant::now();
+        let (status, answer) =
+            connection.call("POST", &format!("/v1/games/{id}/sync"), &first_body);
+        first.push(sent.elapsed());
+        assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
+    }
+    // Two more swipes of every reply, off the current line.
+    let id = "first-0";
+    let mut keys: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
+    for turn in 0..REPLIES {
+        for other in 1..3 {
+            let mut replies: Vec<serde_json::Value> = keys[..turn]
+                .iter()
+                .map(|key| serde_json::json!(key))
+                .collect();
+            replies.push(serde_json::json!({"text": swipe(turn, other)}));
+            let body = serde_json::json!({"replies": replies, "move": false}).to_string();
+            let (status, answer) = connection.call("POST", &format!("/v1/games/{id}/sync"), &body);
+            assert_eq!(status, 200, "{answer}");
+        }
+    }
+    let mut incremental = Vec::new();
+    let mut per_known = 0.0;
+    for run in 0..INCREMENTAL_RUNS {
+        let new = swipe(REPLIES + run, 0);
+        let mut replies: Vec<serde_json::Value> =
+            keys.iter().map(|key| serde_json::json!(key)).collect();
+        replies.push(serde_json::json!({"text": new}));
+        let body = serde_json::json!({"replies": replies}).to_string();
+        let new_part = serde_json::json!({"text": new}).to_string().len() + 1;
+        per_known = (body.len() - new_part) as f64 / keys.len() as f64;
+        let sent = Instant::now();
+        let (status, answer) = connection.call("POST", &format!("/v1/games/{id}/sync"), &body);
+        incremental.push(sent.elapsed());
+        assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
+        keys.push(sha256_hex(&new));
+    }
+    // The same path again, nothing new: the walk and the answer alone; and the state alone.
+    let body = serde_json::json!({
+        "replies": keys.iter().map(|key| serde_json::json!(key)).collect::<Vec<_>>()
+    })
+    .to_string();
+    let mut walks = Vec::new();
+    let mut reads = Vec::new();
+    for _ in 0..INCREMENTAL_RUNS {
+        let sent = Instant::now();
+        let (status, answer) = connection.call("POST", &format!("/v1/games/{id}/sync"), &body);
+        walks.push(sent.elapsed());
+        assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
+        let sent = Instant::now();
+        let (status, _) = connection.call("GET", &format!("/v1/games/{id}"), "");
+        reads.push(sent.elapsed());
+        assert_eq!(status, 200);
+    }
+    create(&mut connection, "baseline");
+    let mut applies = Vec::new();
+    for turn in 0..INCREMENTAL_RUNS {
+        let body = serde_json::json!({"input": swipe(turn, 0)}).to_string();
+        let sent = Instant::now();
+        let (status, answer) = connection.call("POST", "/v1/games/baseline/apply", &body);
+        applies.push(sent.elapsed());
+        assert_eq!(status, 200, "{answer}");
+    }
+    let (first_median, first_p90) = median(first);
+    let (incremental_median, incremental_p90) = median(incremental);
+    let (apply_median, apply_p90) = median(applies);
+    println!(
+        "sync: first sync of {REPLIES} replies of ~{} B ({} KB body), 10,000-key state: median {first_median:.1} ms, p90 {first_p90:.1} ms ({FIRST_RUNS} runs)",
+        reply(0).len(),
+        first_body.len() / 1024
+    );
+    println!(
+        "sync: incremental (1 new reply, {} keys, 3 swipes a reply in the tree): median {incremental_median:.2} ms, p90 {incremental_p90:.2} ms; {per_known:.1} body bytes a known reply ({INCREMENTAL_RUNS} runs)",
+        REPLIES
+    );
+    let (walk_median, walk_p90) = median(walks);
+    let (read_median, read_p90) = median(reads);
+    println!(
+        "sync: the same path again, nothing new (walk and answer): median {walk_median:.2} ms, p90 {walk_p90:.2} ms"
+    );
+    println!(
+        "sync: baselines on the same state: apply of one such reply median {apply_median:.2} ms (p90 {apply_p90:.2}); \
+         GET /v1/games/{{id}} (the state alone) median {read_median:.2} ms (p90 {read_p90:.2})"
+    );
+}
+
 fn main() {
     let which: Vec<String> = std::env::args()
         .skip(1)
         .filter(|arg| !arg.starts_with("--"))
         .collect();
+    if which.iter().any(|w| w == "sync") {
+        let dir = std::env::temp_dir().join(format!("statecraft-sync-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a folder");
+        sync_run(&format!("sqlite:{}", dir.join("games.db").display()));
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     let all = which.is_empty();
     if all || which.iter().any(|w| w == "sqlite") {
         let dir = std::env::temp_dir().join(format!("statecraft-load-{}", std::process::id()));

@@ -194,14 +194,22 @@ pub(crate) fn log(args: &LogArgs, out: &Output, drawn: bool) -> Result<ExitCode>
     let steps: Vec<_> = store
         .history()
         .map(|step| {
-            json!({
+            let mut entry = json!({
                 "id": step.id,
                 "parent": step.parent,
                 "label": step.label,
                 "changes": step.changes.len(),
                 "applied": step.applied,
                 "current": step.current,
-            })
+            });
+            // A step made by sync: its reply's key, and why the reply was refused.
+            if let Some(key) = step.key {
+                entry["key"] = json!(key.to_string());
+            }
+            if let Some(refusal) = step.refusal {
+                entry["refusal"] = json!(refusal);
+            }
+            entry
         })
         .collect();
     let document = json!({

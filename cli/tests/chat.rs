@@ -133,6 +133,15 @@ fn a_chat_with_its_card_replays_every_reply_from_the_card_state() {
         .filter(|step| step["parent"] == 0)
         .count();
     assert_eq!(roots, 2, "the greetings are siblings: {log}");
+    let first = shown_replies()[0].clone();
+    assert!(
+        log["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|step| step["key"] == json!(key(&first))),
+        "the log shows each synced step's key: {log}"
+    );
     let text = run_in(
         dir.path(),
         &[

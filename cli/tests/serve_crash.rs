@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::pg_schema::PgSchema;
 use http::{Server, create, sqlite};
-use serde_json::json;
+use serde_json::{Value as Json, json};
 
 const ROUNDS: usize = 4;
 const CLIENTS: usize = 6;
@@ -177,4 +177,101 @@ fn postgresql_keeps_every_acknowledged_change_through_kills() {
         return;
     };
     kill_under_load(&schema.url);
+}
+
+/// Replies added by each sync of the sync kill test.
+const SYNC_STRIDE: usize = 50;
+
+fn turn(n: usize) -> String {
+    format!("Turn {n}.\n```json\n[{{\"op\": \"increment\", \"path\": [\"n\"], \"value\": 1}}]\n```")
+}
+
+fn sha256(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// A chat grows by `SYNC_STRIDE` replies a sync while the server is killed at random moments. After a
+/// restart every acknowledged sync is whole (its path syncs by keys alone, to the state its replies
+/// make), and the last sync sent, if unanswered, is whole or absent: never a part of it.
+fn syncs_through_kills(db: &str) {
+    let mut random = Random::new();
+    let id = "sync-kill";
+    let (mut acknowledged, mut last_sent) = (0usize, 0usize);
+    for _round in 0..ROUNDS {
+        let server = Server::start(&["--db", db]);
+        let address = server.address.clone();
+        let start = acknowledged.max(last_sent);
+        let client = std::thread::spawn(move || {
+            let (mut acknowledged, mut sent) = (0, 0);
+            for k in start + 1..start + 40 {
+                let replies: Vec<_> = (0..k * SYNC_STRIDE)
+                    .map(|n| json!({"text": turn(n)}))
+                    .collect();
+                let body = json!({"replies": replies, "create": {"state": {"n": 0}}}).to_string();
+                sent = k;
+                let path = format!("/v1/games/{id}/sync");
+                match http::raw(&address, "POST", &path, body.as_bytes(), &[]) {
+                    Ok(answer) if answer.status == 200 => acknowledged = k,
+                    Err(_) => break,
+                    Ok(answer) => panic!("unexpected answer: {:?}", answer.body),
+                }
+            }
+            (acknowledged, sent)
+        });
+        std::thread::sleep(Duration::from_millis(100 + random.below(400)));
+        server.kill();
+        let (acked, sent) = client.join().expect("the client thread");
+        acknowledged = acknowledged.max(acked);
+        last_sent = sent;
+    }
+    let server = Server::start(&["--db", db]);
+    assert!(acknowledged > 0, "a sync got through before the kills");
+    let keys = |k: usize| -> Json {
+        let replies: Vec<_> = (0..k * SYNC_STRIDE)
+            .map(|n| json!({"sha256": sha256(&turn(n))}))
+            .collect();
+        json!({"replies": replies, "move": false})
+    };
+    let path = format!("/v1/games/{id}/sync");
+    for k in 1..=acknowledged {
+        let answer = server.call("POST", &path, Some(&keys(k)));
+        assert_eq!(
+            answer.status, 200,
+            "sync {k} was acknowledged: {:?}",
+            answer.body
+        );
+        assert_eq!(answer.body["state"], json!({"n": k * SYNC_STRIDE}));
+    }
+    if last_sent > acknowledged {
+        let answer = server.call("POST", &path, Some(&keys(last_sent)));
+        if answer.status != 200 {
+            assert_eq!(answer.kind(), "need_text", "{:?}", answer.body);
+            let need: Vec<usize> =
+                ((last_sent - 1) * SYNC_STRIDE..last_sent * SYNC_STRIDE).collect();
+            assert_eq!(
+                answer.body["need"],
+                json!(need),
+                "the unanswered sync is absent, not a part"
+            );
+        }
+    }
+    eprintln!("{acknowledged} syncs acknowledged, the last sent {last_sent}");
+}
+
+#[test]
+fn sqlite_keeps_every_acknowledged_sync_whole_through_kills() {
+    let dir = tempfile::tempdir().unwrap();
+    syncs_through_kills(&sqlite(dir.path()));
+}
+
+#[test]
+fn postgresql_keeps_every_acknowledged_sync_whole_through_kills() {
+    let Some(schema) = PgSchema::new("sync_kill") else {
+        return;
+    };
+    syncs_through_kills(&schema.url);
 }

@@ -1,5 +1,5 @@
-//! The JavaScript client (`clients/js/`) and the SillyTavern example, tested by Node's own test runner
-//! against the `statecraft serve` built here. Without Node.js the test says so in `cargo test`'s
+//! The JavaScript client (`clients/js/`) and the SillyTavern extension's logic (`clients/sillytavern/`),
+//! tested by Node's own test runner against the `statecraft serve` built here. Without Node.js the test says so in `cargo test`'s
 //! output and skips; under CI (which installs Node) that is a failure.
 
 use std::io::Write;
@@ -8,7 +8,7 @@ use std::process::Command;
 
 #[test]
 fn the_javascript_client_passes_its_tests_against_this_server() {
-    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients/js");
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients");
     let version = Command::new("node").arg("--version").output();
     let Some(version) = version.ok().filter(|output| output.status.success()) else {
         let message = "node is not installed; skipping the JavaScript client's tests";
@@ -22,15 +22,20 @@ fn the_javascript_client_passes_its_tests_against_this_server() {
         return;
     };
     eprintln!("node {}", String::from_utf8_lossy(&version.stdout).trim());
-    let mut files: Vec<String> = std::fs::read_dir(clients.join("test"))
-        .expect("clients/js/test is there")
-        .filter_map(|entry| {
-            let name = entry.ok()?.file_name().into_string().ok()?;
-            name.ends_with(".test.js").then(|| format!("test/{name}"))
+    let mut files: Vec<String> = ["js/test", "sillytavern/test"]
+        .iter()
+        .flat_map(|folder| {
+            std::fs::read_dir(clients.join(folder))
+                .unwrap_or_else(|error| panic!("clients/{folder}: {error}"))
+                .filter_map(move |entry| {
+                    let name = entry.ok()?.file_name().into_string().ok()?;
+                    name.ends_with(".test.js")
+                        .then(|| format!("{folder}/{name}"))
+                })
         })
         .collect();
     files.sort();
-    assert!(files.len() >= 2, "the client's test files: {files:?}");
+    assert!(files.len() >= 3, "the test files: {files:?}");
     let run = Command::new("node")
         .arg("--test")
         .args(&files)

@@ -125,6 +125,45 @@ export interface GameListing {
   label: string | null;
 }
 
+/** What `sync` makes a game from when it does not exist yet. */
+export interface SyncCreate {
+  state: Json;
+  schema?: Json;
+  scripts?: Record<string, string>;
+  /** A character card: its JSON, or `{png: BASE64}`. */
+  card?: Json;
+  profile?: "strict" | "mvu" | "mvu-zod";
+}
+
+export interface SyncOptions extends RequestOptions {
+  /** `false` reads the state at the end of the path without making it current. */
+  move?: boolean;
+  create?: SyncCreate;
+  /** SillyTavern macros for MVU text: `{user: "Alex"}`. */
+  macros?: Record<string, string>;
+}
+
+/** One reply that a sync applied (the others were found as steps already). */
+export interface SyncApplied {
+  index: number;
+  step: number;
+  committed: boolean;
+  /** For a refused reply: the text to hand back to the model. */
+  feedback?: string;
+}
+
+export interface Synced {
+  /** The state at the end of the path (the root's for an empty path). */
+  state: Json;
+  step: number;
+  label: string | null;
+  /** The current step after the sync (the end of the path unless `move: false`). */
+  current: number;
+  applied: SyncApplied[];
+  /** How many replies were found as steps already. */
+  reused: number;
+}
+
 export interface RequestOptions {
   /** A retried request with the same key gets the first answer and commits nothing twice. */
   idempotencyKey?: string;
@@ -193,6 +232,10 @@ export interface ErrorBody {
   diagnostics?: Diagnostic[];
   report?: Json;
   feedback?: string;
+  /** For `need_text` (409): the indices of the replies whose text a sync needs. */
+  need?: number[];
+  /** For `path_trimmed` (409) and a sync's 400: the index of the reply concerned. */
+  index?: number;
 }
 
 export declare class StatecraftError extends Error {
@@ -210,6 +253,11 @@ export declare class StatecraftError extends Error {
   /** For a rejected batch: the text to hand back to the model. */
   feedback: string;
 }
+
+/** The lowercase hex SHA-256 of a text's UTF-8 bytes (the key of a reply). */
+export declare function sha256Hex(text: string): Promise<string>;
+/** The same, without Web Crypto (what a page outside a secure context uses). */
+export declare function sha256HexPlain(text: string): string;
 
 export type Method = "GET" | "POST" | "DELETE";
 
@@ -232,6 +280,12 @@ export declare class Statecraft {
   log(id: string): Promise<Log>;
   deleteGame(id: string, options?: RequestOptions): Promise<{ id: string; deleted: true }>;
   apply(id: string, request: ApplyRequest, options?: RequestOptions): Promise<Applied>;
+  /**
+   * Maps a chat onto its game by content: `replies` are the texts of the replies the chat shows, oldest
+   * first. Replies this object synced before go as SHA-256 keys; `need_text` is answered by sending
+   * the texts asked for once more.
+   */
+  sync(id: string, replies: string[], options?: SyncOptions): Promise<Synced>;
   checkout(id: string, to: StepName, options?: RequestOptions): Promise<Moved>;
   undo(id: string, options?: RequestOptions): Promise<Moved>;
   redo(id: string, options?: RequestOptions): Promise<Moved>;

@@ -42,6 +42,9 @@ export class Statecraft {
   /** The `onUnauthorized` call in progress, which every refused request waits for. */
   #asking = null;
 
+  /** Per game, the SHA-256 keys of the replies this object has synced: `sync` sends these as keys. */
+  #synced = new Map();
+
   /**
    * @param {string} [baseUrl] where the server listens, `http://127.0.0.1:8765` by default
    * @param {{token?: string, fetch?: typeof fetch, timeoutMs?: number, init?: RequestInit,
@@ -186,6 +189,49 @@ export class Statecraft {
     return this.request("POST", `/v1/games/${encodeURIComponent(id)}/apply`, body, options);
   }
 
+  /**
+   * Maps a chat onto its game by content (docs/timeline.md, "Sync"): `replies` are the texts of the
+   * model's replies as the chat shows them, oldest first. A reply this object has synced with this
+   * game before goes as its SHA-256 key (the bare hex string), the rest as `{text}`; when the server lacks a step for a key
+   * (trimmed, or a new server) it answers `need_text` and the texts it names are sent once more.
+   * `move: false` reads the state at the end of the path without making it current; `create` makes
+   * the game first when it does not exist. → `{state, step, applied, reused}`.
+   */
+  async sync(id, replies, { move, create, macros, idempotencyKey, signal } = {}) {
+    if (!Array.isArray(replies) || replies.some((reply) => typeof reply !== "string")) {
+      throw new TypeError("sync takes the replies as an array of strings");
+    }
+    const keys = await Promise.all(replies.map(sha256Hex));
+    const known = this.#synced.get(id) ?? new Set();
+    const url = `/v1/games/${encodeURIComponent(id)}/sync`;
+    const send = (texts, key) => {
+      // A known reply goes as its key alone (a bare 64-hex string: 67 bytes on the wire).
+      const path = keys.map((hash, index) => (texts(index) ? { text: replies[index] } : hash));
+      const body = dropUndefined({ replies: path, move, macros, create });
+      return this.request("POST", url, body, { idempotencyKey: key, signal });
+    };
+    let answer;
+    try {
+      try {
+        answer = await send((index) => !known.has(keys[index]), idempotencyKey);
+      } catch (error) {
+        if (!(error instanceof StatecraftError) || error.kind !== "need_text") throw error;
+        // Nothing changed: send the same path again with the texts asked for. A retry has a key of
+        // its own, since the first key's answer may be kept as the refusal.
+        const need = new Set(Array.isArray(error.body?.need) ? error.body.need : []);
+        for (const index of need) known.delete(keys[index]);
+        answer = await send((index) => need.has(index) || !known.has(keys[index]), idempotencyKey && `${idempotencyKey}/texts`);
+      }
+    } catch (error) {
+      // A game that is gone forgets its keys: when it is made again, every text goes again.
+      if (error instanceof StatecraftError && error.kind === "unknown_game") this.#synced.delete(id);
+      throw error;
+    }
+    for (const key of keys) known.add(key);
+    this.#synced.set(id, known);
+    return answer;
+  }
+
   /** Makes a step current (a label or an id) → `{state, step, label, moved}`. */
   checkout(id, to, options) {
     return this.request("POST", `/v1/games/${encodeURIComponent(id)}/checkout`, { to }, options);
@@ -221,6 +267,65 @@ export class Statecraft {
     return this.request("POST", "/v1/schema", dropUndefined({ schema, gbnf }));
   }
 }
+
+/** The lowercase hex SHA-256 of a text's UTF-8 bytes: Web Crypto where the page has it (secure
+ * contexts only: https or localhost), else the plain implementation below, which SillyTavern served
+ * over a LAN address (plain http) needs. */
+export async function sha256Hex(text) {
+  const bytes = new TextEncoder().encode(text);
+  const subtle = globalThis.crypto?.subtle;
+  const digest = subtle ? new Uint8Array(await subtle.digest("SHA-256", bytes)) : sha256Bytes(bytes);
+  let hex = "";
+  for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}
+
+const ROUND = Uint32Array.from(
+  "428a2f98 71374491 b5c0fbcf e9b5dba5 3956c25b 59f111f1 923f82a4 ab1c5ed5 d807aa98 12835b01 243185be 550c7dc3 72be5d74 80deb1fe 9bdc06a7 c19bf174 e49b69c1 efbe4786 0fc19dc6 240ca1cc 2de92c6f 4a7484aa 5cb0a9dc 76f988da 983e5152 a831c66d b00327c8 bf597fc7 c6e00bf3 d5a79147 06ca6351 14292967 27b70a85 2e1b2138 4d2c6dfc 53380d13 650a7354 766a0abb 81c2c92e 92722c85 a2bfe8a1 a81a664b c24b8b70 c76c51a3 d192e819 d6990624 f40e3585 106aa070 19a4c116 1e376c08 2748774c 34b0bcb5 391c0cb3 4ed8aa4a 5b9cca4f 682e6ff3 748f82ee 78a5636f 84c87814 8cc70208 90befffa a4506ceb bef9a3f7 c67178f2"
+    .split(" ")
+    .map((word) => parseInt(word, 16)),
+);
+
+/** FIPS 180-4 SHA-256 of a byte array. */
+function sha256Bytes(bytes) {
+  const length = bytes.length;
+  const padded = new Uint8Array(((length + 9 + 63) >> 6) << 6);
+  padded.set(bytes);
+  padded[length] = 0x80;
+  const view = new DataView(padded.buffer);
+  view.setUint32(padded.length - 8, Math.floor(length / 0x20000000));
+  view.setUint32(padded.length - 4, (length << 3) >>> 0);
+  const hash = Uint32Array.from([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+  const w = new Uint32Array(64);
+  const rotr = (x, n) => (x >>> n) | (x << (32 - n));
+  for (let offset = 0; offset < padded.length; offset += 64) {
+    for (let i = 0; i < 16; i += 1) w[i] = view.getUint32(offset + i * 4);
+    for (let i = 16; i < 64; i += 1) {
+      const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >>> 3);
+      const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >>> 10);
+      w[i] = (w[i - 16] + s0 + w[i - 7] + s1) >>> 0;
+    }
+    let [a, b, c, d, e, f, g, h] = hash;
+    for (let i = 0; i < 64; i += 1) {
+      const t1 = (h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + ROUND[i] + w[i]) >>> 0;
+      const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) >>> 0;
+      [h, g, f, e, d, c, b, a] = [g, f, e, (d + t1) >>> 0, c, b, a, (t1 + t2) >>> 0];
+    }
+    const words = [a, b, c, d, e, f, g, h];
+    for (let i = 0; i < 8; i += 1) hash[i] = (hash[i] + words[i]) >>> 0;
+  }
+  const out = new Uint8Array(32);
+  const outView = new DataView(out.buffer);
+  for (let i = 0; i < 8; i += 1) outView.setUint32(i * 4, hash[i]);
+  return out;
+}
+
+/** For tests: the plain implementation, whatever the page has. */
+export const sha256HexPlain = (text) => {
+  let hex = "";
+  for (const byte of sha256Bytes(new TextEncoder().encode(text))) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+};
 
 function dropUndefined(object) {
   return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));

@@ -272,14 +272,20 @@ impl Game {
         Ok((base, TimelineRecord::all_of(&self.store)))
     }
 
-    /// `{"state", "step", "label"}` now.
-    fn position(&self) -> Json {
+    /// `{"state", "step", "label"}` now, and `moved` after a move; written straight to text, as a
+    /// JSON tree of a large state on the way would cost ten times the writing.
+    fn position(&self, moved: Option<bool>) -> Answer {
         let step = self.store.current_step();
-        json!({
-            "state": self.store.state().to_json(),
-            "step": step.get(),
-            "label": self.label_of(step),
-        })
+        let position = Position {
+            state: self.store.state(),
+            step: step.get(),
+            label: self.label_of(step),
+            moved,
+        };
+        Answer {
+            status: axum::http::StatusCode::OK,
+            body: serde_json::to_string(&position).unwrap_or_else(|_| "{}".to_owned()),
+        }
     }
 
     /// Runs an operation; a batch stops at `deadline`. `Delete` is the caller's: it only writes.
@@ -289,7 +295,10 @@ impl Game {
         deadline: Instant,
     ) -> Result<Done, ApiError> {
         match operation {
-            Operation::Show => Ok(Done::read(&self.position())),
+            Operation::Show => Ok(Done {
+                answer: self.position(None),
+                records: Vec::new(),
+            }),
             Operation::StateAt(at) => {
                 let id = self.find(at)?;
                 let state = self.store.state_at(id).map_err(timeline_error)?;
@@ -343,10 +352,8 @@ impl Game {
         let from = self.store.current_step();
         action(&mut self.store)?;
         let to = self.store.current_step();
-        let mut body = self.position();
-        body["moved"] = json!(from != to);
         Ok(Done {
-            answer: Answer::ok(&body),
+            answer: self.position(Some(from != to)),
             records: checkout_record(from, to),
         })
     }
@@ -357,7 +364,7 @@ impl Game {
             .store
             .history()
             .map(|step| {
-                json!({
+                let mut entry = json!({
                     "id": step.id.get(),
                     "parent": step.parent.get(),
                     "label": step.label,
@@ -365,7 +372,15 @@ impl Game {
                     "children": step.children.iter().map(|id| id.get()).collect::<Vec<_>>(),
                     "applied": step.applied,
                     "current": step.current,
-                })
+                });
+                // A step made by sync: its reply's key, and why the reply was refused.
+                if let Some(key) = step.key {
+                    entry["key"] = json!(key.to_string());
+                }
+                if let Some(refusal) = step.refusal {
+                    entry["refusal"] = json!(refusal);
+                }
+                entry
             })
             .collect();
         json!({
@@ -481,30 +496,31 @@ impl Game {
                 .value()
                 .clone()
         };
-        let applied: Vec<Json> = synced
+        let applied: Vec<AppliedAnswer<'_>> = synced
             .applied
             .iter()
-            .map(|reply| {
-                let mut entry = json!({
-                    "index": reply.index,
-                    "step": reply.step().get(),
-                    "committed": reply.refusal.is_none(),
-                });
-                if let Some(refusal) = &reply.refusal {
-                    entry["feedback"] = json!(refusal.as_ref());
-                }
-                entry
+            .map(|reply| AppliedAnswer {
+                index: reply.index,
+                step: reply.step().get(),
+                committed: reply.refusal.is_none(),
+                feedback: reply.refusal.as_deref(),
             })
             .collect();
+        // Written straight to text: the state may be large, and a JSON tree of it on the way would
+        // cost more than the walk.
+        let answer = SyncAnswer {
+            state: &state,
+            step: synced.end.get(),
+            label: self.label_of(synced.end),
+            current: self.store.current_step().get(),
+            applied,
+            reused: synced.reused,
+        };
         Ok(Done {
-            answer: Answer::ok(&json!({
-                "state": state.to_json(),
-                "step": synced.end.get(),
-                "label": self.label_of(synced.end),
-                "current": self.store.current_step().get(),
-                "applied": applied,
-                "reused": synced.reused,
-            })),
+            answer: Answer {
+                status: axum::http::StatusCode::OK,
+                body: serde_json::to_string(&answer).unwrap_or_else(|_| "{}".to_owned()),
+            },
             records,
         })
     }
@@ -707,6 +723,37 @@ struct CommitAnswer<'a> {
     state: Option<&'a Value>,
     #[serde(flatten)]
     more: Map<String, Json>,
+}
+
+/// Where a game stands.
+#[derive(serde::Serialize)]
+struct Position<'a> {
+    state: &'a Value,
+    step: u64,
+    label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moved: Option<bool>,
+}
+
+/// A sync's 200 answer.
+#[derive(serde::Serialize)]
+struct SyncAnswer<'a> {
+    state: &'a Value,
+    step: u64,
+    label: Option<String>,
+    current: u64,
+    applied: Vec<AppliedAnswer<'a>>,
+    reused: usize,
+}
+
+/// A reply a sync applied, as answered.
+#[derive(serde::Serialize)]
+struct AppliedAnswer<'a> {
+    index: usize,
+    step: u64,
+    committed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    feedback: Option<&'a str>,
 }
 
 /// A commit's 200 answer, written straight to its text: the changes may carry up to

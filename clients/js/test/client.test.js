@@ -160,3 +160,65 @@ test("a token and an unreachable server are errors with kinds", async () => {
   }
   await assert.rejects(new Statecraft("http://127.0.0.1:9").health(), { status: 0, kind: "network" });
 });
+
+test("sync maps a chat onto its game by content, with keys for replies synced before", async () => {
+  const create = { state: { hp: 100, gold: 0 }, schema };
+  const chat = ["You wake up.", "_.set('hp', 90);//hit", "```json\n[{\"op\": \"increment\", \"path\": \"gold\", \"value\": 5}]\n```"];
+  const first = await client.sync("js-sync", chat, { create });
+  assert.deepEqual(first.state, { hp: 90, gold: 5 });
+  assert.equal(first.applied.length, 3);
+  assert.equal(first.reused, 0);
+  assert.deepEqual(first.applied.map((reply) => reply.index), [0, 1, 2]);
+  assert.ok(first.applied.every((reply) => reply.committed));
+  // Again: nothing new, every reply found by its key.
+  const again = await client.sync("js-sync", chat);
+  assert.deepEqual([again.state, again.step, again.applied, again.reused], [first.state, first.step, [], 3]);
+  // A swipe of the last reply: a sibling; the state the new swipe builds on, without moving.
+  const swipe = [...chat.slice(0, 2), "_.add('gold', 50);"];
+  const swiped = await client.sync("js-sync", swipe);
+  assert.deepEqual(swiped.state, { hp: 90, gold: 50 });
+  const parent = await client.sync("js-sync", chat.slice(0, 2), { move: false });
+  assert.deepEqual(parent.state, { hp: 90, gold: 0 });
+  assert.equal((await client.getGame("js-sync")).step, swiped.step, "move: false leaves the current step");
+  // Back to the first swipe: no new step.
+  const back = await client.sync("js-sync", chat);
+  assert.deepEqual([back.step, back.applied], [first.step, []]);
+  // An edit of the first reply in the middle: the path from there is new.
+  const edited = await client.sync("js-sync", ["You wake up. _.set('hp', 50);", ...chat.slice(1)]);
+  assert.deepEqual(edited.state, { hp: 90, gold: 5 });
+  assert.deepEqual(edited.applied.map((reply) => reply.index), [0, 1, 2]);
+  // Deleting the middle reply.
+  const deleted = await client.sync("js-sync", [chat[0], chat[2]]);
+  assert.deepEqual(deleted.state, { hp: 100, gold: 5 });
+});
+
+test("a refused reply is an empty step that keeps its feedback", async () => {
+  const synced = await client.sync("js-sync-refused", ["_.set('hp', 500);"], { create: { state: { hp: 100 }, schema } });
+  assert.deepEqual(synced.state, { hp: 100 });
+  assert.equal(synced.applied[0].committed, false);
+  assert.match(synced.applied[0].feedback, /hp/);
+  const again = await client.sync("js-sync-refused", ["_.set('hp', 500);"]);
+  assert.deepEqual([again.applied, again.reused, again.step], [[], 1, synced.step], "never applied twice");
+});
+
+test("sync sends the texts again when the server lacks the steps of its keys", async () => {
+  const chat = ["_.set('hp', 1);", "_.set('hp', 2);"];
+  await client.sync("js-sync-need", chat, { create: { state: { hp: 0 } } });
+  // Another client deletes the game and makes it again: this client's keys name no steps now.
+  const other = new Statecraft(server.url);
+  await other.deleteGame("js-sync-need");
+  await other.createGame({ state: { hp: 0 }, id: "js-sync-need" });
+  const resent = await client.sync("js-sync-need", [...chat, "_.set('hp', 3);"]);
+  assert.deepEqual(resent.state, { hp: 3 });
+  assert.deepEqual(resent.applied.map((reply) => reply.index), [0, 1, 2]);
+  // The 409 itself, from a bare request: the indices needed, nothing changed.
+  const step = (await client.getGame("js-sync-need")).step;
+  const unknown = "0".repeat(64);
+  const error = await client
+    .request("POST", "/v1/games/js-sync-need/sync", { replies: [{ sha256: unknown }, { text: "x" }] })
+    .catch((e) => e);
+  assert.equal(error.status, 409);
+  assert.equal(error.kind, "need_text");
+  assert.deepEqual(error.body.need, [0]);
+  assert.equal((await client.getGame("js-sync-need")).step, step);
+});

@@ -3,7 +3,8 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Statecraft, StatecraftError } from "../statecraft.js";
+import { createHash } from "node:crypto";
+import { Statecraft, StatecraftError, sha256HexPlain } from "../statecraft.js";
 
 /** A `fetch` that records each call and answers from `answers` in turn (a Response, or a function
  * of the call that returns one or throws). */
@@ -177,4 +178,73 @@ test("requests refused together ask once, and all go again with the one token", 
     [undefined, undefined, undefined, "Bearer t", "Bearer t", "Bearer t"],
     "three refused, then the same three with the token",
   );
+});
+
+test("sync sends texts the first time and bare keys after, per game", async () => {
+  const key = (text) => createHash("sha256").update(text, "utf8").digest("hex");
+  const synced = (applied) => json(200, { state: {}, step: 2, applied, reused: 0 });
+  const { fetch, calls } = recorder(synced([]), synced([]), synced([]), synced([]));
+  const client = new Statecraft("http://game.test", { fetch });
+  const create = { state: { hp: 1 }, profile: "mvu" };
+  await client.sync("g/1", ["Hi ü", "_.set('hp', 2);"], { create, macros: { user: "A" }, idempotencyKey: "s1" });
+  await client.sync("g/1", ["Hi ü", "_.set('hp', 2);", "new"], { move: false });
+  await client.sync("other", ["Hi ü"]);
+  await client.sync("g/1", ["Hi ü", "edited"]);
+  assert.equal(calls[0].url, "http://game.test/v1/games/g%2F1/sync");
+  assert.equal(calls[0].headers["idempotency-key"], "s1");
+  assert.deepEqual(JSON.parse(calls[0].body), {
+    replies: [{ text: "Hi ü" }, { text: "_.set('hp', 2);" }],
+    macros: { user: "A" },
+    create,
+  });
+  assert.deepEqual(JSON.parse(calls[1].body), {
+    replies: [key("Hi ü"), key("_.set('hp', 2);"), { text: "new" }],
+    move: false,
+  });
+  assert.deepEqual(JSON.parse(calls[2].body), { replies: [{ text: "Hi ü" }] }, "keys are remembered per game");
+  assert.deepEqual(JSON.parse(calls[3].body), { replies: [key("Hi ü"), { text: "edited" }] });
+  assert.match(JSON.parse(calls[1].body).replies[0], /^[0-9a-f]{64}$/);
+});
+
+test("sync answers need_text by sending the texts asked for, once", async () => {
+  const need = (indices) =>
+    json(409, { error: { kind: "need_text", message: "replies 0 and 2 are not known here" }, need: indices });
+  const ok = json(200, { state: { hp: 3 }, step: 3, applied: [], reused: 3 });
+  const { fetch, calls } = recorder(json(200, { state: {}, step: 3, applied: [], reused: 0 }), need([0, 2]), ok, need([1]), need([1]));
+  const client = new Statecraft("http://game.test", { fetch });
+  const replies = ["a", "b", "c"];
+  await client.sync("g", replies);
+  assert.deepEqual(await client.sync("g", replies, { idempotencyKey: "k" }), { state: { hp: 3 }, step: 3, applied: [], reused: 3 });
+  const kinds = (call) => JSON.parse(call.body).replies.map((reply) => (typeof reply === "string" ? "#" : reply.text));
+  assert.deepEqual(kinds(calls[1]), ["#", "#", "#"]);
+  assert.deepEqual(kinds(calls[2]), ["a", "#", "c"]);
+  assert.equal(calls[2].headers["idempotency-key"], "k/texts", "the resend has a key of its own");
+  // A server that asks again after the texts were sent: the error goes to the caller.
+  const error = await client.sync("g", replies).catch((e) => e);
+  assert.equal(calls.length, 5);
+  assert.deepEqual(kinds(calls[4]), ["#", "b", "#"]);
+  assert.equal(error.kind, "need_text");
+  assert.deepEqual(error.body.need, [1]);
+});
+
+test("sync forgets a deleted game's keys and refuses replies that are not texts", async () => {
+  const gone = json(404, { error: { kind: "unknown_game", message: "no game g" } });
+  const ok = () => json(200, { state: {}, step: 1, applied: [], reused: 0 });
+  const { fetch, calls } = recorder(ok(), gone, ok());
+  const client = new Statecraft("http://game.test", { fetch });
+  await client.sync("g", ["a"]);
+  await assert.rejects(client.sync("g", ["a"]), { kind: "unknown_game" });
+  await client.sync("g", ["a"], { create: { state: {} } });
+  assert.deepEqual(JSON.parse(calls[2].body).replies, [{ text: "a" }]);
+  await assert.rejects(client.sync("g", [{ sha256: "00" }]), TypeError);
+  await assert.rejects(client.sync("g", "a"), TypeError);
+  assert.equal(calls.length, 3, "nothing is sent for a bad call");
+});
+
+test("the plain SHA-256 agrees with node's on every padding length", () => {
+  for (const length of [0, 1, 55, 56, 63, 64, 65, 119, 120, 1000]) {
+    for (const text of ["x".repeat(length), "é".repeat(length)]) {
+      assert.equal(sha256HexPlain(text), createHash("sha256").update(text, "utf8").digest("hex"), `length ${length}`);
+    }
+  }
 });

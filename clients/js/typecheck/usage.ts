@@ -4,7 +4,8 @@
 // a mistake the types must refuse, and fails the check if they stop refusing it.
 
 import { Statecraft, StatecraftError } from "../statecraft.js";
-import type { Applied, ErrorKind, Json, Policies, StepState } from "../statecraft.js";
+import { sha256Hex, sha256HexPlain } from "../statecraft.js";
+import type { Applied, ErrorKind, Json, Policies, StepState, Synced } from "../statecraft.js";
 
 /** Every kind, handled once: a kind added to the union without a case here is a type error. */
 export function explain(error: StatecraftError): string {
@@ -102,6 +103,21 @@ export async function everyCall(): Promise<void> {
   // @ts-expect-error options are camelCase here
   await client.apply(id, { input: "", dry_run: true });
 
+  const synced: Synced = await client.sync(id, ["Hello.", "_.set('hp', 5);"], {
+    move: false,
+    macros: { user: "Alex" },
+    create: { state: { hp: 10 }, schema: { type: "object" }, scripts: { "a.lua": "" }, card: { data: {} }, profile: "mvu" },
+    idempotencyKey: "k6",
+  });
+  synced.applied.map((reply) => [reply.index, reply.step, reply.committed, reply.feedback?.trim()]);
+  const reused: number = synced.reused + synced.step + synced.current;
+  synced.label?.trim();
+  const key: string = (await sha256Hex("Hello.")) + sha256HexPlain("Hello.");
+  // @ts-expect-error replies are texts, not keys: the client hashes them itself
+  await client.sync(id, [{ sha256: key }]);
+  // @ts-expect-error a profile that does not exist
+  await client.sync(id, [], { create: { state: {}, profile: "lenient" } });
+
   const moved: boolean = (await client.checkout(id, "m1", { idempotencyKey: "k4" })).moved;
   (await client.checkout(id, 0)).state;
   (await client.undo(id)).label;
@@ -135,5 +151,5 @@ export async function everyCall(): Promise<void> {
     if (error.body !== null) error.body.error.message.trim();
     explain(error);
   }
-  void [health, step0, next, byLabel, deleted, moved, feedback, converted.output, prompt, partial];
+  void [health, reused, step0, next, byLabel, deleted, moved, feedback, converted.output, prompt, partial];
 }

@@ -196,7 +196,8 @@ fn bad_replies_are_refused_by_index_and_change_nothing() {
             "64 hex digits",
         ),
         (json!([{"text": "a"}, {"text": "b"}, {}]), 2, "needs `text`"),
-        (json!(["a"]), 0, "is an object"),
+        (json!(["a"]), 0, "a bare string is its key"),
+        (json!([1]), 0, "the key alone as a string"),
         (json!([{"text": "a", "sha256": key("a")}]), 0, "not both"),
         (json!([{"txt": "a"}]), 0, "unknown member `txt`"),
     ];

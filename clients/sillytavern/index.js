@@ -1,0 +1,461 @@
+// statecraft inside SillyTavern: the extension's entry point (manifest.json at the repository's root
+// points here). It keeps each chat's game on what the chat shows by syncing the shown replies after
+// every event that may change them (keeper.js holds the logic), puts the state a generation builds on
+// into the prompt (the manifest's generate interceptor), and shows the state: a panel in the settings
+// drawer, a badge on the last reply, toasts, `/state`, and MVU's variables on the message for MVU
+// status bars. Everything SillyTavern's comes from `SillyTavern.getContext()`, so no import depends on
+// the folder the extension was installed into.
+
+import { Statecraft } from "../js/statecraft.js";
+import { ChatKeeper, describeError, gameSource, mvuViews, testConnection, valueAt, newGameId } from "./keeper.js";
+
+const NAME = "statecraft";
+const PROMPT_KEY = "statecraft_state";
+const REGEX_ID = "statecraft-hide-update-commands";
+/** MVU's command blocks, `_.set(...)` lines, JSON Patch blocks and JSON fences: what a reply's updates look like. */
+const UPDATE_PATTERN =
+  "/<UpdateVariable>[\\s\\S]*?<\\/UpdateVariable>|<JSONPatch>[\\s\\S]*?<\\/JSONPatch>|```(?:json)?[ \\t]*\\n[\\s\\S]*?```|_\\.(?:set|add|insert|assign|remove|unset|delete)\\((?:[^()'\"]|'[^']*'|\"[^\"]*\"|\\([^()]*\\))*\\);?(?:[ \\t]*\\/\\/[^\\n]*)?/gi";
+
+export const DEFAULTS = Object.freeze({
+  enabled: true,
+  url: "http://127.0.0.1:8765",
+  token: "",
+  depth: 1,
+  role: 0,
+  quiet: false,
+  hideCommands: true,
+  mvuVariables: true,
+  badge: true,
+});
+
+const context = () => globalThis.SillyTavern.getContext();
+
+function settings() {
+  const all = context().extensionSettings;
+  all[NAME] = { ...DEFAULTS, ...(all[NAME] ?? {}) };
+  return all[NAME];
+}
+
+let client = null;
+let keeper = null;
+let last = null;
+
+function makeClient() {
+  const { url, token } = settings();
+  return new Statecraft(url, { token: token || undefined, timeoutMs: 30000, init: { credentials: "omit", cache: "no-store" } });
+}
+
+/** The character whose card makes the chat's game: the chat's character, or in a group the first member with a source. */
+function sourceCharacter() {
+  const ctx = context();
+  if (ctx.groupId) {
+    const group = ctx.groups.find((candidate) => candidate.id === ctx.groupId);
+    const members = (group?.members ?? []).map((avatar) => ctx.characters.find((character) => character.avatar === avatar)).filter(Boolean);
+    return members.find((member) => gameSource(member).from !== "an empty state") ?? members[0] ?? null;
+  }
+  return ctx.characterId === undefined ? null : ctx.characters[ctx.characterId] ?? null;
+}
+
+/** The chat to keep, or null: the game id lives in the chat's metadata, so renames keep it. */
+function target() {
+  const ctx = context();
+  if (!settings().enabled || !ctx.chatId || !ctx.chatMetadata) return null;
+  let game = ctx.chatMetadata[NAME]?.game;
+  if (!game) {
+    game = newGameId(ctx.chatId);
+    ctx.chatMetadata[NAME] = { game };
+    ctx.saveMetadataDebounced?.();
+  }
+  const character = sourceCharacter();
+  return { gameId: game, chat: ctx.chat, create: gameSource(character).create, macros: { user: ctx.name1, char: ctx.name2 } };
+}
+
+function origin() {
+  return globalThis.location?.origin ?? "http://127.0.0.1:8000";
+}
+
+function toast(kind, message, title = "statecraft", options = {}) {
+  globalThis.toastr?.[kind]?.(message, title, { preventDuplicates: true, ...options });
+}
+
+function start() {
+  keeper?.stop();
+  client = makeClient();
+  keeper = new ChatKeeper({
+    client,
+    target,
+    busy: () => Boolean(globalThis.document?.body?.dataset.generating),
+    onSynced: (result) => showSynced(result),
+    onRefused: ({ index, feedback }) => toast("warning", `Reply ${index + 1}'s update was refused; the model is told:\n${feedback}`, "statecraft: update refused", { timeOut: 15000 }),
+    onError: (error) => {
+      toast("error", describeError(error, { origin: origin() }), "statecraft", { timeOut: 15000 });
+      setStatus(`error: ${describeError(error, { origin: origin() })}`);
+    },
+    onRecovered: () => toast("success", "connected again; the chat is in sync", "statecraft"),
+  });
+  keeper.sync();
+}
+
+async function showSynced(result) {
+  if (!result.moved) return;
+  last = result;
+  setStatus(`game ${result.gameId}, step ${result.step} (${result.replies} replies, ${result.applied.length} applied)`);
+  renderState(result);
+  const ctx = context();
+  const index = lastReplyIndex(ctx.chat);
+  if (index < 0) return;
+  let changes = [];
+  if (settings().badge || settings().mvuVariables) {
+    try {
+      changes = result.step === 0 ? [] : (await client.stateAt(result.gameId, { step: result.step })).changes;
+    } catch {
+      changes = [];
+    }
+  }
+  if (settings().mvuVariables) await writeMvu(ctx.chat[index], result, changes);
+  if (settings().badge) renderBadge(index, result, changes);
+}
+
+function lastReplyIndex(chat) {
+  for (let index = chat.length - 1; index >= 0; index -= 1) {
+    const message = chat[index];
+    if (!message.is_user && !(message.extra && message.extra.type)) return index;
+  }
+  return -1;
+}
+
+/** MVU keeps a state copy per message and swipe in `variables[swipe_id]`; status bars read it there. */
+async function writeMvu(message, result, changes) {
+  let views = null;
+  try {
+    const answer = await client.request("GET", `/v1/games/${encodeURIComponent(result.gameId)}?view=mvu`);
+    if (answer && answer.stat_data !== undefined && answer.step === result.step) views = answer;
+  } catch {
+    views = null;
+  }
+  views ??= mvuViews(result.state, changes);
+  const swipe = Number.isInteger(message.swipe_id) ? message.swipe_id : 0;
+  if (!Array.isArray(message.variables)) message.variables = [];
+  message.variables[swipe] = { ...(message.variables[swipe] ?? {}), stat_data: views.stat_data, display_data: views.display_data, delta_data: views.delta_data };
+}
+
+function renderBadge(index, result, changes) {
+  const $ = globalThis.jQuery;
+  $(".statecraft-badge").remove();
+  const block = $(`#chat .mes[mesid="${index}"] .mes_block .ch_name`).first();
+  if (!block.length) return;
+  const feedback = result.feedback;
+  const list = changes.map((change) => `${change.path.join(".")}: ${JSON.stringify(change.old)} → ${JSON.stringify(change.new)}`);
+  const badge = $("<span class='statecraft-badge'></span>")
+    .text(feedback ? "⚠ refused" : `Δ ${changes.length}`)
+    .toggleClass("refused", Boolean(feedback))
+    .attr("title", feedback || list.join("\n") || "no changes")
+    .attr("data-step", result.step);
+  block.append(badge);
+}
+
+function renderState(result) {
+  const $ = globalThis.jQuery;
+  $("#statecraft_state").text(JSON.stringify(result.state, null, 2));
+  $("#statecraft_game").text(`${result.gameId} · step ${result.step}`);
+  $("#statecraft_inspector").attr("href", `${settings().url.replace(/\/+$/, "")}/?game=${encodeURIComponent(result.gameId)}&step=${result.step}`).show();
+}
+
+function setStatus(text) {
+  globalThis.jQuery?.("#statecraft_status").text(text);
+}
+
+/** The manifest's `generate_interceptor`: real generations only (SillyTavern skips it for dry runs). */
+async function interceptGeneration(_chat, _contextSize, _abort, type) {
+  const ctx = context();
+  if (!keeper || !settings().enabled) return;
+  if (type === "quiet" && !settings().quiet) {
+    ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
+    return;
+  }
+  try {
+    const at = await keeper.stateForGeneration(type);
+    if (!at) {
+      ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
+      return;
+    }
+    const schema = target()?.create.schema;
+    const { text } = await client.prompt(at.state, schema === undefined ? {} : { schema });
+    const prompt = at.feedback ? `${text}\n${at.feedback}` : text;
+    ctx.setExtensionPrompt(PROMPT_KEY, prompt, 1, Number(settings().depth), false, Number(settings().role));
+  } catch (error) {
+    // No stale state: the model gets none this time, and the user is told why.
+    ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
+    toast("error", `the state is not in this prompt: ${describeError(error, { origin: origin() })}`, "statecraft");
+  }
+}
+
+/** SillyTavern's own regex, display only (`markdownOnly`): the stored text and the prompt keep the commands. */
+function applyHiding() {
+  const all = context().extensionSettings;
+  all.regex = Array.isArray(all.regex) ? all.regex : [];
+  const at = all.regex.findIndex((script) => script.id === REGEX_ID);
+  if (settings().hideCommands && at < 0) {
+    all.regex.push({
+      id: REGEX_ID,
+      scriptName: "statecraft: hide update commands (display only)",
+      findRegex: UPDATE_PATTERN,
+      replaceString: "",
+      trimStrings: [],
+      placement: [2],
+      disabled: false,
+      markdownOnly: true,
+      promptOnly: false,
+      runOnEdit: true,
+      substituteRegex: 0,
+      minDepth: null,
+      maxDepth: null,
+    });
+  } else if (!settings().hideCommands && at >= 0) {
+    all.regex.splice(at, 1);
+  } else {
+    return false;
+  }
+  context().saveSettingsDebounced();
+  return true;
+}
+
+const DRAWER = `
+<div class="statecraft-settings">
+  <div class="inline-drawer">
+    <div class="inline-drawer-toggle inline-drawer-header">
+      <b>statecraft</b>
+      <div class="inline-drawer-icon fa-solid fa-circle-chevron-down down"></div>
+    </div>
+    <div class="inline-drawer-content">
+      <label class="checkbox_label"><input id="statecraft_enabled" type="checkbox"> <span>Keep each chat's state in statecraft</span></label>
+      <label for="statecraft_url">Server URL</label>
+      <input id="statecraft_url" class="text_pole" type="text" placeholder="http://127.0.0.1:8765">
+      <label for="statecraft_token">Token (only for a server started with --token)</label>
+      <input id="statecraft_token" class="text_pole" type="password" autocomplete="off">
+      <div class="flex-container">
+        <div id="statecraft_test" class="menu_button">Test connection</div>
+        <div id="statecraft_resync" class="menu_button">Sync now</div>
+      </div>
+      <div id="statecraft_test_result" class="statecraft-note"></div>
+      <label class="checkbox_label"><input id="statecraft_hide" type="checkbox"> <span>Hide update commands in the chat (display only)</span></label>
+      <label class="checkbox_label"><input id="statecraft_mvu" type="checkbox"> <span>Write MVU variables on the message (status bars)</span></label>
+      <label class="checkbox_label"><input id="statecraft_badge" type="checkbox"> <span>Badge with the last reply's changes</span></label>
+      <label class="checkbox_label"><input id="statecraft_quiet" type="checkbox"> <span>State in quiet generations too</span></label>
+      <label for="statecraft_depth">Prompt depth (messages from the end)</label>
+      <input id="statecraft_depth" class="text_pole" type="number" min="0" max="100">
+      <hr>
+      <b>State</b> <span id="statecraft_game" class="statecraft-note"></span>
+      <a id="statecraft_inspector" target="_blank" rel="noopener" style="display:none">open in the inspector</a>
+      <div id="statecraft_status" class="statecraft-note"></div>
+      <pre id="statecraft_state" class="statecraft-state"></pre>
+      <hr>
+      <b>This character's game</b>
+      <div id="statecraft_source" class="statecraft-note"></div>
+      <label for="statecraft_initial">Initial state (JSON; empty: from the card's [InitVar] entries, or {})</label>
+      <textarea id="statecraft_initial" class="text_pole textarea_compact" rows="4"></textarea>
+      <label for="statecraft_schema">Schema (JSON Schema, optional)</label>
+      <textarea id="statecraft_schema" class="text_pole textarea_compact" rows="3"></textarea>
+      <label for="statecraft_scripts">Scripts (JSON: {"name.lua": "source"}, optional)</label>
+      <textarea id="statecraft_scripts" class="text_pole textarea_compact" rows="3"></textarea>
+      <label for="statecraft_profile">Rules</label>
+      <select id="statecraft_profile" class="text_pole">
+        <option value="">default (strict; mvu for an [InitVar] card)</option>
+        <option value="strict">strict</option>
+        <option value="mvu">mvu</option>
+        <option value="mvu-zod">mvu-zod</option>
+      </select>
+      <div id="statecraft_save_card" class="menu_button">Save with the card</div>
+      <div id="statecraft_card_result" class="statecraft-note"></div>
+    </div>
+  </div>
+</div>`;
+
+function bindSettings() {
+  const $ = globalThis.jQuery;
+  $("#extensions_settings2").append(DRAWER);
+  const s = settings();
+  const save = () => context().saveSettingsDebounced();
+  $("#statecraft_enabled").prop("checked", s.enabled).on("change", function () {
+    settings().enabled = this.checked;
+    save();
+    if (!this.checked) context().setExtensionPrompt(PROMPT_KEY, "", 1, 0);
+    keeper.sync();
+  });
+  $("#statecraft_url").val(s.url).on("change", function () {
+    settings().url = String(this.value).trim() || DEFAULTS.url;
+    save();
+    start();
+  });
+  $("#statecraft_token").val(s.token).on("change", function () {
+    settings().token = String(this.value).trim();
+    save();
+    start();
+  });
+  $("#statecraft_hide").prop("checked", s.hideCommands).on("change", async function () {
+    settings().hideCommands = this.checked;
+    save();
+    if (applyHiding()) await context().reloadCurrentChat();
+  });
+  $("#statecraft_mvu").prop("checked", s.mvuVariables).on("change", function () {
+    settings().mvuVariables = this.checked;
+    save();
+  });
+  $("#statecraft_badge").prop("checked", s.badge).on("change", function () {
+    settings().badge = this.checked;
+    save();
+    if (!this.checked) $(".statecraft-badge").remove();
+  });
+  $("#statecraft_quiet").prop("checked", s.quiet).on("change", function () {
+    settings().quiet = this.checked;
+    save();
+  });
+  $("#statecraft_depth").val(s.depth).on("change", function () {
+    settings().depth = Math.max(0, Number(this.value) || 0);
+    save();
+  });
+  $("#statecraft_test").on("click", async () => {
+    $("#statecraft_test_result").text("testing…").removeClass("ok bad");
+    const result = await testConnection(makeClient(), { origin: origin(), pageProtocol: globalThis.location?.protocol });
+    $("#statecraft_test_result").text(result.message).toggleClass("ok", result.ok).toggleClass("bad", !result.ok);
+    if (result.ok) keeper.sync();
+  });
+  $("#statecraft_resync").on("click", () => keeper.sync());
+  $("#statecraft_save_card").on("click", saveCharacterSource);
+}
+
+/** Fills the per-character fields from the open chat's character. */
+function showCharacterSource() {
+  const $ = globalThis.jQuery;
+  const character = sourceCharacter();
+  const own = character?.data?.extensions?.[NAME] ?? {};
+  const source = gameSource(character);
+  $("#statecraft_source").text(character ? `${character.name}: new chats start from ${source.from}` : "no character open");
+  $("#statecraft_initial").val(own.state === undefined ? "" : JSON.stringify(own.state, null, 2));
+  $("#statecraft_schema").val(own.schema === undefined || own.schema === null ? "" : JSON.stringify(own.schema, null, 2));
+  $("#statecraft_scripts").val(own.scripts ? JSON.stringify(own.scripts, null, 2) : "");
+  $("#statecraft_profile").val(own.profile ?? "");
+}
+
+async function saveCharacterSource() {
+  const $ = globalThis.jQuery;
+  const ctx = context();
+  const character = sourceCharacter();
+  const id = ctx.characters.indexOf(character);
+  if (!character || id < 0) {
+    $("#statecraft_card_result").text("open a character's chat first");
+    return;
+  }
+  const parse = (selector, what) => {
+    const text = String($(selector).val()).trim();
+    if (!text) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new Error(`${what} is not JSON: ${error.message}`);
+    }
+  };
+  try {
+    const value = {};
+    const state = parse("#statecraft_initial", "the initial state");
+    if (state !== undefined) value.state = state;
+    const schema = parse("#statecraft_schema", "the schema");
+    if (schema !== undefined) value.schema = schema;
+    const scripts = parse("#statecraft_scripts", "the scripts");
+    if (scripts !== undefined) value.scripts = scripts;
+    const profile = String($("#statecraft_profile").val());
+    if (profile) value.profile = profile;
+    await ctx.writeExtensionField(id, NAME, value);
+    $("#statecraft_card_result").text(`saved with ${character.name}'s card; new chats start from it`);
+    showCharacterSource();
+  } catch (error) {
+    $("#statecraft_card_result").text(error.message);
+  }
+}
+
+function registerSlashCommand() {
+  const ctx = context();
+  const { SlashCommandParser, SlashCommand, SlashCommandArgument, ARGUMENT_TYPE } = ctx;
+  if (!SlashCommandParser?.addCommandObject) return;
+  SlashCommandParser.addCommandObject(
+    SlashCommand.fromProps({
+      name: "state",
+      callback: async (_args, path) => {
+        const result = await keeper.sync();
+        const current = result ?? last;
+        if (!current) {
+          toast("warning", keeper.failure ? describeError(keeper.failure, { origin: origin() }) : "no chat is open", "statecraft");
+          return "";
+        }
+        const value = valueAt(current.state, path);
+        const text = value === undefined ? "" : JSON.stringify(value, null, 2);
+        toast("info", value === undefined ? `nothing at ${path}` : text, `statecraft: ${String(path ?? "").trim() || "state"}`, { timeOut: 10000, escapeHtml: true });
+        return text;
+      },
+      returns: "the state, or the value at the path, as JSON",
+      unnamedArgumentList: [
+        SlashCommandArgument.fromProps({ description: "a path: a.b[0] or a JSON Pointer", typeList: [ARGUMENT_TYPE.STRING], isRequired: false }),
+      ],
+      helpString: "Shows the chat's state kept by statecraft (or the value at a path) and returns it as JSON.",
+    }),
+  );
+}
+
+function bindEvents() {
+  const { eventSource, eventTypes: events } = context();
+  const sync = () => keeper?.sync();
+  for (const name of [
+    "MESSAGE_RECEIVED",
+    "MESSAGE_EDITED",
+    "MESSAGE_DELETED",
+    "MESSAGE_SWIPED",
+    "MESSAGE_SWIPE_DELETED",
+    "MESSAGE_UPDATED",
+    "CHAT_RENAMED",
+    "CHAT_LOADED",
+  ]) {
+    if (events[name]) eventSource.on(events[name], sync);
+  }
+  eventSource.on(events.CHAT_CHANGED, (chatId) => {
+    globalThis.jQuery(".statecraft-badge").remove();
+    if (!chatId) {
+      // "Close chat": no game, no state in prompts.
+      last = null;
+      context().setExtensionPrompt(PROMPT_KEY, "", 1, 0);
+      globalThis.jQuery("#statecraft_state").text("");
+      globalThis.jQuery("#statecraft_game").text("(no chat open)");
+      globalThis.jQuery("#statecraft_inspector").hide();
+    }
+    showCharacterSource();
+    sync();
+  });
+  // Not GENERATION_STARTED: a slash command typed in the box starts a "generation" that the
+  // command ends at once, without GENERATION_ENDED.
+  eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => {
+    if (!dryRun) keeper?.generationStarted(type);
+  });
+  eventSource.on(events.GENERATION_ENDED, () => keeper?.generationEnded());
+  eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
+}
+
+/** manifest.json `hooks.delete`: removes what the extension added to SillyTavern's settings. */
+export function onDelete() {
+  const all = context().extensionSettings;
+  if (Array.isArray(all.regex)) all.regex = all.regex.filter((script) => script.id !== REGEX_ID);
+  delete all[NAME];
+  context().saveSettingsDebounced();
+}
+
+globalThis.statecraftGenerateInterceptor = interceptGeneration;
+
+globalThis.jQuery?.(() => {
+  settings();
+  bindSettings();
+  if (applyHiding()) context().reloadCurrentChat?.();
+  registerSlashCommand();
+  start();
+  bindEvents();
+  showCharacterSource();
+  // For tests and curious users: the live objects.
+  globalThis.statecraftExtension = { keeper: () => keeper, client: () => client, last: () => last };
+});

@@ -1,0 +1,390 @@
+// The extension's logic, without SillyTavern: which messages are replies, which path a generation
+// builds on, one serialized sync at a time with recovery when the server comes back, the connection
+// check that names the real problem, and the MVU views written on a message. index.js wires it to
+// SillyTavern; test/keeper.test.js runs it against a real `statecraft serve`.
+
+import { StatecraftError } from "../js/statecraft.js";
+
+/**
+ * A message the model wrote: not the user's, and not one of SillyTavern's own notes (narrator,
+ * comments, help: those carry `extra.type`). A reply hidden with /hide (`is_system: true`, no type)
+ * stays a reply: its changes stand.
+ */
+export function isReply(message) {
+  return Boolean(message) && !message.is_user && !(message.extra && message.extra.type);
+}
+
+/**
+ * The texts of the replies the chat shows, oldest first. A last message whose swipe is still being
+ * generated (SillyTavern moves `swipe_id` past the end of `swipes` until the reply arrives) is not
+ * shown yet: the path stops before it, on the state the new swipe builds on.
+ */
+export function shownReplies(chat) {
+  const messages = Array.isArray(chat) ? chat : [];
+  const last = messages.length - 1;
+  const replies = [];
+  messages.forEach((message, index) => {
+    if (!isReply(message)) return;
+    if (index === last && pendingSwipe(message)) return;
+    replies.push(String(message.mes ?? ""));
+  });
+  return replies;
+}
+
+function pendingSwipe(message) {
+  return Array.isArray(message.swipes) && Number.isInteger(message.swipe_id) && message.swipe_id >= message.swipes.length;
+}
+
+/**
+ * The path a generation of `type` builds on, and whether the chat shows that path (`move`). A swipe
+ * and a continue replace the last reply: the new text builds on the state before it, read without
+ * moving the game. A regeneration has already removed the reply it replaces; a new reply and an
+ * impersonation build on everything shown.
+ */
+export function generationPath(chat, type) {
+  const replies = shownReplies(chat);
+  const messages = Array.isArray(chat) ? chat : [];
+  const last = messages[messages.length - 1];
+  if ((type === "swipe" || type === "continue") && isReply(last) && !pendingSwipe(last)) {
+    return { replies: replies.slice(0, -1), move: false };
+  }
+  return { replies, move: type !== "swipe" && type !== "continue" };
+}
+
+/** A new game id for a chat: readable, within the characters a game id allows, and unique. */
+export function newGameId(chatId, random = Math.random) {
+  const slug = String(chatId ?? "chat").normalize("NFKD").replace(/[^A-Za-z0-9._~]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 64);
+  const suffix = Math.floor(random() * 36 ** 8).toString(36).padStart(8, "0");
+  return `st-${slug || "chat"}-${suffix}`;
+}
+
+/** The enabled `[InitVar]` entries of a character's world book (MVU's initial state). */
+export function initVarEntries(character) {
+  const entries = character?.data?.character_book?.entries;
+  const list = Array.isArray(entries) ? entries : entries && typeof entries === "object" ? Object.values(entries) : [];
+  return list.filter((entry) => entry && entry.enabled !== false && entry.disable !== true && /\[initvar\]/i.test(`${entry.comment ?? ""} ${entry.name ?? ""}`));
+}
+
+/**
+ * What a chat's game is made from: the state (schema, scripts, profile) stored with the character
+ * card by the extension, else the card itself when its world book has `[InitVar]` entries (the
+ * server builds MVU's state from it), else an empty state.
+ */
+export function gameSource(character) {
+  const own = character?.data?.extensions?.statecraft;
+  if (own && typeof own === "object" && own.state !== undefined) {
+    const create = { state: own.state };
+    if (own.schema !== undefined && own.schema !== null) create.schema = own.schema;
+    if (own.scripts && Object.keys(own.scripts).length > 0) create.scripts = own.scripts;
+    if (own.profile) create.profile = own.profile;
+    return { create, from: "the card's statecraft settings" };
+  }
+  if (initVarEntries(character).length > 0) {
+    return {
+      create: { state: {}, card: { spec: "chara_card_v2", spec_version: "2.0", data: character.data }, profile: own?.profile || "mvu" },
+      from: "the card's [InitVar] entries",
+    };
+  }
+  return { create: { state: {} }, from: "an empty state" };
+}
+
+const RECOVERABLE = new Set(["network", "timeout", "shutting_down", "storage_failed", "contention", "internal_error", "not_json"]);
+
+/** Whether trying again later may work (the server down or busy), as opposed to a wrong setting. */
+export function recoverable(error) {
+  return error instanceof StatecraftError && (RECOVERABLE.has(error.kind) || error.status >= 500);
+}
+
+/**
+ * Checks the connection as the extension uses it (a listing needs the token) and names the problem:
+ * nothing answers, the page's origin is not allowed (with the exact `--allow-origin`), the token, or
+ * a mixed-content block. `fetch` is the page's; `origin` the page's origin.
+ */
+export async function testConnection(client, { origin, fetch = globalThis.fetch, pageProtocol } = {}) {
+  const allow = `statecraft serve --allow-origin ${origin}`;
+  try {
+    await client.listGames({ limit: 1 });
+    const games = await countGames(client);
+    return { ok: true, message: `connected to ${client.baseUrl} (${games})` };
+  } catch (error) {
+    if (!(error instanceof StatecraftError)) throw error;
+    if (error.kind === "unauthorized") {
+      return {
+        ok: false,
+        problem: "token",
+        message: client.token
+          ? `the server refused the token: paste the one it was started with (--token)`
+          : `the server needs a token (it was started with --token): paste it in the Token field`,
+      };
+    }
+    if (error.kind === "origin_not_allowed") return { ok: false, problem: "origin", message: `the server refuses this page's origin: start it with ${allow}` };
+    if (error.status !== 0) return { ok: false, problem: "server", message: `the server answered ${error.status} (${error.kind}): ${error.message}` };
+    if (pageProtocol === "https:" && client.baseUrl.startsWith("http:")) {
+      return {
+        ok: false,
+        problem: "mixed-content",
+        message: `this page is https and the server http: the browser blocks that; serve statecraft over https or open SillyTavern over http`,
+      };
+    }
+    // The browser hides why a request failed. A request that does not need CORS reaches a server that
+    // answers; then the refusal was the origin (the server answers a foreign origin without CORS headers).
+    try {
+      await fetch(`${client.baseUrl}/v1/health`, { mode: "no-cors", cache: "no-store", credentials: "omit" });
+      return { ok: false, problem: "origin", message: `the server at ${client.baseUrl} answers, but refuses this page's origin: start it with ${allow}` };
+    } catch {
+      return { ok: false, problem: "down", message: `nothing answers at ${client.baseUrl}: start the server (${allow})` };
+    }
+  }
+}
+
+async function countGames(client) {
+  const page = await client.listGames({ limit: 100 });
+  const count = page.games.length;
+  return page.next ? `${count}+ games` : `${count} game${count === 1 ? "" : "s"}`;
+}
+
+/** A user-facing sentence for a failed call, with what to do. */
+export function describeError(error, { origin } = {}) {
+  if (!(error instanceof StatecraftError)) return String(error?.message ?? error);
+  switch (error.kind) {
+    case "network":
+      return `cannot reach statecraft (${error.message}): is \`statecraft serve --allow-origin ${origin ?? "THIS_PAGE"}\` running? Test the connection in the extension's settings.`;
+    case "unauthorized":
+      return "statecraft refused the token: set it in the extension's settings.";
+    case "origin_not_allowed":
+      return `statecraft refuses this page: start it with --allow-origin ${origin ?? "THIS_PAGE"}.`;
+    default:
+      return `statecraft answered ${error.status || ""} ${error.kind}: ${error.message}`.replace(/\s+/g, " ");
+  }
+}
+
+/** The value at `path` in a state: `a.b[0]`, `a/b/0` or a JSON Pointer `/a/b/0`; `undefined` when absent. */
+export function valueAt(state, path) {
+  const text = String(path ?? "").trim();
+  if (text === "" || text === "/") return state;
+  const segments = text.startsWith("/")
+    ? text.slice(1).split("/").map((token) => token.replace(/~1/g, "/").replace(/~0/g, "~"))
+    : [...text.matchAll(/[^.[\]]+|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]/g)].map((match) => match[1] ?? match[2] ?? match[3] ?? match[0]);
+  let value = state;
+  for (const segment of segments) {
+    if (value === null || typeof value !== "object" || !Object.hasOwn(value, segment)) return undefined;
+    value = value[segment];
+  }
+  return value;
+}
+
+/**
+ * MVU's views of a state for a step's changes, as MVU writes them on a message: `stat_data` (the
+ * state), `display_data` (the state with each changed value as `"old->new"`) and `delta_data` (only
+ * the changed paths, in the same format). The server's `?view=mvu` is used where it has one; this is
+ * the same rule for a server without it.
+ */
+export function mvuViews(state, changes) {
+  const display = structuredClone(state);
+  const delta = {};
+  for (const change of changes ?? []) {
+    if (!Array.isArray(change.path) || change.path.length === 0) continue;
+    const shown = `${mvuText(change.old)}->${mvuText(change.new)}`;
+    setPath(display, change.path, shown);
+    setPath(delta, change.path, shown);
+  }
+  return { stat_data: state, display_data: display, delta_data: delta };
+}
+
+function mvuText(value) {
+  if (value === undefined) return "undefined";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+function setPath(root, path, value) {
+  let node = root;
+  for (const [index, segment] of path.entries()) {
+    if (index === path.length - 1) {
+      node[segment] = value;
+      return;
+    }
+    if (node[segment] === null || typeof node[segment] !== "object") node[segment] = typeof path[index + 1] === "number" ? [] : {};
+    node = node[segment];
+  }
+}
+
+/**
+ * Keeps one chat's game on what the chat shows. Every sync goes through one queue (a sync reads the
+ * chat when it starts, so syncs asked for while one waits are one), nothing is synced while a reply is
+ * being generated (its text is not final; the generation's end syncs), and a failure that may pass
+ * (the server down) is retried with growing pauses until it works, then reported as recovered.
+ *
+ * `target()` answers the chat to keep, or null (no chat open, or the extension off):
+ * `{gameId, chat, create, macros}`; `busy()` whether a generation still shows as running.
+ */
+export class ChatKeeper {
+  #queued = null;
+  #tail = Promise.resolve();
+  #generating = false;
+  #dirty = false;
+  #made = new Set();
+  #feedback = new Map();
+  #failure = null;
+  #retry = null;
+  #retries = 0;
+
+  constructor({ client, target, busy = () => true, onSynced = () => {}, onRefused = () => {}, onError = () => {}, onRecovered = () => {}, retryMs = [1000, 2000, 5000, 10000, 30000] }) {
+    this.client = client;
+    this.target = target;
+    // Whether the front end still shows a generation running: a generation that ended without its
+    // end event (an error, an abort) must not hold syncs forever.
+    this.busy = busy;
+    this.onSynced = onSynced;
+    this.onRefused = onRefused;
+    this.onError = onError;
+    this.onRecovered = onRecovered;
+    this.retryMs = retryMs;
+    /** How many sync requests reached the server, for tests and the status line. */
+    this.requests = 0;
+  }
+
+  /** The error of the last failed sync while it lasts, or null. */
+  get failure() {
+    return this.#failure;
+  }
+
+  get generating() {
+    return this.#generating;
+  }
+
+  /**
+   * Syncs what the chat shows (after any event that may change it). While a reply is generated, only
+   * notes that a sync is due. Resolves with the sync's answer, or null when nothing was synced; never
+   * rejects (failures go to `onError`).
+   */
+  sync() {
+    if (this.#generating && !this.busy()) this.#generating = false;
+    if (this.#generating) {
+      this.#dirty = true;
+      return Promise.resolve(null);
+    }
+    if (this.#queued) return this.#queued;
+    const run = this.#tail.then(() => {
+      this.#queued = null;
+      return this.#run(null).catch(() => null);
+    });
+    this.#queued = run;
+    this.#tail = run;
+    return run;
+  }
+
+  /** A real generation started (not a dry run): hold syncs until it ends. */
+  generationStarted() {
+    this.#generating = true;
+  }
+
+  /** The generation ended or was stopped: sync what it left. */
+  generationEnded() {
+    if (!this.#generating) return this.sync();
+    this.#generating = false;
+    this.#dirty = false;
+    return this.sync();
+  }
+
+  /**
+   * The state a generation of `type` builds on: `{gameId, state, step, feedback}` (feedback: the
+   * refusal of the reply that step applied, for the model), or null without a chat. Rejects when the
+   * server cannot answer (the prompt must then carry no stale state).
+   */
+  stateForGeneration(type) {
+    const run = this.#tail.then(() => {
+      const target = this.target();
+      if (!target) return null;
+      const { replies, move } = generationPath(target.chat, type);
+      return this.#run({ target, replies, move });
+    });
+    this.#tail = run.catch(() => null);
+    return run;
+  }
+
+  /** The refusal feedback of the reply that made `step`, when it was refused. */
+  feedbackAt(gameId, step) {
+    return this.#feedback.get(`${gameId}#${step}`) ?? "";
+  }
+
+  /** Forgets what this keeper remembers of a game (it was deleted). */
+  forget(gameId) {
+    this.#made.delete(gameId);
+  }
+
+  stop() {
+    clearTimeout(this.#retry);
+    this.#retry = null;
+  }
+
+  async #run(request) {
+    const target = request?.target ?? this.target();
+    if (!target) return null;
+    const replies = request?.replies ?? shownReplies(target.chat);
+    const move = request ? request.move : true;
+    let answer;
+    try {
+      answer = await this.#send(target, replies, move);
+    } catch (error) {
+      this.#failed(error);
+      throw error;
+    }
+    for (const applied of answer.applied) {
+      if (!applied.committed && applied.feedback) {
+        this.#feedback.set(`${target.gameId}#${applied.step}`, applied.feedback);
+        this.onRefused({ target, index: applied.index, feedback: applied.feedback });
+      }
+    }
+    const result = {
+      gameId: target.gameId,
+      state: answer.state,
+      step: answer.step,
+      applied: answer.applied,
+      reused: answer.reused,
+      moved: move,
+      replies: replies.length,
+      feedback: this.feedbackAt(target.gameId, answer.step),
+    };
+    if (this.#failure) {
+      this.#failure = null;
+      this.#retries = 0;
+      clearTimeout(this.#retry);
+      this.#retry = null;
+      this.onRecovered(result);
+    }
+    await this.onSynced(result, target);
+    return result;
+  }
+
+  async #send(target, replies, move) {
+    const options = { macros: target.macros };
+    if (!move) options.move = false;
+    if (!this.#made.has(target.gameId)) options.create = target.create;
+    this.requests += 1;
+    let answer;
+    try {
+      answer = await this.client.sync(target.gameId, replies, options);
+    } catch (error) {
+      // A game deleted on the server (or a keeper that saw it made) is made again from the card.
+      if (!(error instanceof StatecraftError) || error.kind !== "unknown_game" || options.create) throw error;
+      this.requests += 1;
+      answer = await this.client.sync(target.gameId, replies, { ...options, create: target.create });
+    }
+    this.#made.add(target.gameId);
+    return answer;
+  }
+
+  #failed(error) {
+    const first = !this.#failure || this.#failure.message !== error.message;
+    this.#failure = error;
+    if (first) this.onError(error);
+    if (recoverable(error) && !this.#retry) {
+      const wait = this.retryMs[Math.min(this.#retries, this.retryMs.length - 1)];
+      this.#retries += 1;
+      this.#retry = setTimeout(() => {
+        this.#retry = null;
+        this.sync();
+      }, wait);
+    }
+  }
+}

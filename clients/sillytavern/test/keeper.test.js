@@ -1,0 +1,222 @@
+// The extension's logic against a real `statecraft serve`: chats shaped as SillyTavern keeps them
+// (messages with `mes`, `is_user`, `swipes`, `swipe_id`, `extra`), edited as its actions edit them,
+// and after each action the game's state is the state the shown replies give.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { Statecraft } from "../../js/statecraft.js";
+import { startServer } from "../../js/test/server.js";
+import { ChatKeeper, generationPath, shownReplies, isReply, gameSource, testConnection, valueAt, mvuViews, newGameId, recoverable } from "../keeper.js";
+
+let server;
+let client;
+
+before(async () => {
+  server = await startServer(["--allow-origin", "http://127.0.0.1:8000"]);
+  client = new Statecraft(server.url);
+});
+
+after(async () => {
+  await server?.stop();
+});
+
+const user = (mes) => ({ name: "You", is_user: true, mes });
+const bot = (...swipes) => ({ name: "Warden", is_user: false, mes: swipes[0], swipes, swipe_id: 0 });
+const swipeTo = (message, id) => Object.assign(message, { swipe_id: id, mes: message.swipes[id] });
+
+function keeperFor(chat, gameId, create = { state: { hp: 100, gold: 0 } }) {
+  const events = { refused: [], errors: [], recovered: 0, synced: [] };
+  const keeper = new ChatKeeper({
+    client,
+    target: () => ({ gameId, chat: chat.messages, create, macros: { user: "You" } }),
+    onSynced: (result) => events.synced.push(result),
+    onRefused: (refusal) => events.refused.push(refusal),
+    onError: (error) => events.errors.push(error),
+    onRecovered: () => {
+      events.recovered += 1;
+    },
+    retryMs: [50],
+  });
+  return { keeper, events };
+}
+
+test("replies are the model's messages, hidden ones included, narrator notes not", () => {
+  const chat = [
+    bot("Hello"),
+    user("hi"),
+    { ...bot("hidden reply"), is_system: true },
+    { name: "System", is_user: false, is_system: true, mes: "a note", extra: { type: "narrator" } },
+    bot("last"),
+  ];
+  assert.deepEqual(shownReplies(chat), ["Hello", "hidden reply", "last"]);
+  assert.equal(isReply(chat[3]), false);
+  // A swipe being generated: SillyTavern moves swipe_id past the end of swipes until it arrives.
+  const pending = { ...bot("old"), swipe_id: 1, mes: "" };
+  assert.deepEqual(shownReplies([bot("Hello"), user("x"), pending]), ["Hello"]);
+});
+
+test("a generation builds on the right path", () => {
+  const chat = [bot("a"), user("x"), bot("b")];
+  assert.deepEqual(generationPath(chat, "swipe"), { replies: ["a"], move: false });
+  assert.deepEqual(generationPath(chat, "continue"), { replies: ["a"], move: false });
+  assert.deepEqual(generationPath(chat, "normal"), { replies: ["a", "b"], move: true });
+  assert.deepEqual(generationPath(chat, "impersonate"), { replies: ["a", "b"], move: true });
+  // Regenerate: SillyTavern has removed the reply before the interceptor runs.
+  assert.deepEqual(generationPath(chat.slice(0, 2), "regenerate"), { replies: ["a"], move: true });
+  // A swipe being generated is not on the path already.
+  assert.deepEqual(generationPath([bot("a"), user("x"), { ...bot("b"), swipe_id: 1, mes: "" }], "swipe"), { replies: ["a"], move: false });
+});
+
+test("every chat action lands the game on the shown replies' state", async () => {
+  const chat = { messages: [bot("Welcome. _.set('gold', 5);")] };
+  const { keeper, events } = keeperFor(chat, "keeper-actions");
+  const state = async () => (await client.getGame("keeper-actions")).state;
+  await keeper.sync();
+  assert.deepEqual(await state(), { hp: 100, gold: 5 }, "the greeting applies");
+  chat.messages.push(user("attack"), bot("_.set('hp', 90);"));
+  await keeper.sync();
+  assert.deepEqual(await state(), { hp: 90, gold: 5 });
+  // A new swipe: the prompt builds on the state before the reply, the game does not move.
+  const before = await keeper.stateForGeneration("swipe");
+  assert.deepEqual(before.state, { hp: 100, gold: 5 });
+  assert.deepEqual(await state(), { hp: 90, gold: 5 });
+  chat.messages[2].swipes.push("_.add('gold', 10);");
+  swipeTo(chat.messages[2], 1);
+  await keeper.sync();
+  assert.deepEqual(await state(), { hp: 100, gold: 15 }, "the new swipe");
+  swipeTo(chat.messages[2], 0);
+  await keeper.sync();
+  assert.deepEqual(await state(), { hp: 90, gold: 5 }, "swiped back");
+  // Delete swipe 0: swipe 1 is shown.
+  chat.messages[2].swipes.splice(0, 1);
+  swipeTo(chat.messages[2], 0);
+  await keeper.sync();
+  assert.deepEqual(await state(), { hp: 100, gold: 15 });
+  // Edit the greeting: everything after it builds on the new text.
+  chat.messages[0].mes = chat.messages[0].swipes[0] = "Welcome. _.set('gold', 1);";
+  await keeper.sync();
+  assert.deepEqual(await state(), { hp: 100, gold: 11 });
+  // A hidden reply stays on the path; another reply, then the middle one is deleted.
+  chat.messages[2].is_system = true;
+  chat.messages.push(user("x"), bot("_.add('hp', -5);"));
+  await keeper.sync();
+  assert.deepEqual(await state(), { hp: 95, gold: 11 });
+  chat.messages.splice(1, 2);
+  await keeper.sync();
+  assert.deepEqual(await state(), { hp: 95, gold: 1 });
+  assert.equal(events.errors.length, 0, events.errors.map((error) => error.message).join());
+});
+
+test("a refusal is reported once and its feedback goes with its step only", async () => {
+  const schema = { type: "object", properties: { hp: { type: "integer", maximum: 100 } } };
+  const chat = { messages: [bot("Hi"), user("x"), bot("_.set('hp', 500);")] };
+  const { keeper, events } = keeperFor(chat, "keeper-refused", { state: { hp: 100 }, schema });
+  const synced = await keeper.sync();
+  assert.equal(events.refused.length, 1);
+  assert.equal(events.refused[0].index, 1);
+  assert.match(synced.feedback, /hp/);
+  const prompt = await keeper.stateForGeneration("normal");
+  assert.match(prompt.feedback, /hp/, "the next prompt carries the refusal");
+  const swipe = await keeper.stateForGeneration("swipe");
+  assert.equal(swipe.feedback, "", "a swipe of the refused reply builds on its parent, without the stale feedback");
+  await keeper.sync();
+  assert.equal(events.refused.length, 1, "never applied twice, never reported twice");
+});
+
+test("syncs are one at a time, none while a reply is generated, one after it", async () => {
+  const chat = { messages: [bot("a")] };
+  const { keeper } = keeperFor(chat, "keeper-queue");
+  const first = keeper.sync();
+  const second = keeper.sync();
+  const third = keeper.sync();
+  assert.equal(second, third, "syncs asked for while one waits are one");
+  await Promise.all([first, second]);
+  const sent = keeper.requests;
+  keeper.generationStarted();
+  chat.messages.push(user("x"), { ...bot("partial _.set('hp'"), mes: "partial _.set('hp'" });
+  assert.equal(await keeper.sync(), null);
+  assert.equal(keeper.requests, sent, "nothing sent while generating");
+  chat.messages[2].mes = chat.messages[2].swipes[0] = "_.set('hp', 1);";
+  const ended = await keeper.generationEnded();
+  assert.equal(ended.state.hp, 1);
+});
+
+test("a server that goes away is retried until it is back, then reported recovered", async () => {
+  let down = true;
+  const flaky = new Statecraft(server.url, {
+    fetch: (url, init) => (down ? Promise.reject(new TypeError("Failed to fetch")) : fetch(url, init)),
+  });
+  const chat = { messages: [bot("_.set('gold', 3);")] };
+  const events = { errors: [], recovered: 0 };
+  const keeper = new ChatKeeper({
+    client: flaky,
+    target: () => ({ gameId: "keeper-flaky", chat: chat.messages, create: { state: { gold: 0 } } }),
+    onError: (error) => events.errors.push(error),
+    onRecovered: () => {
+      events.recovered += 1;
+    },
+    retryMs: [30],
+  });
+  assert.equal(await keeper.sync(), null);
+  assert.equal(events.errors.length, 1);
+  assert.ok(recoverable(events.errors[0]));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(events.errors.length, 1, "the same failure is reported once");
+  down = false;
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(events.recovered, 1);
+  assert.deepEqual((await client.getGame("keeper-flaky")).state, { gold: 3 });
+  keeper.stop();
+});
+
+test("a game deleted on the server is made again from the card", async () => {
+  const chat = { messages: [bot("_.set('gold', 3);")] };
+  const { keeper } = keeperFor(chat, "keeper-deleted", { state: { gold: 1 } });
+  await keeper.sync();
+  await client.deleteGame("keeper-deleted");
+  const again = await keeper.sync();
+  assert.deepEqual(again.state, { gold: 3 });
+});
+
+test("the connection check names the problem", async () => {
+  assert.deepEqual((await testConnection(client, { origin: "http://127.0.0.1:8000" })).ok, true);
+  const down = await testConnection(new Statecraft("http://127.0.0.1:9"), { origin: "http://127.0.0.1:8000" });
+  assert.equal(down.problem, "down");
+  assert.match(down.message, /statecraft serve --allow-origin http:\/\/127.0.0.1:8000/);
+  // A browser hides a CORS refusal as a network error; a no-cors request still reaches the server.
+  const blocked = new Statecraft(server.url, { fetch: () => Promise.reject(new TypeError("Failed to fetch")) });
+  const origin = await testConnection(blocked, { origin: "http://localhost:8000", fetch: (url) => fetch(url) });
+  assert.equal(origin.problem, "origin");
+  assert.match(origin.message, /--allow-origin http:\/\/localhost:8000/);
+  const token = await startServer(["--token", "secret"]);
+  try {
+    const wrong = await testConnection(new Statecraft(token.url, { token: "nope" }), { origin: "x" });
+    assert.equal(wrong.problem, "token");
+    const missing = await testConnection(new Statecraft(token.url), { origin: "x" });
+    assert.match(missing.message, /needs a token/);
+  } finally {
+    await token.stop();
+  }
+});
+
+test("the game comes from the card's settings, its [InitVar] entries, or nothing", () => {
+  const own = { data: { extensions: { statecraft: { state: { hp: 1 }, schema: { type: "object" }, profile: "strict" } } } };
+  assert.deepEqual(gameSource(own).create, { state: { hp: 1 }, schema: { type: "object" }, profile: "strict" });
+  const mvu = { data: { character_book: { entries: [{ comment: "[InitVar] start", content: "hp: 1", enabled: true }] }, extensions: {} } };
+  assert.equal(gameSource(mvu).create.profile, "mvu");
+  assert.equal(gameSource(mvu).create.card.data, mvu.data);
+  assert.deepEqual(gameSource({ data: {} }).create, { state: {} });
+  assert.match(newGameId("Warden - 2026-1-1@10h / ü"), /^st-Warden-2026-1-1-10h-u-[0-9a-z]{8}$/);
+});
+
+test("/state paths and MVU's views", () => {
+  const state = { a: { "x.y": [1, { b: 2 }] } };
+  assert.equal(valueAt(state, "a['x.y'][1].b"), 2);
+  assert.equal(valueAt(state, "/a/x.y/0"), 1);
+  assert.equal(valueAt(state, "a.missing"), undefined);
+  assert.deepEqual(valueAt(state, ""), state);
+  const views = mvuViews({ hp: 90, bag: { gold: 5 } }, [{ path: ["hp"], old: 100, new: 90 }, { path: ["bag", "gold"], new: 5 }]);
+  assert.deepEqual(views.display_data, { hp: "100->90", bag: { gold: "undefined->5" } });
+  assert.deepEqual(views.delta_data, { hp: "100->90", bag: { gold: "undefined->5" } });
+  assert.deepEqual(views.stat_data, { hp: 90, bag: { gold: 5 } });
+});
