@@ -59,8 +59,10 @@
 //! rejected batch.
 
 mod convert;
+mod ctx;
 mod describe;
 mod error;
+mod globals;
 mod handlers;
 mod limiter;
 mod rewrite;
