@@ -22,6 +22,7 @@ mod path;
 mod pathtext;
 mod random;
 mod retained;
+mod run;
 mod schema;
 mod store;
 mod sync;

@@ -1,8 +1,8 @@
 //! The store: the mutable host that owns the current state, its history and its rules.
 //!
-//! `apply` validates a batch, runs it on an O(1) clone of the root (or of the state at the step named by
-//! `at`), dispatches callbacks and watchers, checks the schema on the would-be state and commits by
-//! swapping the root. Any failure drops the clone, so a rejected batch leaves the root exactly as it
+//! `apply` runs a batch on an O(1) clone of the root (or of the state at the step named by `at`)
+//! through the batch runner (`run.rs`: hooks, validation, callbacks, watchers, the schema check) and
+//! commits by swapping the root. Any failure drops the clone, so a rejected batch leaves the root exactly as it
 //! was (`Value::ptr_eq`) and the current step where it was. Every commit becomes a step of the history
 //! tree (`history.rs`); undo, redo and checkout move along the tree by replaying change logs on the
 //! root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never see later changes. A
@@ -16,21 +16,18 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::budget;
-use crate::callback::{
-    AfterCall, BeforeCall, CallbackCall, CallbackHandler, HandlerError, HostEvent, NoHandlers,
-    Response, Rewrite, RewriteNote, WatchCall,
-};
+use crate::callback::{CallbackHandler, HostEvent, NoHandlers};
 use crate::change::{Change, ReplayError, replay_forward};
-use crate::error::{BatchError, BatchErrors, ErrorKind, Trail};
-use crate::exec::{self, Failure};
+use crate::error::{BatchError, BatchErrors, ErrorKind};
 use crate::history::{
     DEFAULT_CHECKPOINT_EVERY, History, HistoryLimits, Step, StepId, StepMarks, StepRef,
     TimelineError, TrimmedStep,
 };
-use crate::instruction::{Batch, Instruction, Op};
-use crate::limits::{Limits, Policies, SchemaViolation, UnknownCallback};
+use crate::instruction::Batch;
+use crate::limits::{Limits, Policies};
 use crate::path::Path;
 use crate::random::Random;
+use crate::run::{self, Ran, Setting};
 use crate::schema::StateSchema;
 use crate::sync::ContentKey;
 use crate::validate::{DEFAULT_FORBIDDEN, Rules};
@@ -67,10 +64,6 @@ pub struct ApplyOptions {
     /// step's depth instead of the step id, so the same reply at the same place draws the same again.
     pub key: Option<ContentKey>,
 }
-
-/// How many instructions run between two readings of the clock against [`ApplyOptions::deadline`]: an
-/// instruction takes well under a microsecond, a reading of the clock some tens of nanoseconds.
-const DEADLINE_CHECK_EVERY: u32 = 64;
 
 /// What a committed batch did.
 #[derive(Clone, Debug, Serialize)]
@@ -120,6 +113,10 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    fn rejected_by(errors: Vec<BatchError>) -> Outcome {
+        Outcome::Rejected(Rejection { errors })
+    }
+
     /// The commit, if the batch committed.
     pub fn committed(self) -> Option<Commit> {
         match self {
@@ -400,32 +397,22 @@ impl Store {
     /// Time: the batch's own work, plus with `at` the cost of [`Store::state_at`] and a walk of the tree
     /// path from the current step to `at`; plus O(log n) per step trimmed.
     pub fn apply_with(&mut self, batch: &Batch, options: &ApplyOptions) -> Outcome {
-        let rules = Rules {
-            limits: &self.limits,
-            forbidden: &self.forbidden,
-        };
         let (at, start) = match self.start_at(options.at.as_ref()) {
             Ok(start) => start,
-            Err(error) => {
-                return Outcome::Rejected(Rejection {
-                    errors: vec![error],
-                });
-            }
+            Err(error) => return Outcome::rejected_by(vec![error]),
         };
         if let Some(label) = &options.label
             && label.len() > self.limits.max_label_bytes
         {
-            return Outcome::Rejected(Rejection {
-                errors: vec![BatchError::whole_batch(
-                    ErrorKind::LabelTooLong,
-                    None,
-                    format!(
-                        "the step's label is {} bytes long; the limit is {}",
-                        label.len(),
-                        self.limits.max_label_bytes
-                    ),
-                )],
-            });
+            return Outcome::rejected_by(vec![BatchError::whole_batch(
+                ErrorKind::LabelTooLong,
+                None,
+                format!(
+                    "the step's label is {} bytes long; the limit is {}",
+                    label.len(),
+                    self.limits.max_label_bytes
+                ),
+            )]);
         }
         let unused_random = match options.key {
             Some(key) => Random::for_reply(
@@ -438,158 +425,53 @@ impl Store {
             ),
             None => Random::for_step(self.seed, self.history.next_id().get()),
         };
-        let mut random = unused_random;
-        let rewrite = self.handler.before(BeforeCall {
-            instructions: &batch.instructions,
-            spans: &options.spans,
-            state: &start,
-            limits: rules.limits,
-            forbidden: rules.forbidden,
-            random: &mut random,
-            deadline: options.deadline,
-        });
-        let (instructions, notes) = match rewrite {
-            Ok(None) => (&batch.instructions[..], Vec::new()),
-            Ok(Some(Rewrite {
-                ref instructions,
-                ref notes,
-            })) => (&instructions[..], notes.iter().map(rewritten).collect()),
-            Err(error) => {
-                let error = match late(options.deadline) {
-                    Some(late) => late,
-                    None => BatchError::whole_batch(
-                        ErrorKind::CallbackFailed,
-                        None,
-                        format!("a before hook failed: {error}"),
-                    ),
-                };
-                return Outcome::Rejected(Rejection {
-                    errors: vec![error],
-                });
-            }
+        let setting = Setting {
+            rules: Rules {
+                limits: &self.limits,
+                forbidden: &self.forbidden,
+            },
+            handler: &mut *self.handler,
+            schema: self.schema.as_ref(),
+            policies: options.policies.unwrap_or(self.policies),
         };
-        // Once hooks rewrote the batch, instruction numbers are those of the batch they returned; a
-        // rejection says so and lists the edits, so that it can be read against the reply.
-        let reject = |mut errors: Vec<BatchError>| {
-            if !notes.is_empty() {
-                for error in &mut errors {
-                    if error.instruction.is_some() {
-                        error.message = format!(
-                            "{} (instruction numbers are those of the batch the before hooks returned)",
-                            error.message
-                        );
-                    }
-                }
-                errors.extend(notes.iter().cloned());
-            }
-            Outcome::Rejected(Rejection { errors })
-        };
-        let errors = rules.batch(instructions);
-        // Best effort skips invalid instructions, but a problem with the batch as a whole still rejects.
-        let tolerable = options.best_effort && errors.iter().all(|e| e.instruction.is_some());
-        if !errors.is_empty() && !tolerable {
-            return reject(errors);
-        }
-        let policies = options.policies.unwrap_or(self.policies);
         // Every step knows its state's estimated size, so the budget starts from it without a walk.
         let size = self.history.size_at(at.unwrap_or(self.history.current()));
-        let mut run = Run {
-            root: start.clone(),
+        match run::batch(
+            setting,
+            &batch.instructions,
+            options,
+            &start,
             size,
-            policies,
-            rules,
-            handler: &mut *self.handler,
-            changes: Vec::new(),
-            events: Vec::new(),
-            warnings: notes.clone(),
-            emitted: 0,
-            random,
-            commit_bytes: 0,
-            deadline: options.deadline,
-            ticks: 0,
-        };
-        // In best-effort mode, instructions that failed validation are skipped (a flag per instruction,
-        // so a long batch with many invalid instructions stays linear).
-        let mut invalid = vec![false; instructions.len()];
-        for index in errors
-            .iter()
-            .filter_map(|e| e.instruction.as_ref()?.0.first())
-        {
-            invalid[*index] = true;
+            unused_random,
+        ) {
+            Ok(ran) => Outcome::Committed(self.commit(at, &start, ran, options, unused_random)),
+            Err(errors) => Outcome::rejected_by(errors),
         }
-        run.warnings.extend(errors);
-        let mut results = Vec::with_capacity(instructions.len());
-        for (index, instruction) in instructions.iter().enumerate() {
-            if invalid[index] {
-                results.push(None);
-                continue;
-            }
-            // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
-            let checkpoint = options.best_effort.then(|| {
-                (
-                    run.root.clone(),
-                    (run.size, run.commit_bytes),
-                    run.changes.len(),
-                    run.events.len(),
-                )
-            });
-            match run.one(instruction, &Trail(vec![index]), 0) {
-                Ok(result) => results.push(result),
-                // A batch out of time stops whole: best effort only skips what fails on its own.
-                Err(errors)
-                    if options.best_effort
-                        && !errors.iter().any(|e| e.kind == ErrorKind::DeadlineExceeded) =>
-                {
-                    let (root, (size, commit_bytes), changes, events) =
-                        checkpoint.expect("taken in best-effort mode");
-                    run.root = root;
-                    run.size = size;
-                    run.commit_bytes = commit_bytes;
-                    run.changes.truncate(changes);
-                    run.events.truncate(events);
-                    run.warnings.extend(errors);
-                    results.push(None);
-                }
-                Err(errors) => return reject(errors),
-            }
-        }
-        if let Err(errors) = run.watch() {
-            return reject(errors);
-        }
-        if let Err(errors) = run.after(&start) {
-            return reject(errors);
-        }
-        if let Some(schema) = &self.schema {
-            if let Err(errors) = run.schema(schema) {
-                return reject(errors);
-            }
-        }
-        // The last reading: a batch that ran out of time in its schema check commits nothing either.
-        if let Some(late) = late(options.deadline) {
-            return reject(vec![late]);
-        }
-        let Run {
-            root,
-            size,
-            changes,
-            events,
-            warnings,
-            random,
-            ..
-        } = run;
+    }
+
+    /// Makes what a batch made the current state and, unless it left no trace, a step of the history
+    /// on `at` (or on the current step). `unused_random` is the generator the batch started with.
+    fn commit(
+        &mut self,
+        at: Option<StepId>,
+        start: &Value,
+        ran: Ran,
+        options: &ApplyOptions,
+        unused_random: Random,
+    ) -> Commit {
         // The batch ran on the state at `at`, which the new root now continues from.
         if let Some(at) = at {
             self.history.move_to(at);
         }
-        self.root = root;
-        let changes: Arc<[Change]> = Arc::from(changes);
+        self.root = ran.root;
+        let changes: Arc<[Change]> = Arc::from(ran.changes);
         let mut commit = Commit {
             step: None,
             parent: self.history.current(),
             changes,
-            results,
-            events,
-            warnings,
+            results: ran.results,
+            events: ran.events,
+            warnings: ran.warnings,
             label_moved_from: None,
             trimmed: Vec::new(),
         };
@@ -598,11 +480,11 @@ impl Store {
         // message that changed nothing, so that `undo_to` finds it and a swipe can commit on it. A batch
         // whose scripts drew random numbers is a step too, even if nothing changed (a missed roll):
         // otherwise the next batch would get the same id, so the same draws, and miss again.
-        let drew = random != unused_random;
+        let drew = ran.random != unused_random;
         let recorded =
             !commit.changes.is_empty() || options.label.is_some() || options.key.is_some() || drew;
         if self.history.limits().max_steps == 0 {
-            self.history.rebase(&self.root, size);
+            self.history.rebase(&self.root, ran.size);
             if recorded {
                 self.history.skip_id();
             }
@@ -616,13 +498,13 @@ impl Store {
                     refusal: None,
                 },
                 Arc::clone(&commit.changes),
-                &start,
-                size,
+                start,
+                ran.size,
             );
             commit.step = Some(id);
             commit.trimmed = self.history.trim();
         }
-        Outcome::Committed(commit)
+        commit
     }
 
     /// The step a batch runs on and an O(1) clone of its state: the current step, or the one `at`
@@ -896,411 +778,4 @@ fn info(id: StepId, step: &Step, applied: bool, current: bool) -> StepInfo<'_> {
         current,
         children: &step.children,
     }
-}
-
-/// The working state of one `apply`.
-struct Run<'s> {
-    root: Value,
-    /// The estimated size of `root`, kept by [`budget::check`] after every instruction.
-    size: usize,
-    policies: Policies,
-    rules: Rules<'s>,
-    handler: &'s mut dyn CallbackHandler,
-    changes: Vec<Change>,
-    events: Vec<HostEvent>,
-    warnings: Vec<BatchError>,
-    emitted: usize,
-    /// The batch's generator, handed to every handler call.
-    random: Random,
-    /// What the changes and events so far carry, by [`budget::check`] and [`Run::follow`], against
-    /// `Limits::max_commit_bytes`.
-    commit_bytes: usize,
-    /// [`ApplyOptions::deadline`].
-    deadline: Option<Instant>,
-    /// Instructions run since the clock was last read.
-    ticks: u32,
-}
-
-/// The error of a batch whose deadline has passed, if it has. Reads the clock.
-fn late(deadline: Option<Instant>) -> Option<BatchError> {
-    let deadline = deadline?;
-    (Instant::now() >= deadline).then(|| {
-        BatchError::whole_batch(
-            ErrorKind::DeadlineExceeded,
-            None,
-            "the batch ran past its deadline and was stopped; nothing of it was applied",
-        )
-    })
-}
-
-/// A `before` hook's edit, as the warning a commit or a rejection reports.
-fn rewritten(note: &RewriteNote) -> BatchError {
-    BatchError {
-        kind: ErrorKind::RewrittenByScript,
-        instruction: note.instruction.map(|index| Trail(vec![index])),
-        field: None,
-        path: None,
-        message: format!(
-            "rewritten by the before hook at {}: {}",
-            note.origin, note.message
-        ),
-    }
-}
-
-/// How many rounds of repairs one batch may take: a repair (a default) can bring a value whose own
-/// schema another round mends, and a bound keeps a schema that keeps asking from looping.
-const REPAIR_ROUNDS: usize = 4;
-
-impl Run<'_> {
-    /// Runs an instruction at cascade `depth`; callbacks run their emitted instructions right after.
-    fn one(
-        &mut self,
-        instruction: &Instruction,
-        trail: &Trail,
-        depth: usize,
-    ) -> Result<Option<Value>, Vec<BatchError>> {
-        if self.deadline.is_some() {
-            // Every handler call may be long, so the clock is read before each; plain instructions are
-            // short, so only every so many of them.
-            self.ticks += 1;
-            if instruction.op == Op::Callback || self.ticks >= DEADLINE_CHECK_EVERY {
-                self.ticks = 0;
-                if let Some(late) = late(self.deadline) {
-                    return Err(vec![late]);
-                }
-            }
-        }
-        if instruction.op != Op::Callback {
-            let start = self.changes.len();
-            let ran = exec::run(
-                &mut self.root,
-                instruction,
-                &self.policies,
-                &mut self.changes,
-            )
-            .and_then(|ran| {
-                budget::check(
-                    &self.changes[start..],
-                    self.rules.limits,
-                    &mut self.size,
-                    &mut self.commit_bytes,
-                )?;
-                Ok(ran)
-            });
-            return match ran {
-                Ok(ran) => {
-                    self.warnings
-                        .extend(ran.warnings.into_iter().map(|w| to_error(w, trail)));
-                    Ok(ran.result)
-                }
-                Err(failure) => Err(vec![to_error(failure, trail)]),
-            };
-        }
-        let name = match instruction.path.segments().first() {
-            Some(crate::path::Segment::Key(name)) => name.clone(),
-            _ => {
-                return Err(vec![BatchError::in_field(
-                    ErrorKind::InvalidPath,
-                    trail,
-                    "/path/0",
-                    "a callback needs a name",
-                )]);
-            }
-        };
-        let args: Vec<Value> = match &instruction.value {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items.iter().cloned().collect(),
-            Some(one) => vec![one.clone()],
-        };
-        let call = CallbackCall {
-            name: &name,
-            args: &args,
-            state: &self.root,
-            depth,
-            limits: self.rules.limits,
-            forbidden: self.rules.forbidden,
-            random: &mut self.random,
-            deadline: self.deadline,
-        };
-        let response = match self.handler.call(call) {
-            Ok(response) => response,
-            Err(HandlerError::Unknown)
-                if self.policies.unknown_callback == UnknownCallback::Skip =>
-            {
-                self.warnings.push(BatchError::in_field(
-                    ErrorKind::UnknownCallback,
-                    trail,
-                    "/path/0",
-                    format!("no handler named \"{name}\"; skipped"),
-                ));
-                return Ok(None);
-            }
-            Err(HandlerError::Unknown) => {
-                return Err(vec![BatchError::in_field(
-                    ErrorKind::UnknownCallback,
-                    trail,
-                    "/path/0",
-                    format!("no handler named \"{name}\""),
-                )]);
-            }
-            // A script stopped at the deadline failed because the batch's time is up, not by itself.
-            Err(HandlerError::Failed(_)) if late(self.deadline).is_some() => {
-                return Err(late(self.deadline).into_iter().collect());
-            }
-            Err(HandlerError::Failed(message)) => {
-                return Err(vec![BatchError::in_field(
-                    ErrorKind::CallbackFailed,
-                    trail,
-                    "",
-                    format!("callback \"{name}\" failed: {message}"),
-                )]);
-            }
-        };
-        let mut errors = Vec::new();
-        if let Some(value) = &response.value {
-            self.rules
-                .handler_output(value, "/result", trail, &mut errors);
-        }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        let value = response.value.clone();
-        self.follow(response, trail, depth)?;
-        Ok(value)
-    }
-
-    /// Queues a handler's events and runs its emitted instructions, validated, at `depth + 1`.
-    fn follow(
-        &mut self,
-        response: Response,
-        trail: &Trail,
-        depth: usize,
-    ) -> Result<(), Vec<BatchError>> {
-        let mut errors = Vec::new();
-        for (i, event) in response.events.iter().enumerate() {
-            let field = format!("/events/{i}/payload");
-            self.rules
-                .handler_output(&event.payload, &field, trail, &mut errors);
-        }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        for event in &response.events {
-            let allowance = self
-                .rules
-                .limits
-                .max_commit_bytes
-                .saturating_sub(self.commit_bytes)
-                .saturating_add(1);
-            self.commit_bytes = self
-                .commit_bytes
-                .saturating_add(event.payload.estimated_bytes(allowance));
-            if self.commit_bytes > self.rules.limits.max_commit_bytes {
-                return Err(vec![BatchError::in_field(
-                    ErrorKind::CommitTooLarge,
-                    trail,
-                    "",
-                    budget::commit_too_large(self.rules.limits),
-                )]);
-            }
-        }
-        self.events.extend(response.events);
-        if response.instructions.is_empty() {
-            return Ok(());
-        }
-        if depth + 1 > self.rules.limits.max_cascade_depth {
-            return Err(vec![BatchError::in_field(
-                ErrorKind::CascadeTooDeep,
-                trail,
-                "",
-                format!(
-                    "callbacks emitted instructions {} levels deep; the limit is {}",
-                    depth + 1,
-                    self.rules.limits.max_cascade_depth
-                ),
-            )]);
-        }
-        self.emitted += response.instructions.len();
-        if self.emitted > self.rules.limits.max_emitted {
-            return Err(vec![BatchError::in_field(
-                ErrorKind::TooManyEmitted,
-                trail,
-                "",
-                format!(
-                    "callbacks emitted {} instructions in this batch; the limit is {}",
-                    self.emitted, self.rules.limits.max_emitted
-                ),
-            )]);
-        }
-        let mut errors = Vec::new();
-        for (i, emitted) in response.instructions.iter().enumerate() {
-            self.rules
-                .instruction(emitted, &child(trail, i), &mut errors);
-        }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        for (i, emitted) in response.instructions.iter().enumerate() {
-            self.one(emitted, &child(trail, i), depth + 1)?;
-        }
-        Ok(())
-    }
-
-    /// Offers the batch's changes to watchers, and then the changes their instructions made, up to the
-    /// cascade limit.
-    fn watch(&mut self) -> Result<(), Vec<BatchError>> {
-        let mut seen = 0;
-        for depth in 0.. {
-            if seen == self.changes.len() {
-                return Ok(());
-            }
-            // The fresh changes are lent, not copied: watchers cannot change the log while they read it.
-            let fresh = seen..self.changes.len();
-            seen = self.changes.len();
-            let call = WatchCall {
-                changes: &self.changes[fresh],
-                state: &self.root,
-                depth,
-                limits: self.rules.limits,
-                forbidden: self.rules.forbidden,
-                random: &mut self.random,
-                deadline: self.deadline,
-            };
-            let response = self.handler.watch(call).map_err(|error| {
-                vec![late(self.deadline).unwrap_or_else(|| {
-                    BatchError::whole_batch(
-                        ErrorKind::CallbackFailed,
-                        None,
-                        format!("a watcher failed: {error}"),
-                    )
-                })]
-            })?;
-            // Watcher output has no instruction of the batch to point at: its errors say so instead.
-            self.follow(response, &Trail(Vec::new()), depth)
-                .map_err(|errors| {
-                    errors
-                        .into_iter()
-                        .map(|mut error| {
-                            error.message = format!(
-                                "emitted by a watcher ({}): {}",
-                                error.instruction.take().unwrap_or_default(),
-                                error.message
-                            );
-                            error
-                        })
-                        .collect::<Vec<_>>()
-                })?;
-        }
-        Ok(())
-    }
-}
-
-impl Run<'_> {
-    /// Offers the whole batch to `after` hooks, once, and runs what they emit (at cascade depth 0, so
-    /// callbacks they emit are bounded like any). Watchers do not see these changes: the hooks have
-    /// the last word before the schema check.
-    fn after(&mut self, before: &Value) -> Result<(), Vec<BatchError>> {
-        let call = AfterCall {
-            changes: &self.changes,
-            before,
-            state: &self.root,
-            limits: self.rules.limits,
-            forbidden: self.rules.forbidden,
-            random: &mut self.random,
-            deadline: self.deadline,
-        };
-        let response = self.handler.after(call).map_err(|error| {
-            vec![late(self.deadline).unwrap_or_else(|| {
-                BatchError::whole_batch(
-                    ErrorKind::CallbackFailed,
-                    None,
-                    format!("an after hook failed: {error}"),
-                )
-            })]
-        })?;
-        self.follow(response, &Trail(Vec::new()), 0)
-            .map_err(|errors| {
-                errors
-                    .into_iter()
-                    .map(|mut error| {
-                        error.message = format!(
-                            "emitted by an after hook ({}): {}",
-                            error.instruction.take().unwrap_or_default(),
-                            error.message
-                        );
-                        error
-                    })
-                    .collect()
-            })
-    }
-
-    /// The incremental schema check; under `schema_violation = repair`, the violations the schema
-    /// says how to mend are repaired (each a change of this batch and a `schema_repaired` warning)
-    /// and the check runs again on what changed, up to [`REPAIR_ROUNDS`] times.
-    fn schema(&mut self, schema: &StateSchema) -> Result<(), Vec<BatchError>> {
-        let mut errors = schema.check_changes(&self.root, &self.changes);
-        if self.policies.schema_violation == SchemaViolation::Reject {
-            return if errors.is_empty() {
-                Ok(())
-            } else {
-                Err(errors)
-            };
-        }
-        for _ in 0..REPAIR_ROUNDS {
-            if errors.is_empty() {
-                return Ok(());
-            }
-            let repairs = schema.repairs(&self.root, &errors);
-            if repairs.is_empty() {
-                return Err(errors);
-            }
-            for repair in repairs {
-                let reason = format!("schema repair: {}", repair.rule);
-                let instruction =
-                    Instruction::assign(repair.path.clone(), repair.value).with_reason(reason);
-                let ran = exec::run(
-                    &mut self.root,
-                    &instruction,
-                    &Policies::default(),
-                    &mut self.changes,
-                )
-                .and_then(|_| {
-                    let from = self.changes.len() - 1;
-                    budget::check(
-                        &self.changes[from..],
-                        self.rules.limits,
-                        &mut self.size,
-                        &mut self.commit_bytes,
-                    )
-                });
-                if let Err(failure) = ran {
-                    return Err(vec![to_error(failure, &Trail(Vec::new()))]);
-                }
-                self.warnings.push(BatchError::whole_batch(
-                    ErrorKind::SchemaRepaired,
-                    Some(repair.path.to_pointer()),
-                    format!(
-                        "repaired to the schema ({}): {}",
-                        repair.rule, repair.message
-                    ),
-                ));
-            }
-            errors = schema.check_changes(&self.root, &self.changes);
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        }
-    }
-}
-
-fn child(trail: &Trail, index: usize) -> Trail {
-    let mut out = trail.clone();
-    out.0.push(index);
-    out
-}
-
-fn to_error(failure: Failure, trail: &Trail) -> BatchError {
-    BatchError::at_path(failure.kind, trail, failure.path, failure.message)
 }

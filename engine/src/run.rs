@@ -1,0 +1,642 @@
+//! The batch runner: one batch, from the `before` hooks to the schema check, on an O(1) clone of the
+//! state it starts from.
+//!
+//! [`batch`] hands the batch to the `before` hooks (which may return another), validates it, runs
+//! each instruction (`exec.rs`) with its callbacks' emitted instructions right after it, then the
+//! watchers, the `after` hooks and the incremental schema check (mending under
+//! `schema_violation = repair`), reading the clock against the deadline as it goes. It returns what
+//! the batch made ([`Ran`]) or every error that rejects it; the store (`store.rs`) decides what a
+//! commit is. This module must not touch the history or the store's root.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use crate::budget;
+use crate::callback::{
+    AfterCall, BeforeCall, CallbackCall, CallbackHandler, HandlerError, HostEvent, Response,
+    Rewrite, RewriteNote, WatchCall,
+};
+use crate::change::Change;
+use crate::error::{BatchError, ErrorKind, Trail};
+use crate::exec::{self, Failure};
+use crate::instruction::{Instruction, Op};
+use crate::limits::{Policies, SchemaViolation, UnknownCallback};
+use crate::random::Random;
+use crate::schema::StateSchema;
+use crate::store::ApplyOptions;
+use crate::validate::Rules;
+use crate::value::Value;
+
+/// How many instructions run between two readings of the clock against [`ApplyOptions::deadline`]: an
+/// instruction takes well under a microsecond, a reading of the clock some tens of nanoseconds.
+const DEADLINE_CHECK_EVERY: u32 = 64;
+
+/// What a batch runs with, borrowed from its store.
+pub(crate) struct Setting<'s> {
+    pub(crate) rules: Rules<'s>,
+    pub(crate) handler: &'s mut dyn CallbackHandler,
+    pub(crate) schema: Option<&'s StateSchema>,
+    /// The batch's policies ([`ApplyOptions::policies`] or the store's).
+    pub(crate) policies: Policies,
+}
+
+/// What a batch that ran to its end made: the new root and the parts of its commit.
+pub(crate) struct Ran {
+    pub(crate) root: Value,
+    /// The estimated size of `root`.
+    pub(crate) size: usize,
+    pub(crate) changes: Vec<Change>,
+    /// One per instruction of the batch that ran (the one the `before` hooks returned).
+    pub(crate) results: Vec<Option<Value>>,
+    pub(crate) events: Vec<HostEvent>,
+    pub(crate) warnings: Vec<BatchError>,
+    /// The generator as the batch's handlers left it.
+    pub(crate) random: Random,
+}
+
+/// Runs `instructions` on `start` (whose estimated size is `size`), drawing from `random`: what it
+/// made, or every error that rejects it. `start` itself is never changed.
+/// Time: the batch's own work (its instructions, handlers and schema check).
+pub(crate) fn batch(
+    setting: Setting<'_>,
+    instructions: &[Instruction],
+    options: &ApplyOptions,
+    start: &Value,
+    size: usize,
+    mut random: Random,
+) -> Result<Ran, Vec<BatchError>> {
+    let Setting {
+        rules,
+        handler,
+        schema,
+        policies,
+    } = setting;
+    let (instructions, notes) = before_hooks(
+        &mut *handler,
+        &rules,
+        instructions,
+        options,
+        start,
+        &mut random,
+    )
+    .map_err(|error| vec![error])?;
+    // Once hooks rewrote the batch, instruction numbers are those of the batch they returned; a
+    // rejection says so and lists the edits, so that it can be read against the reply.
+    let reject = |mut errors: Vec<BatchError>| {
+        if !notes.is_empty() {
+            for error in &mut errors {
+                if error.instruction.is_some() {
+                    error.message = format!(
+                        "{} (instruction numbers are those of the batch the before hooks returned)",
+                        error.message
+                    );
+                }
+            }
+            errors.extend(notes.iter().cloned());
+        }
+        errors
+    };
+    let errors = rules.batch(&instructions);
+    // Best effort skips invalid instructions, but a problem with the batch as a whole still rejects.
+    let tolerable = options.best_effort && errors.iter().all(|e| e.instruction.is_some());
+    if !errors.is_empty() && !tolerable {
+        return Err(reject(errors));
+    }
+    let mut run = Run {
+        root: start.clone(),
+        size,
+        policies,
+        rules,
+        handler,
+        changes: Vec::new(),
+        events: Vec::new(),
+        warnings: notes.clone(),
+        emitted: 0,
+        random,
+        commit_bytes: 0,
+        deadline: options.deadline,
+        ticks: 0,
+    };
+    let results = run
+        .all(&instructions, errors, options.best_effort)
+        .map_err(reject)?;
+    run.watch().map_err(reject)?;
+    run.after(start).map_err(reject)?;
+    if let Some(schema) = schema {
+        run.schema(schema).map_err(reject)?;
+    }
+    // The last reading: a batch that ran out of time in its schema check commits nothing either.
+    if let Some(late) = late(options.deadline) {
+        return Err(reject(vec![late]));
+    }
+    Ok(Ran {
+        root: run.root,
+        size: run.size,
+        changes: run.changes,
+        results,
+        events: run.events,
+        warnings: run.warnings,
+        random: run.random,
+    })
+}
+
+/// The batch the `before` hooks hand back (`instructions` when they changed nothing) and their edits,
+/// as warnings; or the error of a failing hook, which rejects the batch.
+fn before_hooks<'i>(
+    handler: &mut dyn CallbackHandler,
+    rules: &Rules<'_>,
+    instructions: &'i [Instruction],
+    options: &ApplyOptions,
+    start: &Value,
+    random: &mut Random,
+) -> Result<(Cow<'i, [Instruction]>, Vec<BatchError>), BatchError> {
+    let rewrite = handler.before(BeforeCall {
+        instructions,
+        spans: &options.spans,
+        state: start,
+        limits: rules.limits,
+        forbidden: rules.forbidden,
+        random,
+        deadline: options.deadline,
+    });
+    match rewrite {
+        Ok(None) => Ok((Cow::Borrowed(instructions), Vec::new())),
+        Ok(Some(Rewrite {
+            instructions,
+            notes,
+        })) => Ok((
+            Cow::Owned(instructions),
+            notes.iter().map(rewritten).collect(),
+        )),
+        Err(error) => Err(late(options.deadline).unwrap_or_else(|| {
+            BatchError::whole_batch(
+                ErrorKind::CallbackFailed,
+                None,
+                format!("a before hook failed: {error}"),
+            )
+        })),
+    }
+}
+
+/// The working state of one `apply`.
+struct Run<'s> {
+    root: Value,
+    /// The estimated size of `root`, kept by [`budget::check`] after every instruction.
+    size: usize,
+    policies: Policies,
+    rules: Rules<'s>,
+    handler: &'s mut dyn CallbackHandler,
+    changes: Vec<Change>,
+    events: Vec<HostEvent>,
+    warnings: Vec<BatchError>,
+    emitted: usize,
+    /// The batch's generator, handed to every handler call.
+    random: Random,
+    /// What the changes and events so far carry, by [`budget::check`] and [`Run::follow`], against
+    /// `Limits::max_commit_bytes`.
+    commit_bytes: usize,
+    /// [`ApplyOptions::deadline`].
+    deadline: Option<Instant>,
+    /// Instructions run since the clock was last read.
+    ticks: u32,
+}
+
+/// The error of a batch whose deadline has passed, if it has. Reads the clock.
+fn late(deadline: Option<Instant>) -> Option<BatchError> {
+    let deadline = deadline?;
+    (Instant::now() >= deadline).then(|| {
+        BatchError::whole_batch(
+            ErrorKind::DeadlineExceeded,
+            None,
+            "the batch ran past its deadline and was stopped; nothing of it was applied",
+        )
+    })
+}
+
+/// A `before` hook's edit, as the warning a commit or a rejection reports.
+fn rewritten(note: &RewriteNote) -> BatchError {
+    BatchError {
+        kind: ErrorKind::RewrittenByScript,
+        instruction: note.instruction.map(|index| Trail(vec![index])),
+        field: None,
+        path: None,
+        message: format!(
+            "rewritten by the before hook at {}: {}",
+            note.origin, note.message
+        ),
+    }
+}
+
+/// How many rounds of repairs one batch may take: a repair (a default) can bring a value whose own
+/// schema another round mends, and a bound keeps a schema that keeps asking from looping.
+const REPAIR_ROUNDS: usize = 4;
+
+impl Run<'_> {
+    /// Runs the batch's instructions in order, one result each. `errors` are validation's: in best
+    /// effort the instructions they name are skipped, as is any instruction that fails on its own
+    /// (its changes and events undone), each reported as a warning.
+    fn all(
+        &mut self,
+        instructions: &[Instruction],
+        errors: Vec<BatchError>,
+        best_effort: bool,
+    ) -> Result<Vec<Option<Value>>, Vec<BatchError>> {
+        // A flag per instruction, so a long batch with many invalid instructions stays linear.
+        let mut invalid = vec![false; instructions.len()];
+        for index in errors
+            .iter()
+            .filter_map(|e| e.instruction.as_ref()?.0.first())
+        {
+            invalid[*index] = true;
+        }
+        self.warnings.extend(errors);
+        let mut results = Vec::with_capacity(instructions.len());
+        for (index, instruction) in instructions.iter().enumerate() {
+            if invalid[index] {
+                results.push(None);
+                continue;
+            }
+            // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
+            let checkpoint = best_effort.then(|| {
+                (
+                    self.root.clone(),
+                    (self.size, self.commit_bytes),
+                    self.changes.len(),
+                    self.events.len(),
+                )
+            });
+            match self.one(instruction, &Trail(vec![index]), 0) {
+                Ok(result) => results.push(result),
+                // A batch out of time stops whole: best effort only skips what fails on its own.
+                Err(errors)
+                    if best_effort
+                        && !errors.iter().any(|e| e.kind == ErrorKind::DeadlineExceeded) =>
+                {
+                    let (root, (size, commit_bytes), changes, events) =
+                        checkpoint.expect("taken in best-effort mode");
+                    self.root = root;
+                    self.size = size;
+                    self.commit_bytes = commit_bytes;
+                    self.changes.truncate(changes);
+                    self.events.truncate(events);
+                    self.warnings.extend(errors);
+                    results.push(None);
+                }
+                Err(errors) => return Err(errors),
+            }
+        }
+        Ok(results)
+    }
+
+    /// Runs an instruction at cascade `depth`; callbacks run their emitted instructions right after.
+    fn one(
+        &mut self,
+        instruction: &Instruction,
+        trail: &Trail,
+        depth: usize,
+    ) -> Result<Option<Value>, Vec<BatchError>> {
+        if self.deadline.is_some() {
+            // Every handler call may be long, so the clock is read before each; plain instructions are
+            // short, so only every so many of them.
+            self.ticks += 1;
+            if instruction.op == Op::Callback || self.ticks >= DEADLINE_CHECK_EVERY {
+                self.ticks = 0;
+                if let Some(late) = late(self.deadline) {
+                    return Err(vec![late]);
+                }
+            }
+        }
+        if instruction.op != Op::Callback {
+            let start = self.changes.len();
+            let ran = exec::run(
+                &mut self.root,
+                instruction,
+                &self.policies,
+                &mut self.changes,
+            )
+            .and_then(|ran| {
+                budget::check(
+                    &self.changes[start..],
+                    self.rules.limits,
+                    &mut self.size,
+                    &mut self.commit_bytes,
+                )?;
+                Ok(ran)
+            });
+            return match ran {
+                Ok(ran) => {
+                    self.warnings
+                        .extend(ran.warnings.into_iter().map(|w| to_error(w, trail)));
+                    Ok(ran.result)
+                }
+                Err(failure) => Err(vec![to_error(failure, trail)]),
+            };
+        }
+        let name = match instruction.path.segments().first() {
+            Some(crate::path::Segment::Key(name)) => name.clone(),
+            _ => {
+                return Err(vec![BatchError::in_field(
+                    ErrorKind::InvalidPath,
+                    trail,
+                    "/path/0",
+                    "a callback needs a name",
+                )]);
+            }
+        };
+        let args: Vec<Value> = match &instruction.value {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items.iter().cloned().collect(),
+            Some(one) => vec![one.clone()],
+        };
+        let call = CallbackCall {
+            name: &name,
+            args: &args,
+            state: &self.root,
+            depth,
+            limits: self.rules.limits,
+            forbidden: self.rules.forbidden,
+            random: &mut self.random,
+            deadline: self.deadline,
+        };
+        let response = match self.handler.call(call) {
+            Ok(response) => response,
+            Err(HandlerError::Unknown)
+                if self.policies.unknown_callback == UnknownCallback::Skip =>
+            {
+                self.warnings.push(BatchError::in_field(
+                    ErrorKind::UnknownCallback,
+                    trail,
+                    "/path/0",
+                    format!("no handler named \"{name}\"; skipped"),
+                ));
+                return Ok(None);
+            }
+            Err(HandlerError::Unknown) => {
+                return Err(vec![BatchError::in_field(
+                    ErrorKind::UnknownCallback,
+                    trail,
+                    "/path/0",
+                    format!("no handler named \"{name}\""),
+                )]);
+            }
+            // A script stopped at the deadline failed because the batch's time is up, not by itself.
+            Err(HandlerError::Failed(_)) if late(self.deadline).is_some() => {
+                return Err(late(self.deadline).into_iter().collect());
+            }
+            Err(HandlerError::Failed(message)) => {
+                return Err(vec![BatchError::in_field(
+                    ErrorKind::CallbackFailed,
+                    trail,
+                    "",
+                    format!("callback \"{name}\" failed: {message}"),
+                )]);
+            }
+        };
+        let mut errors = Vec::new();
+        if let Some(value) = &response.value {
+            self.rules
+                .handler_output(value, "/result", trail, &mut errors);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let value = response.value.clone();
+        self.follow(response, trail, depth)?;
+        Ok(value)
+    }
+
+    /// Queues a handler's events and runs its emitted instructions, validated, at `depth + 1`.
+    fn follow(
+        &mut self,
+        response: Response,
+        trail: &Trail,
+        depth: usize,
+    ) -> Result<(), Vec<BatchError>> {
+        let mut errors = Vec::new();
+        for (i, event) in response.events.iter().enumerate() {
+            let field = format!("/events/{i}/payload");
+            self.rules
+                .handler_output(&event.payload, &field, trail, &mut errors);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        for event in &response.events {
+            let allowance = self
+                .rules
+                .limits
+                .max_commit_bytes
+                .saturating_sub(self.commit_bytes)
+                .saturating_add(1);
+            self.commit_bytes = self
+                .commit_bytes
+                .saturating_add(event.payload.estimated_bytes(allowance));
+            if self.commit_bytes > self.rules.limits.max_commit_bytes {
+                return Err(vec![BatchError::in_field(
+                    ErrorKind::CommitTooLarge,
+                    trail,
+                    "",
+                    budget::commit_too_large(self.rules.limits),
+                )]);
+            }
+        }
+        self.events.extend(response.events);
+        if response.instructions.is_empty() {
+            return Ok(());
+        }
+        if depth + 1 > self.rules.limits.max_cascade_depth {
+            return Err(vec![BatchError::in_field(
+                ErrorKind::CascadeTooDeep,
+                trail,
+                "",
+                format!(
+                    "callbacks emitted instructions {} levels deep; the limit is {}",
+                    depth + 1,
+                    self.rules.limits.max_cascade_depth
+                ),
+            )]);
+        }
+        self.emitted += response.instructions.len();
+        if self.emitted > self.rules.limits.max_emitted {
+            return Err(vec![BatchError::in_field(
+                ErrorKind::TooManyEmitted,
+                trail,
+                "",
+                format!(
+                    "callbacks emitted {} instructions in this batch; the limit is {}",
+                    self.emitted, self.rules.limits.max_emitted
+                ),
+            )]);
+        }
+        let mut errors = Vec::new();
+        for (i, emitted) in response.instructions.iter().enumerate() {
+            self.rules
+                .instruction(emitted, &child(trail, i), &mut errors);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        for (i, emitted) in response.instructions.iter().enumerate() {
+            self.one(emitted, &child(trail, i), depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// Offers the batch's changes to watchers, and then the changes their instructions made, up to the
+    /// cascade limit.
+    fn watch(&mut self) -> Result<(), Vec<BatchError>> {
+        let mut seen = 0;
+        for depth in 0.. {
+            if seen == self.changes.len() {
+                return Ok(());
+            }
+            // The fresh changes are lent, not copied: watchers cannot change the log while they read it.
+            let fresh = seen..self.changes.len();
+            seen = self.changes.len();
+            let call = WatchCall {
+                changes: &self.changes[fresh],
+                state: &self.root,
+                depth,
+                limits: self.rules.limits,
+                forbidden: self.rules.forbidden,
+                random: &mut self.random,
+                deadline: self.deadline,
+            };
+            let response = self.handler.watch(call).map_err(|error| {
+                vec![late(self.deadline).unwrap_or_else(|| {
+                    BatchError::whole_batch(
+                        ErrorKind::CallbackFailed,
+                        None,
+                        format!("a watcher failed: {error}"),
+                    )
+                })]
+            })?;
+            // Watcher output has no instruction of the batch to point at: its errors say so instead.
+            self.follow(response, &Trail(Vec::new()), depth)
+                .map_err(|errors| {
+                    errors
+                        .into_iter()
+                        .map(|mut error| {
+                            error.message = format!(
+                                "emitted by a watcher ({}): {}",
+                                error.instruction.take().unwrap_or_default(),
+                                error.message
+                            );
+                            error
+                        })
+                        .collect::<Vec<_>>()
+                })?;
+        }
+        Ok(())
+    }
+}
+
+impl Run<'_> {
+    /// Offers the whole batch to `after` hooks, once, and runs what they emit (at cascade depth 0, so
+    /// callbacks they emit are bounded like any). Watchers do not see these changes: the hooks have
+    /// the last word before the schema check.
+    fn after(&mut self, before: &Value) -> Result<(), Vec<BatchError>> {
+        let call = AfterCall {
+            changes: &self.changes,
+            before,
+            state: &self.root,
+            limits: self.rules.limits,
+            forbidden: self.rules.forbidden,
+            random: &mut self.random,
+            deadline: self.deadline,
+        };
+        let response = self.handler.after(call).map_err(|error| {
+            vec![late(self.deadline).unwrap_or_else(|| {
+                BatchError::whole_batch(
+                    ErrorKind::CallbackFailed,
+                    None,
+                    format!("an after hook failed: {error}"),
+                )
+            })]
+        })?;
+        self.follow(response, &Trail(Vec::new()), 0)
+            .map_err(|errors| {
+                errors
+                    .into_iter()
+                    .map(|mut error| {
+                        error.message = format!(
+                            "emitted by an after hook ({}): {}",
+                            error.instruction.take().unwrap_or_default(),
+                            error.message
+                        );
+                        error
+                    })
+                    .collect()
+            })
+    }
+
+    /// The incremental schema check; under `schema_violation = repair`, the violations the schema
+    /// says how to mend are repaired (each a change of this batch and a `schema_repaired` warning)
+    /// and the check runs again on what changed, up to [`REPAIR_ROUNDS`] times.
+    fn schema(&mut self, schema: &StateSchema) -> Result<(), Vec<BatchError>> {
+        let mut errors = schema.check_changes(&self.root, &self.changes);
+        if self.policies.schema_violation == SchemaViolation::Reject {
+            return if errors.is_empty() {
+                Ok(())
+            } else {
+                Err(errors)
+            };
+        }
+        for _ in 0..REPAIR_ROUNDS {
+            if errors.is_empty() {
+                return Ok(());
+            }
+            let repairs = schema.repairs(&self.root, &errors);
+            if repairs.is_empty() {
+                return Err(errors);
+            }
+            for repair in repairs {
+                let reason = format!("schema repair: {}", repair.rule);
+                let instruction =
+                    Instruction::assign(repair.path.clone(), repair.value).with_reason(reason);
+                let ran = exec::run(
+                    &mut self.root,
+                    &instruction,
+                    &Policies::default(),
+                    &mut self.changes,
+                )
+                .and_then(|_| {
+                    let from = self.changes.len() - 1;
+                    budget::check(
+                        &self.changes[from..],
+                        self.rules.limits,
+                        &mut self.size,
+                        &mut self.commit_bytes,
+                    )
+                });
+                if let Err(failure) = ran {
+                    return Err(vec![to_error(failure, &Trail(Vec::new()))]);
+                }
+                self.warnings.push(BatchError::whole_batch(
+                    ErrorKind::SchemaRepaired,
+                    Some(repair.path.to_pointer()),
+                    format!(
+                        "repaired to the schema ({}): {}",
+                        repair.rule, repair.message
+                    ),
+                ));
+            }
+            errors = schema.check_changes(&self.root, &self.changes);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+fn child(trail: &Trail, index: usize) -> Trail {
+    let mut out = trail.clone();
+    out.0.push(index);
+    out
+}
+
+fn to_error(failure: Failure, trail: &Trail) -> BatchError {
+    BatchError::at_path(failure.kind, trail, failure.path, failure.message)
+}
