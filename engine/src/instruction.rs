@@ -464,6 +464,65 @@ struct Fields<T> {
     metadata: Option<T>,
 }
 
+impl<'a, T: JsonTree<'a>> Fields<T> {
+    /// The members of instruction `index` (an object), each unknown or repeated one reported.
+    fn gather(json: T, index: usize, report: &mut Vec<BatchError>) -> Fields<T> {
+        let mut fields = Fields {
+            op: None,
+            path: None,
+            from: None,
+            value: None,
+            old: None,
+            reason: None,
+            metadata: None,
+        };
+        for (key, member) in json.members() {
+            let slot = match key {
+                "op" => &mut fields.op,
+                "path" => &mut fields.path,
+                "from" => &mut fields.from,
+                "value" => &mut fields.value,
+                "old" => &mut fields.old,
+                "reason" => &mut fields.reason,
+                "metadata" => &mut fields.metadata,
+                _ => {
+                    report.push(field_error(
+                        index,
+                        ErrorKind::UnknownMember,
+                        crate::path::pointer_of(&[crate::Segment::key(key)]),
+                        // Joined rather than formatted: a reply can hold thousands of these.
+                        [
+                            "unknown member \"",
+                            key,
+                            "\"; an instruction has only ",
+                            KNOWN_FIELDS,
+                        ]
+                        .concat(),
+                    ));
+                    continue;
+                }
+            };
+            if slot.is_some() {
+                // A tree that keeps both (a translator's document) shows them: which one was meant is
+                // unknowable, so neither is taken.
+                report.push(field_error(
+                    index,
+                    ErrorKind::InvalidField,
+                    crate::path::pointer_of(&[crate::Segment::key(key)]),
+                    [
+                        "the member \"",
+                        key,
+                        "\" is given twice; give it once, as no reader can tell which one was meant",
+                    ]
+                    .concat(),
+                ));
+            }
+            *slot = Some(member);
+        }
+        fields
+    }
+}
+
 const KNOWN_FIELDS: &str = "op, path, from, value, old, reason, metadata";
 
 /// A problem with `field` of instruction `index`. The trail is built only when there is a problem.
@@ -567,100 +626,8 @@ fn decode_instruction<'a>(
         return None;
     }
     let before = report.len();
-    let mut fields = Fields {
-        op: None,
-        path: None,
-        from: None,
-        value: None,
-        old: None,
-        reason: None,
-        metadata: None,
-    };
-    for (key, member) in json.members() {
-        let slot = match key {
-            "op" => &mut fields.op,
-            "path" => &mut fields.path,
-            "from" => &mut fields.from,
-            "value" => &mut fields.value,
-            "old" => &mut fields.old,
-            "reason" => &mut fields.reason,
-            "metadata" => &mut fields.metadata,
-            _ => {
-                report.push(field_error(
-                    index,
-                    ErrorKind::UnknownMember,
-                    crate::path::pointer_of(&[crate::Segment::key(key)]),
-                    // Joined rather than formatted: a reply can hold thousands of these.
-                    [
-                        "unknown member \"",
-                        key,
-                        "\"; an instruction has only ",
-                        KNOWN_FIELDS,
-                    ]
-                    .concat(),
-                ));
-                continue;
-            }
-        };
-        if slot.is_some() {
-            // A tree that keeps both (a translator's document) shows them: which one was meant is
-            // unknowable, so neither is taken.
-            report.push(field_error(
-                index,
-                ErrorKind::InvalidField,
-                crate::path::pointer_of(&[crate::Segment::key(key)]),
-                [
-                    "the member \"",
-                    key,
-                    "\" is given twice; give it once, as no reader can tell which one was meant",
-                ]
-                .concat(),
-            ));
-        }
-        *slot = Some(member);
-    }
-    let mut patch_form = false;
-    let op = match fields.op.map(|op| (op, op.kind())) {
-        None => {
-            report.push(field_error(
-                index,
-                ErrorKind::MissingField,
-                "/op",
-                "missing \"op\"",
-            ));
-            None
-        }
-        Some((_, NodeKind::String(name))) => match name.parse::<Op>() {
-            Ok(op) => {
-                // MVU's `delta` is a JSON Patch document member: its path is a pointer.
-                patch_form = op.is_json_patch() || name == "delta";
-                Some(op)
-            }
-            Err(()) => {
-                report.push(field_error(
-                    index,
-                    ErrorKind::UnknownOp,
-                    "/op",
-                    format!(
-                        "unknown op \"{name}\"; expected one of {} (or a JSON Patch document's {})",
-                        Op::names(false),
-                        Op::names(true)
-                    ),
-                ));
-                None
-            }
-        },
-        Some((other, _)) => {
-            report.push(field_error(
-                index,
-                ErrorKind::InvalidField,
-                "/op",
-                format!("\"op\" must be a string, not {}", type_name(other)),
-            ));
-            None
-        }
-    };
-    let op = op?;
+    let fields = Fields::gather(json, index, report);
+    let (op, patch_form) = decode_op(fields.op, index, report)?;
     let path = decode_path(fields.path, "/path", patch_form, index, report);
     let from = match op {
         Op::Move | Op::Copy => decode_path(fields.from, "/from", patch_form, index, report),
@@ -748,6 +715,57 @@ fn decode_instruction<'a>(
         },
         patch_form,
     ))
+}
+
+/// Instruction `index`'s op, and whether the instruction is in JSON Patch form (its paths are
+/// pointers): the RFC 6902 ops and MVU's `delta`.
+fn decode_op<'a>(
+    json: Option<impl JsonTree<'a>>,
+    index: usize,
+    report: &mut Vec<BatchError>,
+) -> Option<(Op, bool)> {
+    let mut patch_form = false;
+    let op = match json.map(|op| (op, op.kind())) {
+        None => {
+            report.push(field_error(
+                index,
+                ErrorKind::MissingField,
+                "/op",
+                "missing \"op\"",
+            ));
+            None
+        }
+        Some((_, NodeKind::String(name))) => match name.parse::<Op>() {
+            Ok(op) => {
+                // MVU's `delta` is a JSON Patch document member: its path is a pointer.
+                patch_form = op.is_json_patch() || name == "delta";
+                Some(op)
+            }
+            Err(()) => {
+                report.push(field_error(
+                    index,
+                    ErrorKind::UnknownOp,
+                    "/op",
+                    format!(
+                        "unknown op \"{name}\"; expected one of {} (or a JSON Patch document's {})",
+                        Op::names(false),
+                        Op::names(true)
+                    ),
+                ));
+                None
+            }
+        },
+        Some((other, _)) => {
+            report.push(field_error(
+                index,
+                ErrorKind::InvalidField,
+                "/op",
+                format!("\"op\" must be a string, not {}", type_name(other)),
+            ));
+            None
+        }
+    };
+    Some((op?, patch_form))
 }
 
 fn decode_path<'a>(
