@@ -33,7 +33,7 @@ mod args;
 mod card;
 mod chat;
 mod convert;
-mod extract;
+mod extract_command;
 mod files;
 mod play;
 mod prompt_commands;
@@ -126,7 +126,7 @@ fn run(command: &Command, out: &Output, drawn: bool) -> anyhow::Result<ExitCode>
             // clap's argument group requires one of the two; this arm keeps the match total.
             (None, None) => anyhow::bail!("apply needs --state STATE.json or --save GAME"),
         },
-        Command::Extract(args) => extract::run(args, out),
+        Command::Extract(args) => extract_command::run(args, out),
         Command::Convert(args) => convert::run(args, out),
         Command::New(args) => save_commands::new(args, out),
         Command::Undo(args) => save_commands::undo(args, out),

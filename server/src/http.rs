@@ -24,13 +24,17 @@ use statecraft_saves::{Head, Storage, Write, Written};
 use statecraft_translators::mvu::{self, MvuOptions};
 use statecraft_translators::{ExtractOptions, diagnostics_json, extract, jsonpatch};
 
+use crate::active_games::{
+    Games, Idempotency, created, fingerprint, receipt, replayed, storage_error,
+};
 use crate::answer::Answer;
 use crate::db::CREATE_SCOPE;
 use crate::error::{ApiError, Kind};
-use crate::game::{Operation, SyncJob, build_store, compile_schema, errors_json, load_scripts};
-use crate::games::{Games, Idempotency, created, fingerprint, receipt, replayed, storage_error};
 use crate::guard::{self, Policy};
 use crate::inspector;
+use crate::loaded_game::{
+    Operation, SyncJob, build_store, compile_schema, errors_json, load_scripts,
+};
 use crate::requests::{
     ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
     PromptRequest, SchemaRequest, SyncRequest, check_macros, check_script_names, read_replies,
@@ -284,7 +288,7 @@ impl App {
         operation: Operation,
         idempotency: Option<Idempotency>,
     ) -> Result<Answer, ApiError> {
-        check_id(id).map_err(|_| crate::games::unknown_game(id))?;
+        check_id(id).map_err(|_| crate::active_games::unknown_game(id))?;
         self.games
             .run(id, operation, idempotency, self.deadline())
             .await

@@ -10,15 +10,15 @@
 //! (`error.rs`). This crate is the only one with async code, HTTP and SQL: the engine, translators,
 //! prompt kit, scripts and saves stay synchronous and free of them.
 
+mod active_games;
 mod answer;
 mod conns;
 mod db;
 mod error;
-mod game;
-mod games;
 mod guard;
 mod http;
 mod inspector;
+mod loaded_game;
 mod requests;
 mod writer;
 
@@ -28,10 +28,10 @@ use std::time::Duration;
 
 use statecraft_engine::Limits;
 
+pub use active_games::CacheBounds;
 pub use conns::{ConnectionBounds, DEFAULT_MAX_CONNECTIONS};
 pub use db::{Database, DatabaseUrlError};
 pub use error::{ApiError, Kind};
-pub use games::CacheBounds;
 
 /// How to run the server.
 #[derive(Clone, Debug)]
@@ -252,7 +252,7 @@ async fn run(
         })?;
     let (writer, writer_thread) = writer::Writer::start(Arc::clone(&storage));
     let app = Arc::new(http::App {
-        games: games::Games::new(
+        games: active_games::Games::new(
             Arc::clone(&storage),
             writer.clone(),
             config.limits.clone(),

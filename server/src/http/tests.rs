@@ -12,8 +12,8 @@ use statecraft_engine::Limits;
 use tower::ServiceExt;
 
 use super::{App, app};
+use crate::active_games::{CacheBounds, Games};
 use crate::db::Database;
-use crate::games::{CacheBounds, Games};
 use crate::guard::Policy;
 use crate::writer::Writer;
 

@@ -34,7 +34,7 @@ use tokio::sync::oneshot;
 
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
-use crate::game::{Done, Game, Operation};
+use crate::loaded_game::{Done, Game, Operation};
 use crate::writer::Writer;
 
 /// How often a game runs a job again after losing its head to another writer.
