@@ -34,7 +34,7 @@ use tokio::sync::oneshot;
 
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
-use crate::loaded_game::{Done, Game, Operation};
+use crate::loaded_game::{Done, LoadedGame, Operation};
 use crate::writer::Writer;
 
 /// How often a game runs a job again after losing its head to another writer.
@@ -84,7 +84,7 @@ struct Active {
 }
 
 /// Every active game of this process.
-pub(crate) struct Games {
+pub(crate) struct ActiveGames {
     active: Mutex<Active>,
     storage: Arc<dyn Storage>,
     writer: Writer,
@@ -93,23 +93,23 @@ pub(crate) struct Games {
     max_record_bytes: usize,
 }
 
-impl std::fmt::Debug for Games {
+impl std::fmt::Debug for ActiveGames {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Games")
+        f.debug_struct("ActiveGames")
             .field("bounds", &self.bounds)
             .finish_non_exhaustive()
     }
 }
 
-impl Games {
+impl ActiveGames {
     pub(crate) fn new(
         storage: Arc<dyn Storage>,
         writer: Writer,
         limits: Limits,
         bounds: CacheBounds,
         max_record_bytes: usize,
-    ) -> Games {
-        Games {
+    ) -> ActiveGames {
+        ActiveGames {
             active: Mutex::new(Active::default()),
             storage,
             writer,
@@ -259,7 +259,7 @@ impl Games {
 /// The thread of one active game.
 struct Worker {
     id: String,
-    game: Option<Game>,
+    game: Option<LoadedGame>,
     storage: Arc<dyn Storage>,
     writer: Writer,
     limits: Limits,
@@ -284,7 +284,7 @@ impl Worker {
                 answer
             };
             let _ = job.reply.send(answer);
-            let memory = self.game.as_ref().map_or(0, Game::memory);
+            let memory = self.game.as_ref().map_or(0, LoadedGame::memory);
             self.memory.store(memory, Ordering::Relaxed);
             self.pending.fetch_sub(1, Ordering::SeqCst);
         }
@@ -368,7 +368,7 @@ impl Worker {
     }
 
     /// The game, loaded or brought up to the database's head.
-    fn fresh(&mut self) -> Result<&mut Game, ApiError> {
+    fn fresh(&mut self) -> Result<&mut LoadedGame, ApiError> {
         if let Some(game) = self.game.as_mut() {
             match self.storage.tail(&self.id, game.head.seq)? {
                 None => {
@@ -391,7 +391,7 @@ impl Worker {
             .storage
             .load(&self.id)?
             .ok_or_else(|| unknown_game(&self.id))?;
-        let game = Game::load(stored, &self.limits)?;
+        let game = LoadedGame::load(stored, &self.limits)?;
         Ok(self.game.insert(game))
     }
 

@@ -2,10 +2,10 @@
 //!
 //! Each handler reads its body with [`Body`] (JSON, strict, each member once, within `--max-body` and
 //! `--body-timeout`; a 400, 413 or 408 in the one error shape otherwise), hands game requests to
-//! [`Games`] and stateless ones to a blocking thread, and returns an [`Answer`] or an [`ApiError`]; a
+//! [`ActiveGames`] and stateless ones to a blocking thread, and returns an [`Answer`] or an [`ApiError`]; a
 //! last layer gives the same shape to any error answer axum makes on its own. Everything lives under `/v1`; [`app`] merges
 //! the inspector page's files (`inspector.rs`, at `/`) beside the API, behind the same guard. This module must
-//! not run the engine itself: `game.rs` does for games, the translators and the prompt kit for the
+//! not run the engine itself: `loaded_game.rs` does for games, the translators and the prompt kit for the
 //! stateless endpoints.
 
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use statecraft_translators::mvu::{self, MvuOptions};
 use statecraft_translators::{ExtractOptions, diagnostics_json, extract, jsonpatch};
 
 use crate::active_games::{
-    Games, Idempotency, created, fingerprint, receipt, replayed, storage_error,
+    ActiveGames, Idempotency, created, fingerprint, receipt, replayed, storage_error,
 };
 use crate::answer::Answer;
 use crate::db::CREATE_SCOPE;
@@ -43,7 +43,7 @@ use crate::writer::Writer;
 
 /// Everything the handlers share.
 pub(crate) struct App {
-    pub(crate) games: Games,
+    pub(crate) games: ActiveGames,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) writer: Writer,
     pub(crate) policy: Policy,

@@ -5,7 +5,7 @@
 //! (`guard.rs`: request ids, the `Host` and `Origin` checks, CORS, the bearer token), and serves the
 //! inspector page at `/` (`inspector.rs`) behind the same guard, over connections bounded in number
 //! and time (`conns.rs`: the accept loop, the header, body and idle clocks, the stop). Game requests
-//! run on the game's own thread (`games.rs`), where its store and Lua VM live (`game.rs`); a change
+//! run on the game's own thread (`active_games.rs`), where its store and Lua VM live (`loaded_game.rs`); a change
 //! is answered only once the database has it on disk. Every error a client sees has one shape
 //! (`error.rs`). This crate is the only one with async code, HTTP and SQL: the engine, translators,
 //! prompt kit, scripts and saves stay synchronous and free of them.
@@ -252,7 +252,7 @@ async fn run(
         })?;
     let (writer, writer_thread) = writer::Writer::start(Arc::clone(&storage));
     let app = Arc::new(http::App {
-        games: active_games::Games::new(
+        games: active_games::ActiveGames::new(
             Arc::clone(&storage),
             writer.clone(),
             config.limits.clone(),

@@ -8,7 +8,7 @@
 //! under its request's deadline, and one stopped there answers 503 `timeout`. A dry run
 //! runs on a throwaway store built from the state and a fresh VM from the game's scripts, so it
 //! changes neither the game nor its scripts' globals. This module must not talk to the database or to
-//! HTTP: `games.rs` does.
+//! HTTP: `active_games.rs` does.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -92,8 +92,10 @@ impl Done {
     }
 }
 
-/// A game rebuilt in memory.
-pub(crate) struct Game {
+/// A game loaded from the database into memory, in step with its rows up to `head`. Unlike a save
+/// file's `statecraft_saves::Game`, it writes nothing itself: each operation returns its records,
+/// which the caller makes durable.
+pub(crate) struct LoadedGame {
     pub(crate) store: Store,
     /// What the store was built from, for compaction and dry runs.
     base: BaseRecord,
@@ -108,9 +110,9 @@ pub(crate) struct Game {
     loaded_bytes: usize,
 }
 
-impl std::fmt::Debug for Game {
+impl std::fmt::Debug for LoadedGame {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Game")
+        f.debug_struct("LoadedGame")
             .field("head", &self.head)
             .finish_non_exhaustive()
     }
@@ -171,9 +173,9 @@ pub(crate) fn compile_schema(schema: Option<&Json>) -> Result<Option<StateSchema
         .map_err(|error| ApiError::new(Kind::InvalidGame, error.to_string()))
 }
 
-impl Game {
+impl LoadedGame {
     /// Rebuilds a stored game.
-    pub(crate) fn load(stored: StoredGame, limits: &Limits) -> Result<Game, ApiError> {
+    pub(crate) fn load(stored: StoredGame, limits: &Limits) -> Result<LoadedGame, ApiError> {
         let damaged = |problem: String| {
             ApiError::new(Kind::Damaged, format!("game {}: {problem}", stored.id))
         };
@@ -205,7 +207,7 @@ impl Game {
                 damaged(format!("record {} does not replay: {error}", index + 1))
             })?;
         }
-        Ok(Game {
+        Ok(LoadedGame {
             store,
             base: stored.base,
             schema,

@@ -12,7 +12,7 @@ use statecraft_engine::Limits;
 use tower::ServiceExt;
 
 use super::{App, app};
-use crate::active_games::{CacheBounds, Games};
+use crate::active_games::{ActiveGames, CacheBounds};
 use crate::db::Database;
 use crate::guard::Policy;
 use crate::writer::Writer;
@@ -79,7 +79,7 @@ impl Harness {
             max_memory: 1 << 28,
         };
         let state = Arc::new(App {
-            games: Games::new(
+            games: ActiveGames::new(
                 Arc::clone(&storage),
                 writer.clone(),
                 limits.clone(),
