@@ -16,8 +16,8 @@ use std::sync::Arc;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use statecraft_engine::{
-    Array, Change, Commit, HistoryLimits, Key, Object, Op, Path, StepId, Store, TimelineError,
-    Value,
+    Array, Change, Commit, HistoryLimits, Key, Object, Op, Path, Profile, StepId, Store,
+    TimelineError, Value,
 };
 
 /// Everything needed to rebuild a store before its first record.
@@ -42,6 +42,21 @@ pub struct BaseRecord {
     /// do (their games draw with seed 0); a database row written before it has none either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The game's profile (docs/mvu.md, "Profiles"); absent for `strict`. Only version 4 files and
+    /// later hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+    /// MVU's automatic schema of the game's card, in MVU's shape, which the `mvu` profiles enforce.
+    /// Only version 4 files and later hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_schema: Option<serde_json::Value>,
+}
+
+impl BaseRecord {
+    /// The profile the base names, `strict` when none.
+    pub fn profile(&self) -> Profile {
+        self.profile.unwrap_or_default()
+    }
 }
 
 /// One record after the base. Externally tagged in JSON (`{"step": {...}}`), so that reading never
