@@ -436,6 +436,8 @@ fn create(
         history: statecraft_engine::HistoryLimits::default(),
         metadata: serde_json::Map::new(),
         seed: Some(request.seed),
+        profile: None,
+        automatic_schema: None,
     };
     // Building the store checks the state against the schema and loads the scripts.
     build_store(

@@ -153,6 +153,8 @@ mod tests {
                 history: HistoryLimits::default(),
                 metadata: serde_json::Map::new(),
                 seed: None,
+                profile: None,
+                automatic_schema: None,
             },
             scripts: BTreeMap::new(),
             head: Head {
