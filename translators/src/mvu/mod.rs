@@ -17,6 +17,7 @@ mod literal;
 mod math;
 mod resolve;
 mod scan;
+mod view;
 mod yaml;
 
 use std::borrow::Cow;
@@ -32,6 +33,7 @@ use crate::extract::patch_blocks;
 pub use emit::to_text;
 pub use math::{MathOutcome, evaluate as evaluate_math};
 pub use scan::CommandName;
+pub use view::{MvuViews, views};
 
 /// How to translate MVU text.
 #[derive(Clone, Debug, Default)]
