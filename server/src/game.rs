@@ -33,6 +33,8 @@ use crate::requests::{ApplyRequest, CheckoutRequest};
 pub(crate) enum Operation {
     /// `GET /v1/games/{id}`.
     Show,
+    /// `GET /v1/games/{id}?view=mvu`: MVU's views of the current step.
+    MvuView,
     /// `GET /v1/games/{id}/state?at=`: the state at a step and that step's own change log.
     StateAt(StepRef),
     /// `GET /v1/games/{id}/log`.
@@ -55,7 +57,7 @@ impl Operation {
         match self {
             Operation::Apply(request) => !request.dry_run,
             Operation::Checkout(_) | Operation::Undo | Operation::Redo | Operation::Delete => true,
-            Operation::Show | Operation::StateAt(_) | Operation::Log => false,
+            Operation::Show | Operation::MvuView | Operation::StateAt(_) | Operation::Log => false,
         }
     }
 }
@@ -274,6 +276,29 @@ impl Game {
         })
     }
 
+    /// `{"stat_data", "display_data", "delta_data", "step", "label"}`: MVU's views of the current
+    /// step (docs/mvu.md, "MVU's views"); at the root, nothing changed.
+    fn mvu_view(&self) -> Result<Json, ApiError> {
+        let step = self.store.current_step();
+        let after = self.store.state();
+        let changes = self
+            .store
+            .step(step)
+            .map(|info| std::sync::Arc::clone(info.changes));
+        let changes: &[statecraft_engine::Change] = changes.as_deref().unwrap_or_default();
+        let mut before = after.clone();
+        statecraft_engine::replay_backward(&mut before, changes)
+            .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
+        let views = statecraft_translators::mvu::views(&before, after, changes);
+        Ok(json!({
+            "stat_data": views.stat_data,
+            "display_data": views.display_data,
+            "delta_data": views.delta_data,
+            "step": step.get(),
+            "label": self.label_of(step),
+        }))
+    }
+
     /// Runs an operation; a batch stops at `deadline`. `Delete` is the caller's: it only writes.
     pub(crate) fn run(
         &mut self,
@@ -282,6 +307,7 @@ impl Game {
     ) -> Result<Done, ApiError> {
         match operation {
             Operation::Show => Ok(Done::read(&self.position())),
+            Operation::MvuView => self.mvu_view().map(|body| Done::read(&body)),
             Operation::StateAt(at) => {
                 let id = self.find(at)?;
                 let state = self.store.state_at(id).map_err(timeline_error)?;
