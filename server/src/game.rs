@@ -280,16 +280,8 @@ impl Game {
     /// step (docs/mvu.md, "MVU's views"); at the root, nothing changed.
     fn mvu_view(&self) -> Result<Json, ApiError> {
         let step = self.store.current_step();
-        let after = self.store.state();
-        let changes = self
-            .store
-            .step(step)
-            .map(|info| std::sync::Arc::clone(info.changes));
-        let changes: &[statecraft_engine::Change] = changes.as_deref().unwrap_or_default();
-        let mut before = after.clone();
-        statecraft_engine::replay_backward(&mut before, changes)
+        let views = statecraft_translators::mvu::current_views(&self.store)
             .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
-        let views = statecraft_translators::mvu::views(&before, after, changes);
         Ok(json!({
             "stat_data": views.stat_data,
             "display_data": views.display_data,

@@ -128,6 +128,12 @@ pub(super) struct Expect {
     /// Label → JSON Pointer → the value expected in the state at that step, read without moving.
     #[serde(default, deserialize_with = "step_expectations")]
     pub(super) steps: BTreeMap<String, Vec<Expectation>>,
+    /// JSON Pointer → the value expected in MVU's `display_data` of the current step (docs/mvu.md,
+    /// "MVU's views").
+    #[serde(default, deserialize_with = "expectations")]
+    pub(super) display: Vec<Expectation>,
+    /// MVU's `delta_data` of the current step, exactly.
+    pub(super) delta: Option<serde_json::Value>,
 }
 
 impl Expect {

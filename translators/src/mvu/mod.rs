@@ -33,7 +33,7 @@ use crate::extract::patch_blocks;
 pub use emit::to_text;
 pub use math::{MathOutcome, evaluate as evaluate_math};
 pub use scan::CommandName;
-pub use view::{MvuViews, views};
+pub use view::{MvuViews, current_views, views};
 
 /// How to translate MVU text.
 #[derive(Clone, Debug, Default)]

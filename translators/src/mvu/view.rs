@@ -9,8 +9,10 @@
 //! an element removed is `REMOVED item from ...` at its array. This module must not run anything: it
 //! reads a change log.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value as Json};
-use statecraft_engine::{Change, Op, Path, Segment, Value};
+use statecraft_engine::{Change, Op, Path, ReplayError, Segment, Store, Value, replay_backward};
 
 /// The three views MVU keeps beside a state.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +42,20 @@ pub fn views(before: &Value, after: &Value, changes: &[Change]) -> MvuViews {
         display_data,
         delta_data,
     }
+}
+
+/// The views of a store's current step: its state, and the state before it rebuilt from the step's
+/// change log (at the root, nothing changed). An error only for a history rebuilt from damaged data.
+/// Time: O(size of the state + the step's changes).
+pub fn current_views(store: &Store) -> Result<MvuViews, ReplayError> {
+    let after = store.state();
+    let changes = store
+        .step(store.current_step())
+        .map(|info| Arc::clone(info.changes));
+    let changes: &[Change] = changes.as_deref().unwrap_or_default();
+    let mut before = after.clone();
+    replay_backward(&mut before, changes)?;
+    Ok(views(&before, after, changes))
 }
 
 /// Where MVU shows a change, and its text.
