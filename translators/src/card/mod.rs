@@ -90,10 +90,10 @@ pub enum CardError {
         /// What is wrong.
         problem: String,
     },
-    /// JSON that is no card: neither a card, a world book, `{"png": BASE64}` nor InitVar text.
+    /// JSON that is no card: neither an object nor InitVar text.
     #[error(
-        "a card is a character card's JSON, a world book's JSON, {{\"png\": BASE64}} or a string of \
-         InitVar text, not {found}"
+        "a card is a character card's JSON, a world book's JSON, {{\"png\": BASE64}}, InitVar text \
+         or InitVar JSON (an object), not {found}"
     )]
     NotACard {
         /// What was given instead.
@@ -174,7 +174,8 @@ pub fn read(bytes: &[u8], macros: &Macros) -> Result<Card, CardError> {
 }
 
 /// Reads a card given as JSON, as an HTTP request carries one: the card's (or world book's) JSON
-/// itself, `{"png": BASE64}` for a PNG card's bytes, or a string of InitVar text.
+/// itself, `{"png": BASE64}` for a PNG card's bytes, a string of InitVar text, or any other object
+/// as InitVar JSON.
 /// Time: O(n) in the size of the card.
 pub fn read_value(value: &Json, macros: &Macros) -> Result<Card, CardError> {
     match value {
@@ -196,6 +197,8 @@ pub fn read_value(value: &Json, macros: &Macros) -> Result<Card, CardError> {
         Json::Object(_) if is_card(value) || value.get("entries").is_some() => {
             from_json(value.clone(), macros)
         }
+        // Any other object is InitVar JSON, as `read` takes it: the state with its markers.
+        Json::Object(_) => read(value.to_string().as_bytes(), macros),
         other => Err(CardError::NotACard { found: kind(other) }),
     }
 }
@@ -466,6 +469,10 @@ mod tests {
             read_value(&json!("a: 1"), &macros).unwrap().state,
             json!({"a": 1})
         );
+        let initvar = json!({"bag": ["rope", "$__META_EXTENSIBLE__$"]});
+        let read = read_value(&initvar, &macros).unwrap();
+        assert_eq!(read.state, json!({"bag": ["rope"]}));
+        assert_eq!(read.schema["properties"]["bag"]["extensible"], true);
         assert!(matches!(
             read_value(&json!({"png": "%%%"}), &macros),
             Err(CardError::Base64 { .. })
