@@ -578,13 +578,22 @@ impl Store {
             ticks: 0,
         };
         // Invalid instructions are skipped in best-effort and one-by-one modes (a flag per
-        // instruction, so a long batch with many invalid instructions stays linear).
-        // One by one, a command's validation errors are reported when it is skipped; best effort
-        // reports them all first, in the order validation found them.
-        let mut invalid: Vec<Vec<BatchError>> = vec![Vec::new(); instructions.len()];
+        // instruction, so a long batch with many invalid instructions stays linear). Best effort
+        // reports them all first, in the order validation found them; one by one, a command's
+        // validation errors are reported when it is skipped, so they are kept by instruction.
+        let mut invalid = vec![false; instructions.len()];
+        let mut invalid_errors: Vec<Vec<BatchError>> = Vec::new();
+        if one_by_one && !errors.is_empty() {
+            invalid_errors = vec![Vec::new(); instructions.len()];
+        }
         for error in &errors {
             match error.instruction.as_ref().and_then(|trail| trail.0.first()) {
-                Some(&index) if index < invalid.len() => invalid[index].push(error.clone()),
+                Some(&index) if index < invalid.len() => {
+                    invalid[index] = true;
+                    if one_by_one {
+                        invalid_errors[index].push(error.clone());
+                    }
+                }
                 _ if one_by_one => run.warnings.push(error.clone()),
                 _ => {}
             }
@@ -607,7 +616,7 @@ impl Store {
             if let Err(errors) = run.units(
                 instructions,
                 &units,
-                &mut invalid,
+                &mut invalid_errors,
                 resolver,
                 self.schema.as_ref(),
                 &mut results,
@@ -617,7 +626,7 @@ impl Store {
             units_end = run.changes.len();
         } else {
             for (index, instruction) in instructions.iter().enumerate() {
-                if !invalid[index].is_empty() {
+                if invalid[index] {
                     results.push(None);
                     continue;
                 }
@@ -1061,8 +1070,10 @@ impl Run<'_> {
                     }
                 }
                 None => {
-                    let errors: Vec<BatchError> = invalid[range.clone()]
-                        .iter_mut()
+                    let errors: Vec<BatchError> = invalid
+                        .get_mut(range.clone())
+                        .into_iter()
+                        .flatten()
                         .flat_map(std::mem::take)
                         .collect();
                     if errors.is_empty() {
