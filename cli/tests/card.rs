@@ -319,6 +319,37 @@ fn apply_on_a_state_file_follows_the_profile_given() {
         mvu.stderr
     );
     assert!(!mvu.stderr.contains("old_mismatch"), "{}", mvu.stderr);
+    // mvu-zod: `_.set` may create what the schema allows, and the schema repairs what it can.
+    std::fs::write(
+        dir.path().join("schema.json"),
+        r#"{"type": "object", "additionalProperties": false,
+            "properties": {"hp": {"type": "array", "prefixItems": [{"type": "integer", "maximum": 100}]},
+                           "name": {"type": "string"}, "bag": {"type": "array"}, "mood": {"type": "string"}}}"#,
+    )
+    .unwrap();
+    let zod = run(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "apply",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "--profile",
+            "mvu-zod",
+            "-",
+        ],
+        "_.set('hp', 150);\n_.set('mood', 'glad');\n_.set('typo', 1);",
+    );
+    assert_eq!(zod.code, 0, "{zod:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&zod.stdout).unwrap(),
+        json!({"hp": [100, "0-100"], "name": "a", "bag": [], "mood": "glad"})
+    );
+    assert!(zod.stderr.contains("schema_repaired"), "{}", zod.stderr);
+    assert!(zod.stderr.contains("skipped `_.set('typo', 1);`"), "{}", zod.stderr);
     let misplaced = run(
         dir.path(),
         &["apply", "--save", "x.save", "--profile", "mvu", "-"],
