@@ -349,7 +349,11 @@ fn apply_on_a_state_file_follows_the_profile_given() {
         json!({"hp": [100, "0-100"], "name": "a", "bag": [], "mood": "glad"})
     );
     assert!(zod.stderr.contains("schema_repaired"), "{}", zod.stderr);
-    assert!(zod.stderr.contains("skipped `_.set('typo', 1);`"), "{}", zod.stderr);
+    assert!(
+        zod.stderr.contains("skipped `_.set('typo', 1);`"),
+        "{}",
+        zod.stderr
+    );
     let misplaced = run(
         dir.path(),
         &["apply", "--save", "x.save", "--profile", "mvu", "-"],
