@@ -30,10 +30,13 @@ use crate::history::{
 use crate::instruction::{Batch, Instruction, Op};
 use crate::limits::{Limits, Policies, SchemaViolation, UnknownCallback};
 use crate::path::Path;
+use crate::profile::Profile;
 use crate::random::Random;
 use crate::schema::StateSchema;
+use crate::structure::StructureSchema;
 use crate::sync::ContentKey;
 use crate::validate::{DEFAULT_FORBIDDEN, Rules};
+use crate::value::Value as StateValue;
 use crate::value::Value;
 
 /// Per-batch options.
@@ -46,8 +49,13 @@ pub struct ApplyOptions {
     /// there, and on commit the new step, a child of that one, becomes current. Atomic like any batch:
     /// rejected, nothing moves. An unknown step rejects the batch with [`ErrorKind::UnknownStep`].
     pub at: Option<StepRef>,
-    /// Policies for this batch instead of the store's.
+    /// Policies for this batch instead of the store's (or, when only `profile` is given, instead of
+    /// that profile's).
     pub policies: Option<Policies>,
+    /// The profile for this batch instead of the store's: under `mvu` and `mvu-zod` the batch's
+    /// commands apply one by one, a refused one skipped with a warning, and the store's automatic
+    /// schema ([`StoreBuilder::structure`]) applies (docs/mvu.md, "Profiles").
+    pub profile: Option<Profile>,
     /// Apply the instructions that succeed and report the others, instead of all-or-nothing. A failing
     /// instruction's own partial effects (and those of what its callbacks emitted) are rolled back.
     pub best_effort: bool,
@@ -71,6 +79,25 @@ pub struct ApplyOptions {
 /// How many instructions run between two readings of the clock against [`ApplyOptions::deadline`]: an
 /// instruction takes well under a microsecond, a reading of the clock some tens of nanoseconds.
 const DEADLINE_CHECK_EVERY: u32 = 64;
+
+/// Decides a batch's commands again against the state each will run on, for the profiles that apply
+/// commands one by one (docs/mvu.md): an MVU command's meaning depends on the state (whether its path
+/// exists, whether it names a `[value, "description"]` pair, whether its target is an array or an
+/// object), and in MVU each command sees what the commands before it did. The translators implement
+/// it; the engine calls it and never reads text.
+pub trait Resolve {
+    /// The batch's commands, in order: consecutive ranges of instruction indexes that cover the
+    /// batch, one per command. A range may be empty: a command that stood for nothing on the state
+    /// before the batch, which the commands before it may change.
+    fn units(&self) -> &[Range<usize>];
+
+    /// The instructions command `unit` stands for on `state`, the working state after the commands
+    /// before it; `None` keeps the batch's own.
+    fn resolve(&mut self, unit: usize, state: &StateValue) -> Option<Vec<Instruction>>;
+
+    /// The command as warnings name it (its text in the reply), if known.
+    fn describe(&self, unit: usize) -> Option<String>;
+}
 
 /// What a committed batch did.
 #[derive(Clone, Debug, Serialize)]
@@ -192,6 +219,8 @@ pub struct StoreBuilder {
     history: HistoryLimits,
     checkpoint_every: u64,
     schema: Option<StateSchema>,
+    structure: Option<StructureSchema>,
+    profile: Profile,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
     seed: u64,
@@ -246,6 +275,22 @@ impl StoreBuilder {
         self
     }
 
+    /// MVU's automatic schema of the game's card, which batches run under the `mvu` and `mvu-zod`
+    /// profiles obey (locked containers, required keys, templates); `strict` ignores it.
+    pub fn structure(mut self, structure: StructureSchema) -> StoreBuilder {
+        self.structure = Some(structure);
+        self
+    }
+
+    /// The profile batches follow unless one names another (default `strict`), and the policies
+    /// that profile calls for ([`Profile::policies`]); a later [`StoreBuilder::policies`] overrides
+    /// them.
+    pub fn profile(mut self, profile: Profile) -> StoreBuilder {
+        self.profile = profile;
+        self.policies = profile.policies();
+        self
+    }
+
     /// The handler for `callback` instructions and watchers.
     pub fn handler(mut self, handler: impl CallbackHandler + 'static) -> StoreBuilder {
         self.handler = Box::new(handler);
@@ -292,6 +337,8 @@ impl StoreBuilder {
             policies: self.policies,
             limits: self.limits,
             schema: self.schema,
+            structure: self.structure,
+            profile: self.profile,
             handler: self.handler,
             forbidden: self.forbidden,
             seed: self.seed,
@@ -306,6 +353,8 @@ pub struct Store {
     limits: Limits,
     history: History,
     schema: Option<StateSchema>,
+    structure: Option<StructureSchema>,
+    profile: Profile,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
     seed: u64,
@@ -335,6 +384,8 @@ impl Store {
             history: HistoryLimits::default(),
             checkpoint_every: DEFAULT_CHECKPOINT_EVERY,
             schema: None,
+            structure: None,
+            profile: Profile::Strict,
             handler: Box::new(NoHandlers),
             forbidden: DEFAULT_FORBIDDEN.iter().map(|s| (*s).to_owned()).collect(),
             seed: 0,
@@ -379,6 +430,16 @@ impl Store {
         self.schema.as_ref()
     }
 
+    /// MVU's automatic schema, if any ([`StoreBuilder::structure`]).
+    pub fn structure(&self) -> Option<&StructureSchema> {
+        self.structure.as_ref()
+    }
+
+    /// The profile batches follow unless one names another.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
     /// The history bounds.
     pub fn history_limits(&self) -> HistoryLimits {
         self.history.limits()
@@ -400,6 +461,21 @@ impl Store {
     /// Time: the batch's own work, plus with `at` the cost of [`Store::state_at`] and a walk of the tree
     /// path from the current step to `at`; plus O(log n) per step trimmed.
     pub fn apply_with(&mut self, batch: &Batch, options: &ApplyOptions) -> Outcome {
+        self.apply_resolved(batch, options, None)
+    }
+
+    /// Applies a batch whose commands `resolver` decides again, one by one, against the state each
+    /// runs on, when the batch's profile applies commands one by one (`mvu`, `mvu-zod`); under
+    /// `strict` the resolver is not used and this is [`Store::apply_with`]. A `before` hook that
+    /// rewrites the batch turns re-resolution off: its instructions stand as they are, one command
+    /// each.
+    /// Time: that of [`Store::apply_with`], plus the resolver's work per command.
+    pub fn apply_resolved(
+        &mut self,
+        batch: &Batch,
+        options: &ApplyOptions,
+        mut resolver: Option<&mut dyn Resolve>,
+    ) -> Outcome {
         let rules = Rules {
             limits: &self.limits,
             forbidden: &self.forbidden,
@@ -427,6 +503,8 @@ impl Store {
                 )],
             });
         }
+        let profile = options.profile.unwrap_or(self.profile);
+        let one_by_one = profile.one_by_one();
         let unused_random = match options.key {
             Some(key) => Random::for_reply(
                 self.seed,
@@ -485,12 +563,29 @@ impl Store {
             Outcome::Rejected(Rejection { errors })
         };
         let errors = rules.batch(instructions);
-        // Best effort skips invalid instructions, but a problem with the batch as a whole still rejects.
-        let tolerable = options.best_effort && errors.iter().all(|e| e.instruction.is_some());
+        // Best effort and one-by-one skip invalid instructions, but a problem with the batch as a
+        // whole still rejects.
+        let tolerable =
+            (options.best_effort || one_by_one) && errors.iter().all(|e| e.instruction.is_some());
         if !errors.is_empty() && !tolerable {
             return reject(errors);
         }
-        let policies = options.policies.unwrap_or(self.policies);
+        // The commands are the resolver's while the batch is the one it was made for.
+        if !(one_by_one && notes.is_empty()) {
+            resolver = None;
+        }
+        if let Some(resolver) = &resolver
+            && !covers(resolver.units(), instructions.len())
+        {
+            return reject(vec![BatchError::whole_batch(
+                ErrorKind::InvalidField,
+                None,
+                "the resolver's commands do not cover the batch's instructions in order",
+            )]);
+        }
+        let policies = options
+            .policies
+            .unwrap_or_else(|| options.profile.map_or(self.policies, Profile::policies));
         // Every step knows its state's estimated size, so the budget starts from it without a walk.
         let size = self.history.size_at(at.unwrap_or(self.history.current()));
         let mut run = Run {
@@ -498,6 +593,11 @@ impl Store {
             size,
             policies,
             rules,
+            structure: if profile.is_mvu() {
+                self.structure.as_ref()
+            } else {
+                None
+            },
             handler: &mut *self.handler,
             changes: Vec::new(),
             events: Vec::new(),
@@ -508,50 +608,76 @@ impl Store {
             deadline: options.deadline,
             ticks: 0,
         };
-        // In best-effort mode, instructions that failed validation are skipped (a flag per instruction,
-        // so a long batch with many invalid instructions stays linear).
+        // Invalid instructions are skipped in best-effort and one-by-one modes (a flag per
+        // instruction, so a long batch with many invalid instructions stays linear). Best effort
+        // reports them all first, in the order validation found them; one by one, a command's
+        // validation errors are reported when it is skipped, so they are kept by instruction.
         let mut invalid = vec![false; instructions.len()];
-        for index in errors
-            .iter()
-            .filter_map(|e| e.instruction.as_ref()?.0.first())
-        {
-            invalid[*index] = true;
+        let mut invalid_errors: Vec<Vec<BatchError>> = Vec::new();
+        if one_by_one && !errors.is_empty() {
+            invalid_errors = vec![Vec::new(); instructions.len()];
         }
-        run.warnings.extend(errors);
-        let mut results = Vec::with_capacity(instructions.len());
-        for (index, instruction) in instructions.iter().enumerate() {
-            if invalid[index] {
-                results.push(None);
-                continue;
-            }
-            // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
-            let checkpoint = options.best_effort.then(|| {
-                (
-                    run.root.clone(),
-                    (run.size, run.commit_bytes),
-                    run.changes.len(),
-                    run.events.len(),
-                )
-            });
-            match run.one(instruction, &Trail(vec![index]), 0) {
-                Ok(result) => results.push(result),
-                // A batch out of time stops whole: best effort only skips what fails on its own.
-                Err(errors)
-                    if options.best_effort
-                        && !errors.iter().any(|e| e.kind == ErrorKind::DeadlineExceeded) =>
-                {
-                    let (root, (size, commit_bytes), changes, events) =
-                        checkpoint.expect("taken in best-effort mode");
-                    run.root = root;
-                    run.size = size;
-                    run.commit_bytes = commit_bytes;
-                    run.changes.truncate(changes);
-                    run.events.truncate(events);
-                    run.warnings.extend(errors);
-                    results.push(None);
+        for error in &errors {
+            match error.instruction.as_ref().and_then(|trail| trail.0.first()) {
+                Some(&index) if index < invalid.len() => {
+                    invalid[index] = true;
+                    if one_by_one {
+                        invalid_errors[index].push(error.clone());
+                    }
                 }
-                Err(errors) => return reject(errors),
+                _ if one_by_one => run.warnings.push(error.clone()),
+                _ => {}
             }
+        }
+        if !one_by_one {
+            run.warnings.extend(errors);
+        }
+        let mut results = Vec::with_capacity(instructions.len());
+        let units_end;
+        if one_by_one {
+            results = vec![None; instructions.len()];
+            let plain: Vec<Range<usize>>;
+            let units = match &resolver {
+                Some(resolver) => resolver.units().to_vec(),
+                None => {
+                    plain = (0..instructions.len()).map(|i| i..i + 1).collect();
+                    plain
+                }
+            };
+            if let Err(errors) = run.units(
+                instructions,
+                &units,
+                &mut invalid_errors,
+                resolver,
+                self.schema.as_ref(),
+                &mut results,
+            ) {
+                return reject(errors);
+            }
+            units_end = run.changes.len();
+        } else {
+            for (index, instruction) in instructions.iter().enumerate() {
+                if invalid[index] {
+                    results.push(None);
+                    continue;
+                }
+                // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
+                let checkpoint = options.best_effort.then(|| run.checkpoint());
+                match run.one(instruction, &Trail(vec![index]), 0) {
+                    Ok(result) => results.push(result),
+                    // A batch out of time stops whole: best effort only skips what fails on its own.
+                    Err(errors)
+                        if options.best_effort
+                            && !errors.iter().any(|e| e.kind == ErrorKind::DeadlineExceeded) =>
+                    {
+                        run.restore(checkpoint.expect("taken in best-effort mode"));
+                        run.warnings.extend(errors);
+                        results.push(None);
+                    }
+                    Err(errors) => return reject(errors),
+                }
+            }
+            units_end = 0;
         }
         if let Err(errors) = run.watch() {
             return reject(errors);
@@ -559,10 +685,13 @@ impl Store {
         if let Err(errors) = run.after(&start) {
             return reject(errors);
         }
-        if let Some(schema) = &self.schema {
-            if let Err(errors) = run.schema(schema) {
-                return reject(errors);
-            }
+        // One by one, every command's changes were checked as it ran; what watchers and hooks did
+        // after them is checked here.
+        if let Some(schema) = &self.schema
+            && (!one_by_one || run.changes.len() > units_end)
+            && let Err(errors) = run.schema(schema, units_end)
+        {
+            return reject(errors);
         }
         // The last reading: a batch that ran out of time in its schema check commits nothing either.
         if let Some(late) = late(options.deadline) {
@@ -905,6 +1034,8 @@ struct Run<'s> {
     size: usize,
     policies: Policies,
     rules: Rules<'s>,
+    /// MVU's automatic schema, when the batch's profile enforces it.
+    structure: Option<&'s StructureSchema>,
     handler: &'s mut dyn CallbackHandler,
     changes: Vec<Change>,
     events: Vec<HostEvent>,
@@ -951,6 +1082,147 @@ fn rewritten(note: &RewriteNote) -> BatchError {
 /// schema another round mends, and a bound keeps a schema that keeps asking from looping.
 const REPAIR_ROUNDS: usize = 4;
 
+/// Where a run stood, to go back to when a command (or, in best effort, an instruction) fails on its
+/// own: the root (an O(1) clone), the budget, and how many changes, events and emitted instructions
+/// there were.
+struct Checkpoint {
+    root: Value,
+    size: usize,
+    commit_bytes: usize,
+    changes: usize,
+    events: usize,
+    emitted: usize,
+}
+
+/// Whether `units` are consecutive ranges from 0 that end at `len`.
+fn covers(units: &[Range<usize>], len: usize) -> bool {
+    let mut next = 0;
+    for unit in units {
+        if unit.start != next || unit.end < unit.start {
+            return false;
+        }
+        next = unit.end;
+    }
+    next == len
+}
+
+impl Run<'_> {
+    fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            root: self.root.clone(),
+            size: self.size,
+            commit_bytes: self.commit_bytes,
+            changes: self.changes.len(),
+            events: self.events.len(),
+            emitted: self.emitted,
+        }
+    }
+
+    fn restore(&mut self, checkpoint: Checkpoint) {
+        self.root = checkpoint.root;
+        self.size = checkpoint.size;
+        self.commit_bytes = checkpoint.commit_bytes;
+        self.changes.truncate(checkpoint.changes);
+        self.events.truncate(checkpoint.events);
+        self.emitted = checkpoint.emitted;
+    }
+
+    /// Runs the batch one command at a time, as MVU does: each command (decided again by `resolver`
+    /// on the state the commands before it left) runs and has its changes checked against the schema
+    /// on its own; one that fails is rolled back and skipped with a warning that names it and says
+    /// why, and the rest go on. Only running out of time stops the whole batch.
+    fn units(
+        &mut self,
+        instructions: &[Instruction],
+        units: &[Range<usize>],
+        invalid: &mut [Vec<BatchError>],
+        mut resolver: Option<&mut dyn Resolve>,
+        schema: Option<&StateSchema>,
+        results: &mut [Option<Value>],
+    ) -> Result<(), Vec<BatchError>> {
+        for (unit, range) in units.iter().enumerate() {
+            let checkpoint = self.checkpoint();
+            let resolved = resolver
+                .as_mut()
+                .and_then(|resolver| resolver.resolve(unit, &self.root));
+            let trail = |j: usize| match range.len() {
+                0 => Trail(vec![range.start]),
+                len => Trail(vec![range.start + j.min(len - 1)]),
+            };
+            let ran = match &resolved {
+                Some(list) => {
+                    let mut errors = Vec::new();
+                    for (j, instruction) in list.iter().enumerate() {
+                        self.rules.instruction(instruction, &trail(j), &mut errors);
+                    }
+                    if errors.is_empty() {
+                        self.run_all(list.iter().enumerate().map(|(j, i)| (i, trail(j))))
+                    } else {
+                        Err(errors)
+                    }
+                }
+                None => {
+                    let errors: Vec<BatchError> = invalid
+                        .get_mut(range.clone())
+                        .into_iter()
+                        .flatten()
+                        .flat_map(std::mem::take)
+                        .collect();
+                    if errors.is_empty() {
+                        self.run_all(range.clone().map(|i| (&instructions[i], Trail(vec![i]))))
+                    } else {
+                        Err(errors)
+                    }
+                }
+            };
+            let ran = ran.and_then(|ran| match schema {
+                Some(schema) if self.changes.len() > checkpoint.changes => {
+                    self.schema(schema, checkpoint.changes).map(|()| ran)
+                }
+                _ => Ok(ran),
+            });
+            match ran {
+                Ok(ran) => {
+                    for (slot, result) in results[range.clone()].iter_mut().zip(ran) {
+                        *slot = result;
+                    }
+                }
+                Err(errors) if errors.iter().any(|e| e.kind == ErrorKind::DeadlineExceeded) => {
+                    return Err(errors);
+                }
+                Err(errors) => {
+                    self.restore(checkpoint);
+                    let name = resolver
+                        .as_ref()
+                        .and_then(|resolver| resolver.describe(unit))
+                        .unwrap_or_else(|| match range.len() {
+                            1 => format!("instruction {}", range.start),
+                            _ => format!("command {unit}"),
+                        });
+                    for mut error in errors {
+                        error.message = format!("skipped {name}: {}", error.message);
+                        if range.is_empty() {
+                            // The command has no instruction in the batch to point at.
+                            error.instruction = None;
+                        }
+                        self.warnings.push(error);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs instructions in order at cascade depth 0, with their results.
+    fn run_all<'i>(
+        &mut self,
+        list: impl Iterator<Item = (&'i Instruction, Trail)>,
+    ) -> Result<Vec<Option<Value>>, Vec<BatchError>> {
+        list.map(|(instruction, trail)| self.one(instruction, &trail, 0))
+            .collect()
+    }
+}
+
 impl Run<'_> {
     /// Runs an instruction at cascade `depth`; callbacks run their emitted instructions right after.
     fn one(
@@ -971,6 +1243,15 @@ impl Run<'_> {
             }
         }
         if instruction.op != Op::Callback {
+            let admitted;
+            let instruction = match self.structure.map(|s| s.admit(&self.root, instruction)) {
+                None | Some(Ok(None)) => instruction,
+                Some(Ok(Some(templated))) => {
+                    admitted = templated;
+                    &admitted
+                }
+                Some(Err(failure)) => return Err(vec![to_error(failure, trail)]),
+            };
             let start = self.changes.len();
             let ran = exec::run(
                 &mut self.root,
@@ -1237,8 +1518,8 @@ impl Run<'_> {
     /// The incremental schema check; under `schema_violation = repair`, the violations the schema
     /// says how to mend are repaired (each a change of this batch and a `schema_repaired` warning)
     /// and the check runs again on what changed, up to [`REPAIR_ROUNDS`] times.
-    fn schema(&mut self, schema: &StateSchema) -> Result<(), Vec<BatchError>> {
-        let mut errors = schema.check_changes(&self.root, &self.changes);
+    fn schema(&mut self, schema: &StateSchema, from: usize) -> Result<(), Vec<BatchError>> {
+        let mut errors = schema.check_changes(&self.root, &self.changes[from..]);
         if self.policies.schema_violation == SchemaViolation::Reject {
             return if errors.is_empty() {
                 Ok(())
@@ -1285,7 +1566,7 @@ impl Run<'_> {
                     ),
                 ));
             }
-            errors = schema.check_changes(&self.root, &self.changes);
+            errors = schema.check_changes(&self.root, &self.changes[from..]);
         }
         if errors.is_empty() {
             Ok(())

@@ -19,6 +19,7 @@ mod games;
 mod guard;
 mod http;
 mod inspector;
+mod new_game;
 mod requests;
 mod writer;
 

@@ -1,6 +1,7 @@
 //! A database records the layout of its tables (`statecraft_meta.schema_version`) and the server
 //! reads it at every open: a database written by a newer statecraft is refused with an error that
-//! says what to do, before anything of it is read or written, on SQLite and on PostgreSQL.
+//! says what to do, before anything of it is read or written, on SQLite and on PostgreSQL; a database
+//! of version 1, whose rows version 2 reads as they are, opens and is recorded as version 2.
 
 use std::process::Command;
 
@@ -26,7 +27,7 @@ fn assert_refused(result: Result<(), StorageError>) {
         Err(error @ StorageError::UnknownSchemaVersion { .. }) => {
             let message = error.to_string();
             assert!(
-                message.contains("schema version 2") && message.contains("upgrade statecraft"),
+                message.contains("schema version 3") && message.contains("upgrade statecraft"),
                 "the refusal says which version and what to do: {message}"
             );
         }
@@ -40,7 +41,7 @@ fn sqlite_refuses_an_unknown_schema_version() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("games.db");
     let database = Database::Sqlite(path.clone());
-    let result = reopened_at(&database, "2", |version| {
+    let set = |version: &str| {
         let connection = rusqlite::Connection::open(&path).expect("open the file");
         connection
             .execute(
@@ -48,7 +49,19 @@ fn sqlite_refuses_an_unknown_schema_version() {
                 [version],
             )
             .expect("set the version");
-    });
+    };
+    // Version 1 opens and is raised to 2.
+    reopened_at(&database, "1", set).expect("a version 1 database opens");
+    let connection = rusqlite::Connection::open(&path).expect("open the file");
+    let version: String = connection
+        .query_row(
+            "SELECT value FROM statecraft_meta WHERE key = 'schema_version'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("the version");
+    assert_eq!(version, "2");
+    let result = reopened_at(&database, "3", set);
     assert_refused(result);
 }
 
@@ -72,15 +85,26 @@ fn postgres_refuses_an_unknown_schema_version() {
     }
     let separator = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{separator}options=-csearch_path%3D{schema}");
-    let result = reopened_at(&Database::Postgres(url.clone()), "2", |version| {
+    let set = |version: &str| {
         psql(
             &url,
             &format!("UPDATE statecraft_meta SET value = '{version}' WHERE key = 'schema_version'"),
         )
         .expect("set the version");
-    });
+    };
+    let database = Database::Postgres(url.clone());
+    let upgraded = reopened_at(&database, "1", set);
+    // Whether opening recorded the version 1 database as version 2.
+    let raised = psql(
+        &url,
+        "DO $$ BEGIN IF (SELECT value FROM statecraft_meta WHERE key = 'schema_version') <> '2' \
+         THEN RAISE EXCEPTION 'not raised'; END IF; END $$;",
+    );
+    let result = reopened_at(&database, "3", set);
     let _ = psql(&base, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE;"));
     assert_refused(result);
+    upgraded.expect("a version 1 database opens");
+    raised.expect("the version 1 database is recorded as version 2");
 }
 
 /// Runs SQL with `psql`, one line of error on failure.
