@@ -105,17 +105,29 @@ struct Server {
 
 impl Server {
     fn start(db: &str) -> Server {
+        Server::start_with(db, "error", Stdio::inherit())
+    }
+
+    /// A server whose request log (each request's `micros`: its time inside the server) goes to
+    /// `log`.
+    fn start_logged(db: &str, log: &std::path::Path) -> Server {
+        let file = std::fs::File::create(log).expect("a log file");
+        Server::start_with(db, "info", Stdio::from(file))
+    }
+
+    fn start_with(db: &str, level: &str, stderr: Stdio) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
             .args([
                 "serve",
                 "--listen",
                 "127.0.0.1:0",
                 "--log-level",
-                "error",
+                level,
                 "--db",
                 db,
             ])
             .stdout(Stdio::piped())
+            .stderr(stderr)
             .spawn()
             .expect("the server starts");
         let mut line = String::new();
@@ -231,6 +243,7 @@ fn swipe(turn: usize, swipe: usize) -> String {
 }
 
 fn median(mut times: Vec<Duration>) -> (f64, f64) {
+    assert!(!times.is_empty(), "no times were measured (or logged)");
     times.sort();
     (
         percentile(&times, 0.5).as_secs_f64() * 1e3,
@@ -238,11 +251,25 @@ fn median(mut times: Vec<Duration>) -> (f64, f64) {
     )
 }
 
-fn sync_run(db: &str) {
+/// The server's own time for each request to a path ending in `suffix` logged since line `from`
+/// (the request log's `micros`), and the number of lines read.
+fn server_times(log: &std::path::Path, from: usize, suffix: &str) -> (Vec<Duration>, usize) {
+    let text = std::fs::read_to_string(log).expect("the log");
+    let lines: Vec<&str> = text.lines().collect();
+    let times = lines[from.min(lines.len())..]
+        .iter()
+        .filter(|line| line.contains(&format!("{suffix}}}")) && line.contains("answered"))
+        .filter_map(|line| line.rsplit("micros=").next()?.trim().parse().ok())
+        .map(Duration::from_micros)
+        .collect();
+    (times, lines.len())
+}
+
+fn sync_run(db: &str, log: &std::path::Path) {
     const REPLIES: usize = 1_000;
     const FIRST_RUNS: usize = 8;
     const INCREMENTAL_RUNS: usize = 60;
-    let server = Server::start(db);
+    let server = Server::start_logged(db, log);
     let mut connection = Connection::open(&server.address);
     let state = big_state();
     let create = |connection: &mut Connection, id: &str| {
@@ -265,6 +292,7 @@ fn sync_run(db: &str) {
         first.push(sent.elapsed());
         assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
     }
+    let (first_server, _) = server_times(log, 0, "/sync");
     // Two more swipes of every reply, off the current line.
     let id = "first-0";
     let mut keys: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
@@ -280,6 +308,7 @@ fn sync_run(db: &str) {
             assert_eq!(status, 200, "{answer}");
         }
     }
+    let (_, before_incremental) = server_times(log, 0, "/sync");
     let mut incremental = Vec::new();
     let mut per_known = 0.0;
     for run in 0..INCREMENTAL_RUNS {
@@ -296,23 +325,7 @@ fn sync_run(db: &str) {
         assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
         keys.push(sha256_hex(&new));
     }
-    // The same path again, nothing new: the walk and the answer alone; and the state alone.
-    let body = serde_json::json!({
-        "replies": keys.iter().map(|key| serde_json::json!(key)).collect::<Vec<_>>()
-    })
-    .to_string();
-    let mut walks = Vec::new();
-    let mut reads = Vec::new();
-    for _ in 0..INCREMENTAL_RUNS {
-        let sent = Instant::now();
-        let (status, answer) = connection.call("POST", &format!("/v1/games/{id}/sync"), &body);
-        walks.push(sent.elapsed());
-        assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
-        let sent = Instant::now();
-        let (status, _) = connection.call("GET", &format!("/v1/games/{id}"), "");
-        reads.push(sent.elapsed());
-        assert_eq!(status, 200);
-    }
+    let (incremental_server, _) = server_times(log, before_incremental, "/sync");
     create(&mut connection, "baseline");
     let mut applies = Vec::new();
     for turn in 0..INCREMENTAL_RUNS {
@@ -322,26 +335,26 @@ fn sync_run(db: &str) {
         applies.push(sent.elapsed());
         assert_eq!(status, 200, "{answer}");
     }
-    let (first_median, first_p90) = median(first);
-    let (incremental_median, incremental_p90) = median(incremental);
-    let (apply_median, apply_p90) = median(applies);
+    let (apply_server, _) = server_times(log, 0, "/apply");
+    let ms = |(median, p90): (f64, f64)| format!("median {median:.2} ms, p90 {p90:.2} ms");
     println!(
-        "sync: first sync of {REPLIES} replies of ~{} B ({} KB body), 10,000-key state: median {first_median:.1} ms, p90 {first_p90:.1} ms ({FIRST_RUNS} runs)",
+        "sync: first sync of {REPLIES} replies of ~{} B ({} KB body), 10,000-key state, {FIRST_RUNS} runs: \
+         server {}; client {}",
         reply(0).len(),
-        first_body.len() / 1024
+        first_body.len() / 1024,
+        ms(median(first_server)),
+        ms(median(first)),
     );
     println!(
-        "sync: incremental (1 new reply, {} keys, 3 swipes a reply in the tree): median {incremental_median:.2} ms, p90 {incremental_p90:.2} ms; {per_known:.1} body bytes a known reply ({INCREMENTAL_RUNS} runs)",
-        REPLIES
-    );
-    let (walk_median, walk_p90) = median(walks);
-    let (read_median, read_p90) = median(reads);
-    println!(
-        "sync: the same path again, nothing new (walk and answer): median {walk_median:.2} ms, p90 {walk_p90:.2} ms"
+        "sync: incremental (1 new reply, {REPLIES} keys, 3 swipes a reply in the tree), {INCREMENTAL_RUNS} runs: \
+         server {}; client {}; {per_known:.1} body bytes a known reply",
+        ms(median(incremental_server)),
+        ms(median(incremental)),
     );
     println!(
-        "sync: baselines on the same state: apply of one such reply median {apply_median:.2} ms (p90 {apply_p90:.2}); \
-         GET /v1/games/{{id}} (the state alone) median {read_median:.2} ms (p90 {read_p90:.2})"
+        "sync: baseline, apply of one such reply on the same state: server {}; client {}",
+        ms(median(apply_server)),
+        ms(median(applies)),
     );
 }
 
@@ -353,7 +366,10 @@ fn main() {
     if which.iter().any(|w| w == "sync") {
         let dir = std::env::temp_dir().join(format!("statecraft-sync-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a folder");
-        sync_run(&format!("sqlite:{}", dir.join("games.db").display()));
+        sync_run(
+            &format!("sqlite:{}", dir.join("games.db").display()),
+            &dir.join("server.log"),
+        );
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }

@@ -12,13 +12,14 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use serde_json::json;
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, Commit, Outcome, SchemaViolation, StateSchema, Store, Value,
+    ApplyOptions, Batch, BatchError, Commit, Outcome, Profile, SchemaViolation, StateSchema, Store,
+    StructureSchema, Value,
 };
 
 use crate::args::ApplyArgs;
 use crate::files;
 use crate::render::{self, Output};
-use crate::reply::{self, Reading};
+use crate::reply::{self, ReadOptions, Reading};
 use crate::{EXIT_REJECTED, scripting};
 
 /// Runs `apply --state`.
@@ -34,19 +35,31 @@ pub(crate) fn run(args: &ApplyArgs, state_path: &Path, out: &Output) -> Result<E
     let schema = args.schema.as_deref().map(files::read_schema).transpose()?;
     let text = files::read_input(args.input.as_deref())?;
     let origin = files::origin(args.input.as_deref());
-    let mut store = build_store(state.clone(), schema, args.scripts.as_deref(), args.seed)?;
-    let reading = reply::read(
+    let profile: Profile = args.profile.into();
+    let mut store = build_store(
+        state,
+        schema,
+        args.scripts.as_deref(),
+        args.seed,
+        profile,
+        None,
+    )?;
+    let macros = args.macros.iter().cloned().collect();
+    let mut reading = reply::read(
         &text,
-        Some(&state),
-        &args.macros.iter().cloned().collect(),
-        args.mvu_unrunnable.into(),
+        ReadOptions::of(&store, &macros, args.mvu_unrunnable.into()),
     );
     // A state file keeps no history, so there is no step to label (clap refuses --label here).
     let Some((batch, mut options)) = prepare(out, &text, &origin, &reading, None) else {
         return Ok(ExitCode::from(EXIT_REJECTED));
     };
-    with_schema_violation(&mut options, args.schema_violation.into());
-    match store.apply_with(batch, &options) {
+    if let Some(policy) = args.schema_violation {
+        with_schema_violation(&mut options, policy.into());
+    }
+    let batch = batch.clone();
+    let outcome = reading.apply(&mut store, &batch, &options, &text);
+    report_resolved(out, &text, &origin, &reading);
+    match outcome {
         Outcome::Rejected(rejection) => {
             report_rejection(out, &rejection.errors);
             Ok(ExitCode::from(EXIT_REJECTED))
@@ -71,16 +84,21 @@ pub(crate) fn with_schema_violation(options: &mut ApplyOptions, policy: SchemaVi
     options.policies = Some(policies);
 }
 
-/// A store for `state` with the schema, the scripts folder's handlers and the seed of their random
-/// draws. A state that violates the schema is a usage error: the file given is not a valid starting
-/// point.
+/// A store for `state` with the schema, the scripts folder's handlers, the seed of their random
+/// draws and the profile replies follow. A state that violates the schema is a usage error: the file
+/// given is not a valid starting point.
 pub(crate) fn build_store(
     state: Value,
     schema: Option<StateSchema>,
     scripts: Option<&Path>,
     seed: u64,
+    profile: Profile,
+    structure: Option<StructureSchema>,
 ) -> Result<Store> {
-    let mut builder = Store::builder(state).seed(seed);
+    let mut builder = Store::builder(state).profile(profile).seed(seed);
+    if let Some(structure) = structure {
+        builder = builder.structure(structure);
+    }
     if let Some(schema) = schema {
         builder = builder.schema(schema);
     }
@@ -106,12 +124,25 @@ pub(crate) fn prepare<'r>(
     reading: &'r Reading,
     label: Option<String>,
 ) -> Option<(&'r Batch, ApplyOptions)> {
-    report_reading(out, text, origin, reading);
     let Some((batch, options)) = reading.extraction.applicable() else {
+        report_reading(out, text, origin, reading);
         report_invalid(out, reading);
         return None;
     };
+    // One by one, the diagnostics are those of the commands as they ran (`report_resolved`).
+    if !reading.extraction.profile().one_by_one() {
+        report_reading(out, text, origin, reading);
+    }
     Some((batch, ApplyOptions { label, ..options }))
+}
+
+/// Under a profile that decides commands one by one, the reading's diagnostics once the batch ran:
+/// [`prepare`] leaves them until then, since each command is decided on the state it meets (a
+/// `_.set` that an earlier `_.insert` made possible is not skipped).
+pub(crate) fn report_resolved(out: &Output, text: &str, origin: &str, reading: &Reading) {
+    if reading.extraction.profile().one_by_one() {
+        report_reading(out, text, origin, reading);
+    }
 }
 
 pub(crate) fn report_reading(out: &Output, text: &str, origin: &str, reading: &Reading) {

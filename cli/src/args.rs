@@ -52,6 +52,7 @@ statecraft apply --state state.json reply.txt\n  \
 echo '[{\"op\":\"assign\",\"path\":[\"hp\"],\"value\":9}]' | statecraft apply --state state.json -\n  \
 statecraft apply --state state.json --schema schema.json --scripts scripts/ --in-place reply.txt\n  \
 statecraft apply --state card.json --macro user=Alex mvu-reply.txt\n  \
+statecraft apply --state stat.json --profile mvu mvu-reply.txt    MVU's rules: one command at a time\n  \
 statecraft apply --save game.save --label msg-42 reply.txt\n  \
 statecraft apply --save game.save --at msg-41 --label msg-42/s2 swipe.txt   a swipe of msg-42\n\n\
 With --state: on commit exit 0 and the new state on stdout; on rejection exit 1, nothing on stdout, \
@@ -78,10 +79,14 @@ exit 1 when it holds an invalid instruction or the target notation cannot expres
 is reported on stderr, never silently mangled.")]
     Convert(ConvertArgs),
 
-    /// Create a save file holding a game: state, schema, scripts folder and history.
-    #[command(
-        after_help = "Example:\n  statecraft new game.save --state state.json --schema schema.json --scripts scripts/"
-    )]
+    /// Create a save file holding a game: state (or an MVU character card), schema, scripts folder,
+    /// profile and history.
+    #[command(after_help = "Examples:\n  \
+statecraft new game.save --state state.json --schema schema.json --scripts scripts/\n  \
+statecraft new game.save --card card.png --macro user=Alex        an MVU card, under the mvu profile\n  \
+statecraft new game.save --card card.json --profile mvu-zod --schema schema.json\n\n\
+A card (PNG or JSON, a world book or InitVar text) gives the initial state and MVU's automatic schema; \
+its game follows the mvu profile unless --profile says otherwise, and the save keeps the profile.")]
     New(NewArgs),
 
     /// Undo the current step of a save (back to its parent), or every step after a label on the current
@@ -261,9 +266,17 @@ pub(crate) struct ApplyArgs {
     /// What to do when the new state violates the schema: `reject` the batch, or `repair` what the
     /// schema says how to mend (strings coerced to the type asked for, numbers clamped to
     /// minimum/maximum, missing required members given their default, enum members matched up to
-    /// case) and reject only what is left. Each repair is reported as a warning.
-    #[arg(long, value_enum, value_name = "POLICY", default_value_t = SchemaViolationArg::Reject)]
-    pub(crate) schema_violation: SchemaViolationArg,
+    /// case) and reject only what is left. Each repair is reported as a warning. Default: `reject`,
+    /// or `repair` under `--profile mvu-zod`.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub(crate) schema_violation: Option<SchemaViolationArg>,
+
+    /// Whose rules the reply follows (with --state; a save keeps the profile it was made with):
+    /// `strict` (all or nothing), `mvu` (MagVarUpdate's: `[value, "description"]` pairs, `_.set` on a
+    /// missing path skipped, commands applied one by one, a refused one skipped with a warning) or
+    /// `mvu-zod` (as `mvu`, the schema repairing what it can). See docs/mvu.md.
+    #[arg(long, value_enum, value_name = "PROFILE", default_value_t = ProfileArg::Strict, conflicts_with = "save")]
+    pub(crate) profile: ProfileArg,
 
     /// The seed for scripts' `ctx.random` (with --state; a save keeps the seed it was created with).
     /// The same seed and the same reply draw the same numbers.
@@ -340,6 +353,27 @@ impl From<SchemaViolationArg> for statecraft_engine::SchemaViolation {
     }
 }
 
+/// A profile, as written on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProfileArg {
+    /// The engine's own rules: a batch is all or nothing.
+    Strict,
+    /// MagVarUpdate's rules, so that an MVU card runs unchanged.
+    Mvu,
+    /// MagVarUpdate's rules for zod cards: the schema repairs what it can.
+    MvuZod,
+}
+
+impl From<ProfileArg> for statecraft_engine::Profile {
+    fn from(profile: ProfileArg) -> Self {
+        match profile {
+            ProfileArg::Strict => statecraft_engine::Profile::Strict,
+            ProfileArg::Mvu => statecraft_engine::Profile::Mvu,
+            ProfileArg::MvuZod => statecraft_engine::Profile::MvuZod,
+        }
+    }
+}
+
 /// `statecraft card`.
 #[derive(Debug, Args)]
 pub(crate) struct CardArgs {
@@ -384,9 +418,14 @@ pub(crate) struct ImportChatArgs {
     #[arg(long, value_name = "GAME")]
     pub(crate) save: PathBuf,
 
-    /// The character card whose [InitVar] entries give the initial state.
+    /// The character card whose [InitVar] entries give the initial state (and MVU's automatic schema).
     #[arg(long, value_name = "FILE")]
     pub(crate) card: Option<PathBuf>,
+
+    /// Whose rules the chat's replies follow: `strict`, `mvu` (the default: a SillyTavern chat with
+    /// MVU variables is an MVU game) or `mvu-zod` (docs/mvu.md). The save keeps it.
+    #[arg(long, value_enum, value_name = "PROFILE", default_value_t = ProfileArg::Mvu)]
+    pub(crate) profile: ProfileArg,
 
     /// A SillyTavern macro: `--macro user=Alex` (the chat's own user and character names are the
     /// defaults). Repeatable.
@@ -424,8 +463,28 @@ pub(crate) struct NewArgs {
     pub(crate) game: PathBuf,
 
     /// The initial state (JSON).
-    #[arg(long, value_name = "STATE.json")]
-    pub(crate) state: PathBuf,
+    #[arg(
+        long,
+        value_name = "STATE.json",
+        required_unless_present = "card",
+        conflicts_with = "card"
+    )]
+    pub(crate) state: Option<PathBuf>,
+
+    /// An MVU character card (PNG or JSON, a world book, or InitVar text) whose InitVar entries give
+    /// the initial state and MVU's automatic schema.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) card: Option<PathBuf>,
+
+    /// A SillyTavern macro in the card's InitVar text: `--macro user=Alex` replaces `<user>` and
+    /// `{{user}}`; `{{char}}` is the card's name unless given. Repeatable.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro, requires = "card")]
+    pub(crate) macros: Vec<(String, String)>,
+
+    /// Whose rules the game's replies follow: `strict`, `mvu` or `mvu-zod` (docs/mvu.md). Default:
+    /// `mvu` with --card, `strict` otherwise. The save keeps it.
+    #[arg(long, value_enum, value_name = "PROFILE")]
+    pub(crate) profile: Option<ProfileArg>,
 
     /// A JSON Schema every state of the game must satisfy.
     #[arg(long, value_name = "SCHEMA.json")]

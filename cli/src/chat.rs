@@ -14,12 +14,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, ChatReply, ContentKey, StepId, SyncError, SyncOptions, SyncReply, Synced,
-    Value,
+    ApplyOptions, Batch, ChatReply, ContentKey, StepId, StructureSchema, SyncError, SyncOptions,
+    SyncReply, Synced, Value,
 };
 use statecraft_saves::{Durability, Game, NewGame, OpenOptions};
 use statecraft_translators::mvu::MvuOptions;
-use statecraft_translators::{ExtractOptions, ExtractReader, card};
+use statecraft_translators::{ExtractOptions, ExtractReader};
 
 use crate::args::{ImportChatArgs, SyncArgs};
 use crate::render::Output;
@@ -99,6 +99,11 @@ fn reader(game: &Game, macros: BTreeMap<String, String>) -> ExtractReader {
         limits: game.store().limits().clone(),
         mvu: MvuOptions {
             macros,
+            profile: game.store().profile(),
+            strict_set: game
+                .store()
+                .structure()
+                .is_some_and(StructureSchema::strict_set),
             ..MvuOptions::default()
         },
     })
@@ -172,12 +177,19 @@ pub(crate) fn import_chat(args: &ImportChatArgs, out: &Output) -> Result<ExitCod
         bail!("{chat} holds no reply of the model's: nothing to import");
     };
     // Without a card, the first reply's stored state is the root: its own changes are in it already.
+    let mut setup = NewGame::default()
+        .metadata(
+            "created_by",
+            json!(concat!("statecraft ", env!("CARGO_PKG_VERSION"))),
+        )
+        .metadata("imported_from", json!(chat))
+        .profile(args.profile.into());
     let (state, adopted) = match &args.card {
         Some(card_file) => {
-            let bytes = files::read_bytes(Some(card_file))?;
-            let card = card::read(&bytes, &macros)
-                .with_context(|| format!("cannot read the card {}", card_file.display()))?;
-            (card.state, false)
+            let macros: Vec<(String, String)> = macros.clone().into_iter().collect();
+            let made = crate::card::load(card_file, &macros)?;
+            setup = setup.automatic_schema(made.schema);
+            (made.state, false)
         }
         None => match &first.stored[first.shown] {
             Some(state) => (state.clone(), true),
@@ -187,12 +199,6 @@ pub(crate) fn import_chat(args: &ImportChatArgs, out: &Output) -> Result<ExitCod
             ),
         },
     };
-    let setup = NewGame::default()
-        .metadata(
-            "created_by",
-            json!(concat!("statecraft ", env!("CARGO_PKG_VERSION"))),
-        )
-        .metadata("imported_from", json!(chat));
     // One fsync at the end instead of one per step: the save is new, and it is rewritten whole and
     // synced before the command says it is done.
     let mut game = Game::create_with(

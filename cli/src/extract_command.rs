@@ -21,11 +21,16 @@ use crate::reply;
 pub(crate) fn run(args: &ExtractArgs, out: &Output) -> Result<ExitCode> {
     let text = files::read_input(args.input.as_deref())?;
     let origin = files::origin(args.input.as_deref());
+    let macros = args.macros.iter().cloned().collect();
     let reading = reply::read(
         &text,
-        None,
-        &args.macros.iter().cloned().collect(),
-        args.mvu_unrunnable.into(),
+        reply::ReadOptions {
+            state: None,
+            macros: &macros,
+            unrunnable: args.mvu_unrunnable.into(),
+            profile: statecraft_engine::Profile::Strict,
+            strict_set: false,
+        },
     );
     if out.json() {
         errln!(

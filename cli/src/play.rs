@@ -31,7 +31,7 @@ use crate::apply::{plural, with_schema_violation};
 use crate::args::PlayArgs;
 use crate::files;
 use crate::render::{Output, Paint};
-use crate::reply;
+use crate::reply::{self, ReadOptions};
 
 /// What happened to a played turn, kept for regeneration and the summary.
 #[derive(Debug)]
@@ -89,31 +89,32 @@ pub(crate) fn run(args: &PlayArgs, out: &Output) -> Result<ExitCode> {
             regenerate(&mut store, &mut played, turn, &mut report, &mut tally)?;
         }
         let text = files::read_text(&turn.file, "reply")?;
-        let reading = reply::read(
+        let mut reading = reply::read(
             &text,
-            Some(store.state()),
-            &scenario.macros,
-            Unrunnable::default(),
+            ReadOptions::of(&store, &scenario.macros, Unrunnable::default()),
         );
-        report.reading(&scenario, turn, &text, &reading);
         let label = turn
             .expect
             .label
             .clone()
             .unwrap_or_else(|| format!("turn-{}", turn.name));
-        let outcome = reading.extraction.applicable().map(|(batch, options)| {
+        let applicable = reading
+            .extraction
+            .applicable()
+            .map(|(batch, options)| (batch.clone(), options));
+        let outcome = applicable.map(|(batch, options)| {
             let mut options = ApplyOptions {
                 label: Some(label.clone()),
                 at: turn.expect.at.as_ref().map(|at| at.step()),
                 ..options
             };
-            let policy = turn
-                .expect
-                .schema_violation
-                .unwrap_or(scenario.schema_violation);
-            with_schema_violation(&mut options, policy);
-            store.apply_with(batch, &options)
+            if let Some(policy) = turn.expect.schema_violation.or(scenario.schema_violation) {
+                with_schema_violation(&mut options, policy);
+            }
+            reading.apply(&mut store, &batch, &options, &text)
         });
+        // Shown once the batch ran: one by one, each command was decided on the state it met.
+        report.reading(&scenario, turn, &text, &reading);
         report.outcome(outcome.as_ref(), &reading);
         match &outcome {
             Some(Outcome::Committed(_)) => tally.committed += 1,

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use statecraft_engine::{Batch, BatchError, Value};
+use statecraft_engine::{ApplyOptions, Batch, BatchError, Outcome, Profile, Resolve, Store, Value};
+use statecraft_saves::{Game, SaveError};
 use statecraft_translators::mvu::{MvuOptions, Unrunnable};
 use statecraft_translators::{Diagnostic, ExtractOptions, Extraction, Severity, extract, feedback};
 
@@ -52,22 +53,92 @@ impl Reading {
     pub(crate) fn feedback(&self, validation_errors: &[BatchError]) -> String {
         feedback(&self.extraction, validation_errors)
     }
+
+    /// Applies `batch` (this reading's) to `store` with `options`: under a profile that applies
+    /// commands one by one, each MVU command is decided again on the state it meets, and the
+    /// diagnostics become those of the commands as decided (docs/mvu.md, "Profiles"). `text` is the
+    /// reply.
+    pub(crate) fn apply(
+        &mut self,
+        store: &mut Store,
+        batch: &Batch,
+        options: &ApplyOptions,
+        text: &str,
+    ) -> Outcome {
+        let mut resolver = self.extraction.resolver();
+        let outcome = store.apply_resolved(
+            batch,
+            options,
+            resolver.as_mut().map(|r| r as &mut dyn Resolve),
+        );
+        if let Some(resolver) = resolver {
+            self.extraction.absorb(resolver, text);
+        }
+        outcome
+    }
+
+    /// [`Reading::apply`] on a save, durably.
+    pub(crate) fn apply_saved(
+        &mut self,
+        game: &mut Game,
+        batch: &Batch,
+        options: &ApplyOptions,
+        text: &str,
+    ) -> Result<Outcome, SaveError> {
+        let mut resolver = self.extraction.resolver();
+        let outcome = game.apply_resolved(
+            batch,
+            options,
+            resolver.as_mut().map(|r| r as &mut dyn Resolve),
+        );
+        if let Some(resolver) = resolver {
+            self.extraction.absorb(resolver, text);
+        }
+        outcome
+    }
 }
 
-/// Reads `text` as instructions. `state` lets MVU's type-dependent commands resolve exactly;
-/// `macros` are SillyTavern's (`user` replaces `<user>` and `{{user}}` in MVU text), and `unrunnable`
-/// says what MVU text MVU would not run does to the reply.
-pub(crate) fn read(
-    text: &str,
-    state: Option<&Value>,
-    macros: &BTreeMap<String, String>,
-    unrunnable: Unrunnable,
-) -> Reading {
+/// How to read a reply besides its text: the state MVU's commands resolve on, SillyTavern's macros,
+/// what MVU text MVU would not run does, and the game's profile (with its card's `strictSet`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadOptions<'a> {
+    pub(crate) state: Option<&'a Value>,
+    pub(crate) macros: &'a BTreeMap<String, String>,
+    pub(crate) unrunnable: Unrunnable,
+    pub(crate) profile: Profile,
+    pub(crate) strict_set: bool,
+}
+
+impl<'a> ReadOptions<'a> {
+    /// The options of a store's game: its state, profile and card.
+    pub(crate) fn of(
+        store: &'a Store,
+        macros: &'a BTreeMap<String, String>,
+        unrunnable: Unrunnable,
+    ) -> ReadOptions<'a> {
+        ReadOptions {
+            state: Some(store.state()),
+            macros,
+            unrunnable,
+            profile: store.profile(),
+            strict_set: store
+                .structure()
+                .is_some_and(statecraft_engine::StructureSchema::strict_set),
+        }
+    }
+}
+
+/// Reads `text` as instructions. The state lets MVU's type-dependent commands resolve exactly;
+/// macros are SillyTavern's (`user` replaces `<user>` and `{{user}}` in MVU text), `unrunnable` says
+/// what MVU text MVU would not run does to the reply, and the profile whose rules MVU text follows.
+pub(crate) fn read(text: &str, options: ReadOptions<'_>) -> Reading {
     let options = ExtractOptions {
         mvu: MvuOptions {
-            state: state.cloned(),
-            macros: macros.clone(),
-            unrunnable,
+            state: options.state.cloned(),
+            macros: options.macros.clone(),
+            unrunnable: options.unrunnable,
+            profile: options.profile,
+            strict_set: options.strict_set,
             ..MvuOptions::default()
         },
         ..ExtractOptions::default()

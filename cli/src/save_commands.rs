@@ -14,22 +14,39 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use statecraft_engine::{Outcome, StepId, StepRef, Store};
+use statecraft_engine::{Outcome, Profile, StepId, StepRef, Store, Value};
 use statecraft_saves::{Game, NewGame, OpenOptions};
 
-use crate::apply::{plural, prepare, report_commit, report_rejection};
+use crate::apply::{
+    plural, prepare, report_commit, report_rejection, report_resolved, with_schema_violation,
+};
 use crate::args::{ApplyArgs, CheckoutArgs, LogArgs, NewArgs, RedoArgs, ShowArgs, UndoArgs};
 use crate::render::Output;
-use crate::{EXIT_REJECTED, files, reply, scripting};
+use crate::reply::ReadOptions;
+use crate::{EXIT_REJECTED, card, files, reply, scripting};
 
 /// `statecraft new GAME --state STATE.json [--schema S] [--scripts DIR]`. The scripts folder is
 /// recorded as an absolute path, so that the game finds it from any working directory.
 pub(crate) fn new(args: &NewArgs, out: &Output) -> Result<ExitCode> {
-    let state = files::read_state(&args.state)?;
     let mut setup = NewGame::default().metadata(
         "created_by",
         json!(concat!("statecraft ", env!("CARGO_PKG_VERSION"))),
     );
+    let state = match (&args.state, &args.card) {
+        (_, Some(card)) => {
+            let made = card::load(card, &args.macros)?;
+            if let Some(name) = &made.name {
+                setup = setup.metadata("card", json!(name));
+            }
+            setup = setup.automatic_schema(made.schema).profile(Profile::Mvu);
+            Value::from(made.state)
+        }
+        (Some(state), None) => files::read_state(state)?,
+        (None, None) => anyhow::bail!("new needs --state STATE.json or --card FILE"),
+    };
+    if let Some(profile) = args.profile {
+        setup = setup.profile(profile.into());
+    }
     if let Some(schema) = &args.schema {
         setup = setup.schema(files::read_json(schema, "schema")?);
     }
@@ -65,18 +82,23 @@ pub(crate) fn apply(args: &ApplyArgs, save: &Path, out: &Output) -> Result<ExitC
         None => Ok(builder),
     });
     let mut game = open(save, options, out)?;
-    let reading = reply::read(
+    let macros = Default::default();
+    let mut reading = reply::read(
         &text,
-        Some(game.state()),
-        &Default::default(),
-        args.mvu_unrunnable.into(),
+        ReadOptions::of(game.store(), &macros, args.mvu_unrunnable.into()),
     );
     let Some((batch, mut options)) = prepare(out, &text, &origin, &reading, args.label.clone())
     else {
         return Ok(ExitCode::from(EXIT_REJECTED));
     };
     options.at = step_ref(args.at.as_deref(), args.at_step);
-    match game.apply_with(batch, &options)? {
+    if let Some(policy) = args.schema_violation {
+        with_schema_violation(&mut options, policy.into());
+    }
+    let batch = batch.clone();
+    let outcome = reading.apply_saved(&mut game, &batch, &options, &text)?;
+    report_resolved(out, &text, &origin, &reading);
+    match outcome {
         Outcome::Rejected(rejection) => {
             report_rejection(out, &rejection.errors);
             Ok(ExitCode::from(EXIT_REJECTED))

@@ -143,3 +143,224 @@ fn bad_cards_are_refused_with_what_and_where() {
         assert!(error["error"].is_string(), "{what}: {error}");
     }
 }
+
+/// Runs `statecraft` in `dir` and returns the run.
+fn run(dir: &Path, args: &[&str], stdin: &str) -> support::Run {
+    run_in(dir, args, stdin)
+}
+
+#[test]
+fn a_game_made_from_a_card_keeps_mvu_rules_in_its_save() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let card = fixture("mira.png");
+    let made = run(
+        dir.path(),
+        &[
+            "new",
+            "game.save",
+            "--card",
+            card.to_str().unwrap(),
+            "--macro",
+            "user=Alex",
+        ],
+        "",
+    );
+    assert_eq!(made.code, 0, "{made:?}");
+    let shown = run(dir.path(), &["show", "--save", "game.save"], "");
+    assert_eq!(
+        serde_json::from_str::<Value>(&shown.stdout).unwrap(),
+        mira_state()
+    );
+    // A pair takes the value at element 0; a misspelt path is skipped; a locked object takes no new
+    // key; a templated insert gets the template; a bad command is skipped and the rest stand.
+    let reply = "<UpdateVariable>\n_.set('Mira.好感度', 10, 15);//笑了\n_.set('Mira.心晴', '好');\n_.insert('Alex', '魔力', 5);\n_.insert('NPC', '阿明', {\"好感度\": 3});\n_.add('Alex.背包', 1);\n_.add('Alex.金钱', -20);\n</UpdateVariable>";
+    let applied = run(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "apply",
+            "--save",
+            "game.save",
+            "--label",
+            "m1",
+            "-",
+        ],
+        reply,
+    );
+    assert_eq!(applied.code, 0, "{applied:?}");
+    let state: Value = serde_json::from_str(&applied.stdout).unwrap();
+    assert_eq!(state["Mira"]["好感度"], json!([15, "-100 to 100"]));
+    assert_eq!(state["Mira"].get("心晴"), None);
+    assert_eq!(state["Alex"].get("魔力"), None);
+    assert_eq!(state["NPC"]["阿明"], json!({"好感度": 3, "心情": "平静"}));
+    assert_eq!(state["Alex"]["金钱"], 30);
+    let documents: Vec<Value> = applied
+        .stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let commit = documents
+        .iter()
+        .find(|d| d["committed"] == true)
+        .expect("the commit");
+    let warnings: Vec<&str> = commit["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        vec!["schema_violation", "type_mismatch"],
+        "{commit}"
+    );
+    let reading = documents
+        .iter()
+        .find(|d| d.get("diagnostics").is_some())
+        .expect("the diagnostics");
+    let kinds: Vec<&str> = reading["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"mvu_missing_path"), "{kinds:?}");
+    // The save keeps the profile: reopened, the next reply still follows MVU's rules.
+    let next = run(
+        dir.path(),
+        &["apply", "--save", "game.save", "-"],
+        "_.set('Mira.好感度', 20);\n_.set('nowhere', 1);",
+    );
+    assert_eq!(next.code, 0, "{next:?}");
+    let state: Value = serde_json::from_str(&next.stdout).unwrap();
+    assert_eq!(state["Mira"]["好感度"], json!([20, "-100 to 100"]));
+    assert_eq!(state.get("nowhere"), None);
+}
+
+#[test]
+fn new_with_a_card_takes_another_profile_and_refuses_both_sources() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let card = fixture("mira.json");
+    let made = run(
+        dir.path(),
+        &[
+            "new",
+            "strict.save",
+            "--card",
+            card.to_str().unwrap(),
+            "--profile",
+            "strict",
+        ],
+        "",
+    );
+    assert_eq!(made.code, 0, "{made:?}");
+    let refused = run(
+        dir.path(),
+        &["apply", "--save", "strict.save", "-"],
+        "_.set('Mira.好感度', 15);\n_.add('Mira.心情', 1);",
+    );
+    assert_eq!(
+        refused.code, 1,
+        "strict: one bad command refuses the reply: {refused:?}"
+    );
+    std::fs::write(dir.path().join("s.json"), "{}").unwrap();
+    let both = run(
+        dir.path(),
+        &[
+            "new",
+            "x.save",
+            "--state",
+            "s.json",
+            "--card",
+            card.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(both.code, 2, "{both:?}");
+    let bad = run(dir.path(), &["new", "y.save", "--card", "s.json"], "");
+    assert_eq!(bad.code, 0, "an empty JSON object is InitVar text: {bad:?}");
+    std::fs::write(dir.path().join("bad.yaml"), "- 1\n").unwrap();
+    let bad = run(dir.path(), &["new", "z.save", "--card", "bad.yaml"], "");
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains("cannot read the card"),
+        "{}",
+        bad.stderr
+    );
+    assert!(!dir.path().join("z.save").exists());
+}
+
+#[test]
+fn apply_on_a_state_file_follows_the_profile_given() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    std::fs::write(
+        dir.path().join("state.json"),
+        r#"{"hp": [10, "0-100"], "name": "a", "bag": []}"#,
+    )
+    .unwrap();
+    let reply =
+        "_.set('hp', 10, 8);\n_.add('name', 1);\n_.insert('bag', 'rope');\n_.set('typo', 1);";
+    let strict = run(dir.path(), &["apply", "--state", "state.json", "-"], reply);
+    assert_eq!(strict.code, 1, "strict refuses the whole reply: {strict:?}");
+    let mvu = run(
+        dir.path(),
+        &["apply", "--state", "state.json", "--profile", "mvu", "-"],
+        reply,
+    );
+    assert_eq!(mvu.code, 0, "{mvu:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&mvu.stdout).unwrap(),
+        json!({"hp": [8, "0-100"], "name": "a", "bag": ["rope"]})
+    );
+    assert!(
+        mvu.stderr.contains("skipped `_.add('name', 1);`"),
+        "{}",
+        mvu.stderr
+    );
+    assert!(!mvu.stderr.contains("old_mismatch"), "{}", mvu.stderr);
+    // mvu-zod: `_.set` may create what the schema allows, and the schema repairs what it can.
+    std::fs::write(
+        dir.path().join("schema.json"),
+        r#"{"type": "object", "additionalProperties": false,
+            "properties": {"hp": {"type": "array", "prefixItems": [{"type": "integer", "maximum": 100}]},
+                           "name": {"type": "string"}, "bag": {"type": "array"}, "mood": {"type": "string"}}}"#,
+    )
+    .unwrap();
+    let zod = run(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "apply",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "--profile",
+            "mvu-zod",
+            "-",
+        ],
+        "_.set('hp', 150);\n_.set('mood', 'glad');\n_.set('typo', 1);",
+    );
+    assert_eq!(zod.code, 0, "{zod:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&zod.stdout).unwrap(),
+        json!({"hp": [100, "0-100"], "name": "a", "bag": [], "mood": "glad"})
+    );
+    assert!(zod.stderr.contains("schema_repaired"), "{}", zod.stderr);
+    assert!(
+        zod.stderr.contains("skipped `_.set('typo', 1);`"),
+        "{}",
+        zod.stderr
+    );
+    let misplaced = run(
+        dir.path(),
+        &["apply", "--save", "x.save", "--profile", "mvu", "-"],
+        reply,
+    );
+    assert_eq!(
+        misplaced.code, 2,
+        "a save keeps its own profile: {misplaced:?}"
+    );
+}

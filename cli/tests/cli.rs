@@ -911,7 +911,7 @@ fn every_example_scenario_plays_with_all_expectations_met() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    for wanted in ["fantasy", "romance", "rules", "timeline"] {
+    for wanted in ["fantasy", "mvu-card", "romance", "rules", "timeline"] {
         assert!(
             names.iter().any(|n| n == wanted),
             "examples/{wanted} is missing: {names:?}"
@@ -930,6 +930,62 @@ fn every_example_scenario_plays_with_all_expectations_met() {
         assert!(!run.stdout.contains('✗'), "{}", run.stdout);
         assert_eq!(run.stderr, "", "play {dir}");
     }
+}
+
+/// The MVU card scenario plays the same from the card's PNG (its `scenario.json`) and from its JSON,
+/// and a broken view expectation fails it.
+#[test]
+fn the_mvu_card_scenario_plays_from_the_png_and_the_json_card() {
+    let original = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mvu-card");
+    let played = |dir: &Path| {
+        let run = run_in(
+            Path::new("."),
+            &["--format", "json", "play", &dir.to_string_lossy()],
+            "",
+        );
+        let report: Value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("not json ({e}): {}", run.stdout));
+        (run.code, report)
+    };
+    let (code, from_png) = played(&original);
+    assert_eq!(code, 0, "{from_png}");
+    let copy = tempfile::tempdir().expect("a temporary folder");
+    let dir = copy.path().join("mvu-card");
+    fs::create_dir_all(dir.join("turns")).unwrap();
+    for name in ["card.json", "card.png"] {
+        fs::copy(original.join(name), dir.join(name)).unwrap();
+    }
+    for entry in fs::read_dir(original.join("turns")).unwrap() {
+        let path = entry.unwrap().path();
+        fs::copy(&path, dir.join("turns").join(path.file_name().unwrap())).unwrap();
+    }
+    fs::write(
+        dir.join("scenario.json"),
+        r#"{"card": "card.json", "macros": {"user": "Alex"}}"#,
+    )
+    .unwrap();
+    let (code, from_json) = played(&dir);
+    assert_eq!(code, 0, "{from_json}");
+    assert_eq!(from_png["final_state"], from_json["final_state"]);
+    assert_eq!(from_png["turns"], from_json["turns"]);
+    assert_eq!(from_png["summary"]["passed"], 33, "{from_png}");
+    // A view expectation that does not hold fails the scenario.
+    fs::write(
+        dir.join("turns/03.expect.json"),
+        r#"{"delta": {"time": "morning->evening"}}"#,
+    )
+    .unwrap();
+    let (code, report) = played(&dir);
+    assert_eq!(code, 1, "{report}");
+    // A state.json beside a card is a mistake, said before anything runs.
+    fs::write(dir.join("state.json"), "{}").unwrap();
+    let run = run_in(Path::new("."), &["play", &dir.to_string_lossy()], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("starts from the card"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -32,19 +32,22 @@ const HALF_RUNNABLE: &str =
 
 #[test]
 fn apply_commits_the_runnable_commands_and_warns_about_the_rest() {
-    let dir = folder_with_state(&json!({"hero": {"hp": 10, "mp": 5}}));
-    let run = run_in(
-        dir.path(),
-        &["apply", "--state", "state.json", "-"],
-        HALF_RUNNABLE,
-    );
-    assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(parse(&run.stdout), json!({"hero": {"hp": 10, "mp": 3}}));
-    assert!(
-        reported(&run.stderr, "warning", "mvu_missing_semicolon"),
-        "{}",
-        run.stderr
-    );
+    // The same under every profile: text MVU would not run is skipped however commands then apply.
+    for profile in ["strict", "mvu", "mvu-zod"] {
+        let dir = folder_with_state(&json!({"hero": {"hp": 10, "mp": 5}}));
+        let run = run_in(
+            dir.path(),
+            &["apply", "--state", "state.json", "--profile", profile, "-"],
+            HALF_RUNNABLE,
+        );
+        assert_eq!(run.code, 0, "{profile}: {run:?}");
+        assert_eq!(parse(&run.stdout), json!({"hero": {"hp": 10, "mp": 3}}));
+        assert!(
+            reported(&run.stderr, "warning", "mvu_missing_semicolon"),
+            "{profile}: {}",
+            run.stderr
+        );
+    }
 }
 
 #[test]

@@ -53,6 +53,35 @@ export interface Position {
   label: string | null;
 }
 
+/** Whose rules a game's replies follow (docs/mvu.md). */
+export type Profile = "strict" | "mvu" | "mvu-zod";
+
+/** An MVU character card: its JSON (a card or a world book), a PNG card's bytes, or InitVar text. */
+export type Card = { [key: string]: Json } | { png: string } | string;
+
+/** What a game starts from: a `state`, or a `card` read with SillyTavern `macros`. */
+export type NewGame = {
+  schema?: Json;
+  scripts?: Record<string, string>;
+  id?: string;
+  seed?: number;
+  /** Default: `mvu` with a card, `strict` without. */
+  profile?: Profile;
+} & (
+  | { state: Json; card?: undefined; macros?: undefined }
+  | { card: Card; macros?: Record<string, string>; state?: undefined }
+);
+
+/** MVU's views of the current step: the state, the state shown with each change as MVU shows it
+ * (`"old->new (reason)"`), and only the changes. */
+export interface MvuView {
+  stat_data: Json;
+  display_data: Json;
+  delta_data: Json;
+  step: number;
+  label: string | null;
+}
+
 /** A step's state and its own change log (empty for the root, step 0). */
 export interface StepState extends Position {
   changes: Change[];
@@ -268,13 +297,11 @@ export declare class Statecraft {
   /** Sends one request; `T` is what the caller says the answer is (JSON by default). */
   request<T = Json>(method: Method, path: string, body?: Json, options?: RequestOptions): Promise<T>;
   health(): Promise<{ ok: true }>;
-  createGame(
-    game: { state: Json; schema?: Json; scripts?: Record<string, string>; id?: string; seed?: number },
-    options?: RequestOptions,
-  ): Promise<{ id: string; step: number }>;
+  createGame(game: NewGame, options?: RequestOptions): Promise<{ id: string; step: number }>;
   listGames(page?: { after?: string | null; limit?: number }): Promise<{ games: GameListing[]; next: string | null }>;
   allGames(options?: { limit?: number }): AsyncGenerator<GameListing, void, unknown>;
   getGame(id: string): Promise<Position>;
+  mvuView(id: string): Promise<MvuView>;
   /** By label (`{at}`) or by id (`{step}`), one of the two. */
   stateAt(id: string, at: { at: string; step?: undefined } | { step: number; at?: undefined }): Promise<StepState>;
   log(id: string): Promise<Log>;

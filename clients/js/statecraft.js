@@ -125,9 +125,14 @@ export class Statecraft {
     return this.request("GET", "/v1/health");
   }
 
-  /** `POST /v1/games` → `{id, step}`. */
-  createGame({ state, schema, scripts, id, seed }, options) {
-    return this.request("POST", "/v1/games", dropUndefined({ state, schema, scripts, id, seed }), options);
+  /**
+   * `POST /v1/games` → `{id, step}`. The game starts from `state`, or from an MVU character `card`
+   * (its JSON, `{png: BASE64}`, or InitVar text) read with SillyTavern `macros`; `profile` is
+   * `strict`, `mvu` or `mvu-zod` (default `mvu` with a card, `strict` without).
+   */
+  createGame({ state, card, macros, profile, schema, scripts, id, seed }, options) {
+    const body = dropUndefined({ state, card, macros, profile, schema, scripts, id, seed });
+    return this.request("POST", "/v1/games", body, options);
   }
 
   /** One page of games: `{games: [{id, step, label}], next}`. */
@@ -152,6 +157,14 @@ export class Statecraft {
   /** `GET /v1/games/{id}` → `{state, step, label}`. */
   getGame(id) {
     return this.request("GET", `/v1/games/${encodeURIComponent(id)}`);
+  }
+
+  /**
+   * `GET /v1/games/{id}?view=mvu` → `{stat_data, display_data, delta_data, step, label}`: MVU's
+   * views of the current step, for status bars written against MVU.
+   */
+  mvuView(id) {
+    return this.request("GET", `/v1/games/${encodeURIComponent(id)}?view=mvu`);
   }
 
   /** The state at a step without moving, by label (`at`) or by id (`step`), and that step's own

@@ -20,11 +20,13 @@ mod instruction;
 mod limits;
 mod path;
 mod pathtext;
+mod profile;
 mod random;
 mod retained;
 mod run;
 mod schema;
 mod store;
+mod structure;
 mod sync;
 mod tree;
 mod unique;
@@ -46,11 +48,13 @@ pub use path::{
     Path, PointerError, Segment, decimal_index, escape_pointer_token, unescape_pointer_token,
 };
 pub use pathtext::{PathSpelling, PathSpellingError, parse_path};
+pub use profile::{Profile, UnknownProfile};
 pub use random::{EmptyRange, Random};
 pub use schema::{SchemaError, StateSchema};
 pub use store::{
-    ApplyOptions, Commit, Outcome, Rejection, Snapshot, StepInfo, Store, StoreBuilder,
+    ApplyOptions, Commit, Outcome, Rejection, Resolve, Snapshot, StepInfo, Store, StoreBuilder,
 };
+pub use structure::{StructureSchema, apply_template};
 pub use sync::{
     AppliedReply, ChatReply, ChatReplyError, ContentKey, KeyError, ReplyReader, SyncError,
     SyncOptions, SyncReply, Synced,

@@ -1,14 +1,16 @@
 //! The batch runner: one batch, from the `before` hooks to the schema check, on an O(1) clone of the
 //! state it starts from.
 //!
-//! [`batch`] hands the batch to the `before` hooks (which may return another), validates it, runs
-//! each instruction (`exec.rs`) with its callbacks' emitted instructions right after it, then the
-//! watchers, the `after` hooks and the incremental schema check (mending under
-//! `schema_violation = repair`), reading the clock against the deadline as it goes. It returns what
-//! the batch made ([`Ran`]) or every error that rejects it; the store (`store.rs`) decides what a
-//! commit is. This module must not touch the history or the store's root.
+//! [`batch`] hands the batch to the `before` hooks (which may return another), validates it and runs
+//! it: each instruction (`exec.rs`) with its callbacks' emitted instructions right after it, or, for
+//! the profiles that apply commands one by one, each command decided again on the state it meets and
+//! skipped alone when it fails. Then the watchers, the `after` hooks and the incremental schema check
+//! (mending under `schema_violation = repair`), reading the clock against the deadline as it goes. It
+//! returns what the batch made ([`Ran`]) or every error that rejects it; the store (`store.rs`) decides
+//! what a commit is. This module must not touch the history or the store's root.
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::time::Instant;
 
 use crate::budget;
@@ -23,7 +25,8 @@ use crate::instruction::{Instruction, Op};
 use crate::limits::{Policies, SchemaViolation, UnknownCallback};
 use crate::random::Random;
 use crate::schema::StateSchema;
-use crate::store::ApplyOptions;
+use crate::store::{ApplyOptions, Resolve};
+use crate::structure::StructureSchema;
 use crate::validate::Rules;
 use crate::value::Value;
 
@@ -36,8 +39,12 @@ pub(crate) struct Setting<'s> {
     pub(crate) rules: Rules<'s>,
     pub(crate) handler: &'s mut dyn CallbackHandler,
     pub(crate) schema: Option<&'s StateSchema>,
-    /// The batch's policies ([`ApplyOptions::policies`] or the store's).
+    /// MVU's automatic schema, when the batch's profile enforces it.
+    pub(crate) structure: Option<&'s StructureSchema>,
+    /// The batch's policies ([`ApplyOptions::policies`], its profile's or the store's).
     pub(crate) policies: Policies,
+    /// Whether the batch's profile applies commands one by one, skipping those that fail.
+    pub(crate) one_by_one: bool,
 }
 
 /// What a batch that ran to its end made: the new root and the parts of its commit.
@@ -54,9 +61,10 @@ pub(crate) struct Ran {
     pub(crate) random: Random,
 }
 
-/// Runs `instructions` on `start` (whose estimated size is `size`), drawing from `random`: what it
-/// made, or every error that rejects it. `start` itself is never changed.
-/// Time: the batch's own work (its instructions, handlers and schema check).
+/// Runs `instructions` on `start` (whose estimated size is `size`), drawing from `random`, with
+/// `resolver` deciding each command again when the batch applies commands one by one: what it made,
+/// or every error that rejects it. `start` itself is never changed.
+/// Time: the batch's own work (its instructions, handlers and schema check), plus the resolver's.
 pub(crate) fn batch(
     setting: Setting<'_>,
     instructions: &[Instruction],
@@ -64,12 +72,15 @@ pub(crate) fn batch(
     start: &Value,
     size: usize,
     mut random: Random,
+    mut resolver: Option<&mut dyn Resolve>,
 ) -> Result<Ran, Vec<BatchError>> {
     let Setting {
         rules,
         handler,
         schema,
+        structure,
         policies,
+        one_by_one,
     } = setting;
     let (instructions, notes) = before_hooks(
         &mut *handler,
@@ -97,16 +108,32 @@ pub(crate) fn batch(
         errors
     };
     let errors = rules.batch(&instructions);
-    // Best effort skips invalid instructions, but a problem with the batch as a whole still rejects.
-    let tolerable = options.best_effort && errors.iter().all(|e| e.instruction.is_some());
+    // Best effort and one-by-one skip invalid instructions, but a problem with the batch as a
+    // whole still rejects.
+    let tolerable =
+        (options.best_effort || one_by_one) && errors.iter().all(|e| e.instruction.is_some());
     if !errors.is_empty() && !tolerable {
         return Err(reject(errors));
+    }
+    // The commands are the resolver's while the batch is the one it was made for.
+    if !(one_by_one && notes.is_empty()) {
+        resolver = None;
+    }
+    if let Some(resolver) = &resolver
+        && !covers(resolver.units(), instructions.len())
+    {
+        return Err(reject(vec![BatchError::whole_batch(
+            ErrorKind::InvalidField,
+            None,
+            "the resolver's commands do not cover the batch's instructions in order",
+        )]));
     }
     let mut run = Run {
         root: start.clone(),
         size,
         policies,
         rules,
+        structure,
         handler,
         changes: Vec::new(),
         events: Vec::new(),
@@ -117,13 +144,23 @@ pub(crate) fn batch(
         deadline: options.deadline,
         ticks: 0,
     };
-    let results = run
-        .all(&instructions, errors, options.best_effort)
-        .map_err(reject)?;
+    let (results, units_end) = if one_by_one {
+        run.one_by_one(&instructions, errors, resolver, schema)
+            .map_err(reject)?
+    } else {
+        let results = run
+            .all(&instructions, errors, options.best_effort)
+            .map_err(reject)?;
+        (results, 0)
+    };
     run.watch().map_err(reject)?;
     run.after(start).map_err(reject)?;
-    if let Some(schema) = schema {
-        run.schema(schema).map_err(reject)?;
+    // One by one, every command's changes were checked as it ran; what watchers and hooks did
+    // after them is checked here.
+    if let Some(schema) = schema
+        && (!one_by_one || run.changes.len() > units_end)
+    {
+        run.schema(schema, units_end).map_err(reject)?;
     }
     // The last reading: a batch that ran out of time in its schema check commits nothing either.
     if let Some(late) = late(options.deadline) {
@@ -185,6 +222,8 @@ struct Run<'s> {
     size: usize,
     policies: Policies,
     rules: Rules<'s>,
+    /// MVU's automatic schema, when the batch's profile enforces it.
+    structure: Option<&'s StructureSchema>,
     handler: &'s mut dyn CallbackHandler,
     changes: Vec<Change>,
     events: Vec<HostEvent>,
@@ -231,10 +270,55 @@ fn rewritten(note: &RewriteNote) -> BatchError {
 /// schema another round mends, and a bound keeps a schema that keeps asking from looping.
 const REPAIR_ROUNDS: usize = 4;
 
+/// Where a run stood, to go back to when a command (or, in best effort, an instruction) fails on its
+/// own: the root (an O(1) clone), the budget, and how many changes, events and emitted instructions
+/// there were.
+struct Checkpoint {
+    root: Value,
+    size: usize,
+    commit_bytes: usize,
+    changes: usize,
+    events: usize,
+    emitted: usize,
+}
+
+/// Whether `units` are consecutive ranges from 0 that end at `len`.
+fn covers(units: &[Range<usize>], len: usize) -> bool {
+    let mut next = 0;
+    for unit in units {
+        if unit.start != next || unit.end < unit.start {
+            return false;
+        }
+        next = unit.end;
+    }
+    next == len
+}
+
 impl Run<'_> {
+    fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            root: self.root.clone(),
+            size: self.size,
+            commit_bytes: self.commit_bytes,
+            changes: self.changes.len(),
+            events: self.events.len(),
+            emitted: self.emitted,
+        }
+    }
+
+    fn restore(&mut self, checkpoint: Checkpoint) {
+        self.root = checkpoint.root;
+        self.size = checkpoint.size;
+        self.commit_bytes = checkpoint.commit_bytes;
+        self.changes.truncate(checkpoint.changes);
+        self.events.truncate(checkpoint.events);
+        self.emitted = checkpoint.emitted;
+    }
+
     /// Runs the batch's instructions in order, one result each. `errors` are validation's: in best
     /// effort the instructions they name are skipped, as is any instruction that fails on its own
-    /// (its changes and events undone), each reported as a warning.
+    /// (its changes and events undone), each reported as a warning, in the order validation found
+    /// them.
     fn all(
         &mut self,
         instructions: &[Instruction],
@@ -243,11 +327,12 @@ impl Run<'_> {
     ) -> Result<Vec<Option<Value>>, Vec<BatchError>> {
         // A flag per instruction, so a long batch with many invalid instructions stays linear.
         let mut invalid = vec![false; instructions.len()];
-        for index in errors
-            .iter()
-            .filter_map(|e| e.instruction.as_ref()?.0.first())
-        {
-            invalid[*index] = true;
+        for error in &errors {
+            if let Some(&index) = error.instruction.as_ref().and_then(|trail| trail.0.first())
+                && index < invalid.len()
+            {
+                invalid[index] = true;
+            }
         }
         self.warnings.extend(errors);
         let mut results = Vec::with_capacity(instructions.len());
@@ -257,14 +342,7 @@ impl Run<'_> {
                 continue;
             }
             // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
-            let checkpoint = best_effort.then(|| {
-                (
-                    self.root.clone(),
-                    (self.size, self.commit_bytes),
-                    self.changes.len(),
-                    self.events.len(),
-                )
-            });
+            let checkpoint = best_effort.then(|| self.checkpoint());
             match self.one(instruction, &Trail(vec![index]), 0) {
                 Ok(result) => results.push(result),
                 // A batch out of time stops whole: best effort only skips what fails on its own.
@@ -272,13 +350,7 @@ impl Run<'_> {
                     if best_effort
                         && !errors.iter().any(|e| e.kind == ErrorKind::DeadlineExceeded) =>
                 {
-                    let (root, (size, commit_bytes), changes, events) =
-                        checkpoint.expect("taken in best-effort mode");
-                    self.root = root;
-                    self.size = size;
-                    self.commit_bytes = commit_bytes;
-                    self.changes.truncate(changes);
-                    self.events.truncate(events);
+                    self.restore(checkpoint.expect("taken in best-effort mode"));
                     self.warnings.extend(errors);
                     results.push(None);
                 }
@@ -288,6 +360,140 @@ impl Run<'_> {
         Ok(results)
     }
 
+    /// Runs the batch one command at a time ([`Run::units`]): the commands `resolver` gives, or one
+    /// per instruction. `errors` are validation's; each instruction's are reported when its command
+    /// is skipped, and those of the batch as a whole at once. Returns the results, one per
+    /// instruction, and how many changes the commands made.
+    fn one_by_one(
+        &mut self,
+        instructions: &[Instruction],
+        errors: Vec<BatchError>,
+        resolver: Option<&mut dyn Resolve>,
+        schema: Option<&StateSchema>,
+    ) -> Result<(Vec<Option<Value>>, usize), Vec<BatchError>> {
+        let mut invalid: Vec<Vec<BatchError>> = Vec::new();
+        if !errors.is_empty() {
+            invalid = vec![Vec::new(); instructions.len()];
+        }
+        for error in errors {
+            match error.instruction.as_ref().and_then(|trail| trail.0.first()) {
+                Some(&index) if index < invalid.len() => invalid[index].push(error),
+                _ => self.warnings.push(error),
+            }
+        }
+        let units = match &resolver {
+            Some(resolver) => resolver.units().to_vec(),
+            None => (0..instructions.len()).map(|i| i..i + 1).collect(),
+        };
+        let mut results = vec![None; instructions.len()];
+        self.units(
+            instructions,
+            &units,
+            &mut invalid,
+            resolver,
+            schema,
+            &mut results,
+        )?;
+        Ok((results, self.changes.len()))
+    }
+
+    /// Runs the batch one command at a time, as MVU does: each command (decided again by `resolver`
+    /// on the state the commands before it left) runs and has its changes checked against the schema
+    /// on its own; one that fails is rolled back and skipped with a warning that names it and says
+    /// why, and the rest go on. Only running out of time stops the whole batch.
+    fn units(
+        &mut self,
+        instructions: &[Instruction],
+        units: &[Range<usize>],
+        invalid: &mut [Vec<BatchError>],
+        mut resolver: Option<&mut dyn Resolve>,
+        schema: Option<&StateSchema>,
+        results: &mut [Option<Value>],
+    ) -> Result<(), Vec<BatchError>> {
+        for (unit, range) in units.iter().enumerate() {
+            let checkpoint = self.checkpoint();
+            let resolved = resolver
+                .as_mut()
+                .and_then(|resolver| resolver.resolve(unit, &self.root));
+            let trail = |j: usize| match range.len() {
+                0 => Trail(vec![range.start]),
+                len => Trail(vec![range.start + j.min(len - 1)]),
+            };
+            let ran = match &resolved {
+                Some(list) => {
+                    let mut errors = Vec::new();
+                    for (j, instruction) in list.iter().enumerate() {
+                        self.rules.instruction(instruction, &trail(j), &mut errors);
+                    }
+                    if errors.is_empty() {
+                        self.run_all(list.iter().enumerate().map(|(j, i)| (i, trail(j))))
+                    } else {
+                        Err(errors)
+                    }
+                }
+                None => {
+                    let errors: Vec<BatchError> = invalid
+                        .get_mut(range.clone())
+                        .into_iter()
+                        .flatten()
+                        .flat_map(std::mem::take)
+                        .collect();
+                    if errors.is_empty() {
+                        self.run_all(range.clone().map(|i| (&instructions[i], Trail(vec![i]))))
+                    } else {
+                        Err(errors)
+                    }
+                }
+            };
+            let ran = ran.and_then(|ran| match schema {
+                Some(schema) if self.changes.len() > checkpoint.changes => {
+                    self.schema(schema, checkpoint.changes).map(|()| ran)
+                }
+                _ => Ok(ran),
+            });
+            match ran {
+                Ok(ran) => {
+                    for (slot, result) in results[range.clone()].iter_mut().zip(ran) {
+                        *slot = result;
+                    }
+                }
+                Err(errors) if errors.iter().any(|e| e.kind == ErrorKind::DeadlineExceeded) => {
+                    return Err(errors);
+                }
+                Err(errors) => {
+                    self.restore(checkpoint);
+                    let name = resolver
+                        .as_ref()
+                        .and_then(|resolver| resolver.describe(unit))
+                        .unwrap_or_else(|| match range.len() {
+                            1 => format!("instruction {}", range.start),
+                            _ => format!("command {unit}"),
+                        });
+                    for mut error in errors {
+                        error.message = format!("skipped {name}: {}", error.message);
+                        if range.is_empty() {
+                            // The command has no instruction in the batch to point at.
+                            error.instruction = None;
+                        }
+                        self.warnings.push(error);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs instructions in order at cascade depth 0, with their results.
+    fn run_all<'i>(
+        &mut self,
+        list: impl Iterator<Item = (&'i Instruction, Trail)>,
+    ) -> Result<Vec<Option<Value>>, Vec<BatchError>> {
+        list.map(|(instruction, trail)| self.one(instruction, &trail, 0))
+            .collect()
+    }
+}
+
+impl Run<'_> {
     /// Runs an instruction at cascade `depth`; callbacks run their emitted instructions right after.
     fn one(
         &mut self,
@@ -307,6 +513,15 @@ impl Run<'_> {
             }
         }
         if instruction.op != Op::Callback {
+            let admitted;
+            let instruction = match self.structure.map(|s| s.admit(&self.root, instruction)) {
+                None | Some(Ok(None)) => instruction,
+                Some(Ok(Some(templated))) => {
+                    admitted = templated;
+                    &admitted
+                }
+                Some(Err(failure)) => return Err(vec![to_error(failure, trail)]),
+            };
             let start = self.changes.len();
             let ran = exec::run(
                 &mut self.root,
@@ -573,8 +788,8 @@ impl Run<'_> {
     /// The incremental schema check; under `schema_violation = repair`, the violations the schema
     /// says how to mend are repaired (each a change of this batch and a `schema_repaired` warning)
     /// and the check runs again on what changed, up to [`REPAIR_ROUNDS`] times.
-    fn schema(&mut self, schema: &StateSchema) -> Result<(), Vec<BatchError>> {
-        let mut errors = schema.check_changes(&self.root, &self.changes);
+    fn schema(&mut self, schema: &StateSchema, from: usize) -> Result<(), Vec<BatchError>> {
+        let mut errors = schema.check_changes(&self.root, &self.changes[from..]);
         if self.policies.schema_violation == SchemaViolation::Reject {
             return if errors.is_empty() {
                 Ok(())
@@ -621,7 +836,7 @@ impl Run<'_> {
                     ),
                 ));
             }
-            errors = schema.check_changes(&self.root, &self.changes);
+            errors = schema.check_changes(&self.root, &self.changes[from..]);
         }
         if errors.is_empty() {
             Ok(())

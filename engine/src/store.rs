@@ -23,14 +23,17 @@ use crate::history::{
     DEFAULT_CHECKPOINT_EVERY, History, HistoryLimits, Step, StepId, StepMarks, StepRef,
     TimelineError, TrimmedStep,
 };
-use crate::instruction::Batch;
+use crate::instruction::{Batch, Instruction};
 use crate::limits::{Limits, Policies};
 use crate::path::Path;
+use crate::profile::Profile;
 use crate::random::Random;
 use crate::run::{self, Ran, Setting};
 use crate::schema::StateSchema;
+use crate::structure::StructureSchema;
 use crate::sync::ContentKey;
 use crate::validate::{DEFAULT_FORBIDDEN, Rules};
+use crate::value::Value as StateValue;
 use crate::value::Value;
 
 /// Per-batch options.
@@ -43,8 +46,13 @@ pub struct ApplyOptions {
     /// there, and on commit the new step, a child of that one, becomes current. Atomic like any batch:
     /// rejected, nothing moves. An unknown step rejects the batch with [`ErrorKind::UnknownStep`].
     pub at: Option<StepRef>,
-    /// Policies for this batch instead of the store's.
+    /// Policies for this batch instead of the store's (or, when only `profile` is given, instead of
+    /// that profile's).
     pub policies: Option<Policies>,
+    /// The profile for this batch instead of the store's: under `mvu` and `mvu-zod` the batch's
+    /// commands apply one by one, a refused one skipped with a warning, and the store's automatic
+    /// schema ([`StoreBuilder::structure`]) applies (docs/mvu.md, "Profiles").
+    pub profile: Option<Profile>,
     /// Apply the instructions that succeed and report the others, instead of all-or-nothing. A failing
     /// instruction's own partial effects (and those of what its callbacks emitted) are rolled back.
     pub best_effort: bool,
@@ -63,6 +71,25 @@ pub struct ApplyOptions {
     /// keyed batch makes a step even when it changes nothing. Scripts' draws are keyed by it and the
     /// step's depth instead of the step id, so the same reply at the same place draws the same again.
     pub key: Option<ContentKey>,
+}
+
+/// Decides a batch's commands again against the state each will run on, for the profiles that apply
+/// commands one by one (docs/mvu.md): an MVU command's meaning depends on the state (whether its path
+/// exists, whether it names a `[value, "description"]` pair, whether its target is an array or an
+/// object), and in MVU each command sees what the commands before it did. The translators implement
+/// it; the engine calls it and never reads text.
+pub trait Resolve {
+    /// The batch's commands, in order: consecutive ranges of instruction indexes that cover the
+    /// batch, one per command. A range may be empty: a command that stood for nothing on the state
+    /// before the batch, which the commands before it may change.
+    fn units(&self) -> &[Range<usize>];
+
+    /// The instructions command `unit` stands for on `state`, the working state after the commands
+    /// before it; `None` keeps the batch's own.
+    fn resolve(&mut self, unit: usize, state: &StateValue) -> Option<Vec<Instruction>>;
+
+    /// The command as warnings name it (its text in the reply), if known.
+    fn describe(&self, unit: usize) -> Option<String>;
 }
 
 /// What a committed batch did.
@@ -189,6 +216,8 @@ pub struct StoreBuilder {
     history: HistoryLimits,
     checkpoint_every: u64,
     schema: Option<StateSchema>,
+    structure: Option<StructureSchema>,
+    profile: Profile,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
     seed: u64,
@@ -243,6 +272,22 @@ impl StoreBuilder {
         self
     }
 
+    /// MVU's automatic schema of the game's card, which batches run under the `mvu` and `mvu-zod`
+    /// profiles obey (locked containers, required keys, templates); `strict` ignores it.
+    pub fn structure(mut self, structure: StructureSchema) -> StoreBuilder {
+        self.structure = Some(structure);
+        self
+    }
+
+    /// The profile batches follow unless one names another (default `strict`), and the policies
+    /// that profile calls for ([`Profile::policies`]); a later [`StoreBuilder::policies`] overrides
+    /// them.
+    pub fn profile(mut self, profile: Profile) -> StoreBuilder {
+        self.profile = profile;
+        self.policies = profile.policies();
+        self
+    }
+
     /// The handler for `callback` instructions and watchers.
     pub fn handler(mut self, handler: impl CallbackHandler + 'static) -> StoreBuilder {
         self.handler = Box::new(handler);
@@ -289,6 +334,8 @@ impl StoreBuilder {
             policies: self.policies,
             limits: self.limits,
             schema: self.schema,
+            structure: self.structure,
+            profile: self.profile,
             handler: self.handler,
             forbidden: self.forbidden,
             seed: self.seed,
@@ -303,6 +350,8 @@ pub struct Store {
     limits: Limits,
     history: History,
     schema: Option<StateSchema>,
+    structure: Option<StructureSchema>,
+    profile: Profile,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
     seed: u64,
@@ -332,6 +381,8 @@ impl Store {
             history: HistoryLimits::default(),
             checkpoint_every: DEFAULT_CHECKPOINT_EVERY,
             schema: None,
+            structure: None,
+            profile: Profile::Strict,
             handler: Box::new(NoHandlers),
             forbidden: DEFAULT_FORBIDDEN.iter().map(|s| (*s).to_owned()).collect(),
             seed: 0,
@@ -376,6 +427,16 @@ impl Store {
         self.schema.as_ref()
     }
 
+    /// MVU's automatic schema, if any ([`StoreBuilder::structure`]).
+    pub fn structure(&self) -> Option<&StructureSchema> {
+        self.structure.as_ref()
+    }
+
+    /// The profile batches follow unless one names another.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
     /// The history bounds.
     pub fn history_limits(&self) -> HistoryLimits {
         self.history.limits()
@@ -397,6 +458,21 @@ impl Store {
     /// Time: the batch's own work, plus with `at` the cost of [`Store::state_at`] and a walk of the tree
     /// path from the current step to `at`; plus O(log n) per step trimmed.
     pub fn apply_with(&mut self, batch: &Batch, options: &ApplyOptions) -> Outcome {
+        self.apply_resolved(batch, options, None)
+    }
+
+    /// Applies a batch whose commands `resolver` decides again, one by one, against the state each
+    /// runs on, when the batch's profile applies commands one by one (`mvu`, `mvu-zod`); under
+    /// `strict` the resolver is not used and this is [`Store::apply_with`]. A `before` hook that
+    /// rewrites the batch turns re-resolution off: its instructions stand as they are, one command
+    /// each.
+    /// Time: that of [`Store::apply_with`], plus the resolver's work per command.
+    pub fn apply_resolved(
+        &mut self,
+        batch: &Batch,
+        options: &ApplyOptions,
+        resolver: Option<&mut dyn Resolve>,
+    ) -> Outcome {
         let (at, start) = match self.start_at(options.at.as_ref()) {
             Ok(start) => start,
             Err(error) => return Outcome::rejected_by(vec![error]),
@@ -414,6 +490,7 @@ impl Store {
                 ),
             )]);
         }
+        let profile = options.profile.unwrap_or(self.profile);
         let unused_random = match options.key {
             Some(key) => Random::for_reply(
                 self.seed,
@@ -432,18 +509,28 @@ impl Store {
             },
             handler: &mut *self.handler,
             schema: self.schema.as_ref(),
-            policies: options.policies.unwrap_or(self.policies),
+            structure: if profile.is_mvu() {
+                self.structure.as_ref()
+            } else {
+                None
+            },
+            policies: options
+                .policies
+                .unwrap_or_else(|| options.profile.map_or(self.policies, Profile::policies)),
+            one_by_one: profile.one_by_one(),
         };
         // Every step knows its state's estimated size, so the budget starts from it without a walk.
         let size = self.history.size_at(at.unwrap_or(self.history.current()));
-        match run::batch(
+        let ran = run::batch(
             setting,
             &batch.instructions,
             options,
             &start,
             size,
             unused_random,
-        ) {
+            resolver,
+        );
+        match ran {
             Ok(ran) => Outcome::Committed(self.commit(at, &start, ran, options, unused_random)),
             Err(errors) => Outcome::rejected_by(errors),
         }

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{BatchError, ErrorKind};
 use crate::history::{StepId, TimelineError};
 use crate::instruction::Batch;
-use crate::store::{ApplyOptions, Commit, Outcome, Store};
+use crate::store::{ApplyOptions, Commit, Outcome, Resolve, Store};
 use crate::value::Value;
 
 /// A reply's content key: the SHA-256 of its UTF-8 text, written as 64 lowercase hex digits.
@@ -215,6 +215,12 @@ pub trait ReplyReader {
     /// options it must run under (policies, spans); or, when the text holds no batch that can run
     /// (invalid instructions), the feedback that says why, for the model.
     fn read(&mut self, text: &str, state: &Value) -> Result<(Batch, ApplyOptions), String>;
+
+    /// For the reply read last, what decides its commands again one by one, when the store's profile
+    /// applies commands so (see [`Store::apply_resolved`]); `None` otherwise.
+    fn resolver(&mut self) -> Option<&mut dyn Resolve> {
+        None
+    }
 
     /// The feedback for the reply read last, whose batch the engine refused with `errors`.
     fn refused(&mut self, errors: &[BatchError]) -> String;
@@ -455,7 +461,7 @@ impl Store {
                     deadline,
                     ..options
                 };
-                match self.apply_with(&batch, &options) {
+                match self.apply_resolved(&batch, &options, reader.resolver()) {
                     Outcome::Committed(commit) => return Ok((commit, None)),
                     Outcome::Rejected(rejection) => {
                         if rejection.errors.iter().any(|error| {

@@ -18,8 +18,9 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchErrors, HistoryLimits, Outcome, ReplyReader, StateSchema, StepId,
-    StepRef, Store, StoreBuilder, SyncError, SyncOptions, SyncReply, Synced, TimelineError, Value,
+    ApplyOptions, Batch, BatchErrors, HistoryLimits, Outcome, Profile, ReplyReader, Resolve,
+    StateSchema, StepId, StepRef, Store, StoreBuilder, StructureSchema, SyncError, SyncOptions,
+    SyncReply, Synced, TimelineError, Value,
 };
 
 use crate::error::SaveError;
@@ -138,6 +139,11 @@ pub struct NewGame {
     /// The seed of scripts' `ctx.random` (default 0): the same seed and the same turns draw the same
     /// numbers.
     pub seed: u64,
+    /// The profile the game's replies follow (default `strict`; docs/mvu.md, "Profiles").
+    pub profile: Profile,
+    /// MVU's automatic schema of the game's card, in MVU's shape (what `card::read` gives), which the
+    /// `mvu` profiles enforce.
+    pub automatic_schema: Option<serde_json::Value>,
 }
 
 impl NewGame {
@@ -162,6 +168,18 @@ impl NewGame {
     /// Sets the seed of scripts' `ctx.random`.
     pub fn seed(mut self, seed: u64) -> NewGame {
         self.seed = seed;
+        self
+    }
+
+    /// Sets the profile.
+    pub fn profile(mut self, profile: Profile) -> NewGame {
+        self.profile = profile;
+        self
+    }
+
+    /// Sets MVU's automatic schema.
+    pub fn automatic_schema(mut self, schema: serde_json::Value) -> NewGame {
+        self.automatic_schema = Some(schema);
         self
     }
 
@@ -316,6 +334,11 @@ impl Game {
             return Err(error);
         }
         let compiled = setup.schema.clone().map(StateSchema::new).transpose()?;
+        let structure = setup
+            .automatic_schema
+            .clone()
+            .map(StructureSchema::new)
+            .transpose()?;
         let scripts = setup.scripts.as_deref().map(path_text);
         let mut buf = file_header().to_vec();
         let base = BaseRecord {
@@ -326,13 +349,19 @@ impl Game {
             metadata: setup.metadata.clone(),
             seed: Some(setup.seed),
             root_keys: Vec::new(),
+            profile: (setup.profile != Profile::Strict).then_some(setup.profile),
+            automatic_schema: setup.automatic_schema.clone(),
         };
         format::push_record(&mut buf, &RecordRef::Base(&base))
             .map_err(|e| encode_error(path, e))?;
         let store = store_builder(
             path,
             state,
-            compiled,
+            Schemas {
+                schema: compiled,
+                structure,
+                profile: setup.profile,
+            },
             setup.history,
             setup.seed,
             options.setup,
@@ -538,10 +567,21 @@ impl Game {
         batch: &Batch,
         options: &ApplyOptions,
     ) -> Result<Outcome, SaveError> {
+        self.apply_resolved(batch, options, None)
+    }
+
+    /// Applies a batch whose commands `resolver` decides again one by one, under a profile that
+    /// applies commands one by one (`Store::apply_resolved`); otherwise as [`Game::apply_with`].
+    pub fn apply_resolved(
+        &mut self,
+        batch: &Batch,
+        options: &ApplyOptions,
+        resolver: Option<&mut dyn Resolve>,
+    ) -> Result<Outcome, SaveError> {
         self.check()?;
         let before = self.store.current_step();
         let next_id = self.store.next_step_id();
-        let outcome = self.store.apply_with(batch, options);
+        let outcome = self.store.apply_resolved(batch, options, resolver);
         if let Outcome::Committed(commit) = &outcome {
             if let Some(step) = StepRecord::of_commit(commit, options.label.as_deref()) {
                 self.append(&TimelineRecord::Step(step))?;
@@ -670,6 +710,8 @@ impl Game {
             metadata: self.metadata.clone(),
             seed: Some(self.store.seed()),
             root_keys: self.store.root_keys().to_vec(),
+            profile: (self.store.profile() != Profile::Strict).then_some(self.store.profile()),
+            automatic_schema: self.store.structure().map(|s| s.source().clone()),
         };
         let records = TimelineRecord::all_of(&self.store);
         let mut buf = std::mem::take(&mut self.buf);
@@ -794,8 +836,9 @@ pub(crate) struct Loaded {
     pub(crate) damage: Option<Damage>,
 }
 
-/// Reads a format version 2 or 3 file: the base, then every timeline record replayed in order. The
-/// versions differ only in the base's seed, which version 3 always holds and version 2 never does.
+/// Reads a format version 2, 3 or 4 file: the base, then every timeline record replayed in order. The
+/// versions differ only in the base: version 3 always holds the seed and version 2 never does;
+/// only version 4 may hold a profile and an automatic schema.
 fn read_v2(
     path: &Path,
     bytes: &[u8],
@@ -811,6 +854,15 @@ fn read_v2(
             format!("a version {version} base snapshot cannot hold a seed")
         };
         return Err(corrupt(path, FILE_HEADER_LEN, problem));
+    }
+    if version < 4 && (base.profile.is_some() || base.automatic_schema.is_some()) {
+        return Err(corrupt(
+            path,
+            FILE_HEADER_LEN,
+            format!(
+                "a version {version} base snapshot cannot hold a profile or an automatic schema"
+            ),
+        ));
     }
     let mut loaded = load_base(path, *base, setup)?;
     loop {
@@ -917,11 +969,28 @@ pub(crate) fn load_base(
                 format!("the saved schema does not compile: {error}"),
             )
         })?;
+    let structure = base
+        .automatic_schema
+        .clone()
+        .map(StructureSchema::new)
+        .transpose()
+        .map_err(|error| {
+            corrupt(
+                path,
+                base_offset,
+                format!("the saved automatic schema is unusable: {error}"),
+            )
+        })?;
+    let profile = base.profile();
     let scripts = base.scripts.map(PathBuf::from);
     let store = store_builder(
         path,
         base.state,
-        compiled,
+        Schemas {
+            schema: compiled,
+            structure,
+            profile,
+        },
         base.history,
         base.seed.unwrap_or(0),
         setup,
@@ -947,19 +1016,34 @@ pub(crate) fn load_base(
     })
 }
 
-/// The store builder for a game: the caller's set-up first, then the save's own bounds and schema.
-/// Building it checks the state against the schema, which each caller reports in its own terms (a
-/// new game's invalid state, an opened save's corruption).
+/// What a game's states must obey, and whose rules its replies follow.
+struct Schemas {
+    schema: Option<StateSchema>,
+    structure: Option<StructureSchema>,
+    profile: Profile,
+}
+
+/// The store builder for a game: its profile (and the policies it calls for), the caller's set-up,
+/// then the save's own bounds and schemas. Building it checks the state against the schema, which
+/// each caller reports in its own terms (a new game's invalid state, an opened save's corruption).
 fn store_builder(
     path: &Path,
     state: Value,
-    schema: Option<StateSchema>,
+    schemas: Schemas,
     history: HistoryLimits,
     seed: u64,
     setup: Option<Setup>,
     scripts: Option<&Path>,
 ) -> Result<StoreBuilder, SaveError> {
-    let mut builder = Store::builder(state);
+    let Schemas {
+        schema,
+        structure,
+        profile,
+    } = schemas;
+    let mut builder = Store::builder(state).profile(profile);
+    if let Some(structure) = structure {
+        builder = builder.structure(structure);
+    }
     if let Some(setup) = setup {
         builder = setup(builder, scripts).map_err(|error| SaveError::Setup {
             path: path.to_owned(),

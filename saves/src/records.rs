@@ -16,8 +16,8 @@ use std::sync::Arc;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use statecraft_engine::{
-    AppliedReply, Array, Change, Commit, ContentKey, HistoryLimits, Key, Object, Op, Path, StepId,
-    StepMarks, Store, Synced, TimelineError, Value,
+    AppliedReply, Array, Change, Commit, ContentKey, HistoryLimits, Key, Object, Op, Path, Profile,
+    StepId, StepMarks, Store, Synced, TimelineError, Value,
 };
 
 /// Everything needed to rebuild a store before its first record.
@@ -46,6 +46,21 @@ pub struct BaseRecord {
     /// trimming folded into the root), oldest first: a later sync's path must start with them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub root_keys: Vec<ContentKey>,
+    /// The game's profile (docs/mvu.md, "Profiles"); absent for `strict`. Only version 4 files and
+    /// later hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+    /// MVU's automatic schema of the game's card, in MVU's shape, which the `mvu` profiles enforce.
+    /// Only version 4 files and later hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_schema: Option<serde_json::Value>,
+}
+
+impl BaseRecord {
+    /// The profile the base names, `strict` when none.
+    pub fn profile(&self) -> Profile {
+        self.profile.unwrap_or_default()
+    }
 }
 
 /// One record after the base. Externally tagged in JSON (`{"step": {...}}`), so that reading never

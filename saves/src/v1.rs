@@ -24,6 +24,13 @@ pub(crate) fn read(path: &Path, bytes: &[u8], setup: Option<Setup>) -> Result<Lo
         RecordV1::Base(base) => Some(base),
         _ => None,
     })?;
+    if base.seed.is_some() || base.profile.is_some() || base.automatic_schema.is_some() {
+        return Err(corrupt(
+            path,
+            crate::format::FILE_HEADER_LEN,
+            "a version 1 base snapshot cannot hold a seed, a profile or an automatic schema",
+        ));
+    }
     let mut line = Line::new(base.history);
     let mut loaded = load_base(path, *base, setup)?;
     let store = &mut loaded.store;

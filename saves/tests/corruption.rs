@@ -221,7 +221,7 @@ fn every_truncation_is_an_error_or_loads_exactly_the_whole_records() {
 
 #[rstest]
 #[case(0)]
-#[case(4)]
+#[case(5)]
 #[case(99)]
 #[case(u32::MAX)]
 fn an_unknown_version_is_refused_by_name(#[case] version: u32) {
@@ -233,7 +233,7 @@ fn an_unknown_version_is_refused_by_name(#[case] version: u32) {
     assert_eq!(
         error.to_string(),
         format!(
-            "{} at byte 16: save format version {version} is not supported; this build reads versions 1 to 3",
+            "{} at byte 16: save format version {version} is not supported; this build reads versions 1 to 4",
             path.display()
         )
     );
@@ -483,4 +483,67 @@ fn a_damaged_base_is_an_error_at_byte_20() {
             "{error}"
         );
     }
+}
+
+#[test]
+fn a_base_that_its_version_cannot_hold_or_that_names_an_unusable_schema_is_an_error_at_byte_20() {
+    let dir = tempfile::tempdir().unwrap();
+    for (version, payload, problem) in [
+        (
+            3,
+            r#"{"base":{"state":{},"history":{"max_steps":1,"max_bytes":1},"metadata":{},"seed":0,"profile":"mvu"}}"#,
+            "a version 3 base snapshot cannot hold a profile or an automatic schema",
+        ),
+        (
+            1,
+            r#"{"base":{"state":{},"history":{"max_steps":1,"max_bytes":1},"metadata":{},"automatic_schema":{"type":"object"}}}"#,
+            "a version 1 base snapshot cannot hold a seed, a profile or an automatic schema",
+        ),
+        (
+            4,
+            r#"{"base":{"state":{},"history":{"max_steps":1,"max_bytes":1},"metadata":{},"seed":0,"automatic_schema":{"type":"thing"}}}"#,
+            "the saved automatic schema is unusable",
+        ),
+        (
+            4,
+            r#"{"base":{"state":{},"history":{"max_steps":1,"max_bytes":1},"metadata":{},"seed":0,"profile":"lenient"}}"#,
+            "the record is not a valid save record: unknown variant `lenient`",
+        ),
+    ] {
+        let mut bytes = header(version);
+        bytes.extend(frame(payload));
+        let (path, opened) = open_bytes(dir.path(), "base.save", &bytes);
+        let error = opened.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("{} at byte 20: {problem}", path.display())),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_hand_framed_version_4_save_keeps_its_profile_and_automatic_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = header(4);
+    bytes.extend(frame(
+        r#"{"base":{"state":{"hp":1,"bag":[]},"history":{"max_steps":10,"max_bytes":100000},"metadata":{},"seed":0,"profile":"mvu","automatic_schema":{"type":"object","properties":{"hp":{"type":"number","required":true},"bag":{"type":"array","required":true,"extensible":false}}}}}"#,
+    ));
+    let (_, opened) = open_bytes(dir.path(), "card.save", &bytes);
+    let mut game = opened.unwrap();
+    assert_eq!(game.store().profile(), statecraft_engine::Profile::Mvu);
+    let commit = game
+        .apply(
+            &batch(json!([
+                {"op": "push", "path": ["bag"], "value": 1},
+                {"op": "assign", "path": ["hp"], "value": 2}
+            ])),
+            None,
+        )
+        .unwrap()
+        .committed()
+        .expect("one by one");
+    assert_eq!(game.state().to_json(), json!({"hp": 2, "bag": []}));
+    assert_eq!(commit.warnings[0].kind.code(), "schema_violation");
 }

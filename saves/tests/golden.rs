@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use common::{batch, unsynced, view};
 use serde_json::{Value as Json, json};
-use statecraft_engine::{ApplyOptions, HistoryLimits, StepId, Value};
+use statecraft_engine::{ApplyOptions, HistoryLimits, Profile, StepId, Value};
 use statecraft_saves::{FORMAT_VERSION, Game, NewGame};
 
 fn golden_root() -> PathBuf {
@@ -142,20 +142,65 @@ fn write_timeline(path: &Path) -> Game {
     game
 }
 
+/// The scenario of `card.save` (version 4 on): a game made from an MVU card, with the `mvu`
+/// profile and the card's automatic schema, whose replies apply one command at a time.
+fn write_card(path: &Path) -> Game {
+    let automatic = json!({
+        "type": "object", "extensible": false, "recursiveExtensible": false,
+        "properties": {
+            "hp": {"type": "number", "required": true},
+            "npcs": {"type": "object", "required": true, "extensible": true, "recursiveExtensible": false,
+                     "template": {"mood": "calm"}, "properties": {}}
+        }
+    });
+    let setup = NewGame::default()
+        .profile(Profile::Mvu)
+        .automatic_schema(automatic)
+        .metadata("card", json!("golden card"));
+    let state = Value::from(json!({"hp": 10, "npcs": {}}));
+    let mut game = Game::create_with(path, state, setup, unsynced()).unwrap();
+    let commit = game
+        .apply(
+            &batch(json!([
+                {"op": "assign", "path": ["npcs", "ann"], "value": {"hp": 3}},
+                {"op": "delete", "path": ["hp"]},
+                {"op": "assign", "path": ["hp"], "value": 9}
+            ])),
+            Some("m1"),
+        )
+        .unwrap()
+        .committed()
+        .expect("committed");
+    assert_eq!(commit.warnings.len(), 1, "the required key stays");
+    game
+}
+
 /// Writes a scenario's save at a path.
 type Scenario = fn(&Path) -> Game;
 
 /// Every scenario the current version writes, by file stem.
-const SCENARIOS: [(&str, Scenario); 2] = [("basic", write_basic), ("timeline", write_timeline)];
+const SCENARIOS: [(&str, Scenario); 3] = [
+    ("basic", write_basic),
+    ("timeline", write_timeline),
+    ("card", write_card),
+];
 
 fn expected_of(game: &Game) -> Json {
-    json!({
+    let mut expected = json!({
         "game": view(game.store()),
         "schema": game.schema(),
         "scripts": game.scripts(),
         "metadata": game.metadata(),
         "seed": game.store().seed(),
-    })
+    });
+    // Only games that have them say so, so that the files of older versions stay as written.
+    if game.store().profile() != Profile::Strict {
+        expected["profile"] = json!(game.store().profile());
+    }
+    if let Some(structure) = game.store().structure() {
+        expected["automatic_schema"] = structure.source().clone();
+    }
+    expected
 }
 
 #[test]

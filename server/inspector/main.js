@@ -1,5 +1,7 @@
-// The inspector page: the games, and for the open game its timeline, state, step diff, a reply tried
-// as a dry run, and a value over time. Everything it shows comes from the HTTP API, through the JavaScript client (`api.js`).
+// The inspector page: the games (made from a state or from an MVU character card, chosen or
+// dropped), and for the open game its timeline, state, MVU's views, step diff, a reply tried as a dry
+// run, and a value over time. Everything it shows comes from the HTTP API, through the JavaScript
+// client (`api.js`).
 
 import { client, el, lookup, typeOf, StatecraftError } from "./api.js";
 import { renderTree, schemaDescription } from "./tree.js";
@@ -10,8 +12,8 @@ import { renderPlot } from "./plot.js";
 
 const $ = (id) => document.getElementById(id);
 
-/** What the page is looking at. */
-const view = { game: null, log: null, selected: null, steps: null, after: null };
+/** What the page is looking at; `card` is the card chosen for the next game, as the API takes it. */
+const view = { game: null, log: null, selected: null, steps: null, after: null, card: null };
 
 function status(message, error = false) {
   const line = $("status");
@@ -67,11 +69,69 @@ function optionalJson(text, name) {
   }
 }
 
+/** The API's `macros` from `name=value` lines. */
+function macrosOf(text) {
+  const macros = {};
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    const at = line.indexOf("=");
+    if (at <= 0) throw new Error(`the macro line "${line.trim()}" is not name=value`);
+    macros[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return macros;
+}
+
+/** Bytes as base64, a chunk at a time (a spread of a whole card would overflow the call stack). */
+function base64(bytes) {
+  let binary = "";
+  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+  return btoa(binary);
+}
+
+/** Reads a card file as the API's `card`: a PNG's bytes as `{png}`, any other file as its text (the
+ * server tells a card's JSON, a world book and InitVar text apart). */
+async function chooseCard(file) {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  const png = bytes.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((byte, index) => bytes[index] === byte);
+  let card;
+  if (png) {
+    card = { png: base64(bytes) };
+  } else {
+    try {
+      card = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch {
+      $("create-error").textContent = `${file.name} is neither a PNG nor UTF-8 text`;
+      return;
+    }
+  }
+  view.card = card;
+  $("create-error").textContent = "";
+  $("card-chosen").textContent = `card: ${file.name} (${bytes.length} bytes${png ? ", PNG" : ""}); the state below is not used`;
+  $("card-clear").hidden = false;
+  const state = document.querySelector("#create-form [name=state]");
+  state.required = false;
+  $("state-field").classList.add("unused");
+}
+
+function clearCard() {
+  view.card = null;
+  $("card-file").value = "";
+  $("card-chosen").textContent = "";
+  $("card-clear").hidden = true;
+  document.querySelector("#create-form [name=state]").required = true;
+  $("state-field").classList.remove("unused");
+}
+
 async function createGame(form) {
   $("create-error").textContent = "";
   let body;
   try {
-    body = { state: JSON.parse(form.state.value) };
+    body = view.card === null ? { state: JSON.parse(form.state.value) } : { card: view.card };
+    if (view.card !== null) {
+      const macros = macrosOf(form.macros.value);
+      if (Object.keys(macros).length) body.macros = macros;
+    }
+    if (form.profile.value) body.profile = form.profile.value;
     const schema = optionalJson(form.schema.value, "the schema");
     const scripts = optionalJson(form.scripts.value, "the scripts");
     if (schema !== undefined) body.schema = schema;
@@ -83,6 +143,7 @@ async function createGame(form) {
   }
   try {
     const created = await client.createGame(body);
+    if (body.card !== undefined) clearCard();
     forget(created.id);
     if (body.schema !== undefined) sessionStorage.setItem(schemaKey(created.id), JSON.stringify(body.schema));
     await listGames();
@@ -128,6 +189,16 @@ async function refresh() {
   drawTimeline();
   if (view.selected === position.step) showState(position.state, position.step, position.label, true);
   else await pickStep(view.selected);
+  await showViews();
+}
+
+/** MVU's views of the current step (`?view=mvu`), beside the state. */
+async function showViews() {
+  const views = await client.mvuView(view.game);
+  const name = views.step === 0 ? "the root" : views.label ? `“${views.label}” (step ${views.step})` : `step ${views.step}`;
+  $("mvu-of").textContent = `of the current step, ${name}`;
+  renderTree($("mvu-delta"), views.delta_data, {});
+  renderTree($("mvu-display"), views.display_data, {});
 }
 
 function drawTimeline() {
@@ -281,6 +352,23 @@ async function plot(pointer) {
 // Wiring.
 
 function wire() {
+  $("card-file").addEventListener("change", (event) => {
+    const file = event.target.files[0];
+    if (file) attempt(() => chooseCard(file));
+  });
+  const drop = $("card-drop");
+  drop.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    drop.classList.add("over");
+  });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (event) => {
+    event.preventDefault();
+    drop.classList.remove("over");
+    const file = event.dataTransfer?.files?.[0];
+    if (file) attempt(() => chooseCard(file));
+  });
+  $("card-clear").addEventListener("click", clearCard);
   $("create-form").addEventListener("submit", (event) => {
     event.preventDefault();
     attempt(() => createGame(event.target));

@@ -32,9 +32,8 @@ use crate::db::CREATE_SCOPE;
 use crate::error::{ApiError, Kind};
 use crate::guard::{self, Policy};
 use crate::inspector;
-use crate::loaded_game::{
-    Operation, SyncJob, build_store, compile_schema, errors_json, load_scripts,
-};
+use crate::loaded_game::{Operation, SyncJob, compile_schema, errors_json, load_scripts};
+use crate::new_game;
 use crate::requests::{
     ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
     PromptRequest, SchemaRequest, SyncRequest, check_macros, check_script_names, read_replies,
@@ -400,13 +399,12 @@ async fn create_game(
 ) -> Result<Answer, ApiError> {
     let idempotency = idempotency(&headers, "create", &body.bytes)?;
     let request = body.value;
-    check_script_names(&request.scripts)?;
     let worker = Arc::clone(&app);
     app.blocking(move || create(&worker, request, idempotency))
         .await
 }
 
-/// Checks that the state, schema and scripts make a game, and stores it.
+/// Checks that the state (or card), schema and scripts make a game (`new_game::base`), and stores it.
 fn create(
     app: &App,
     request: CreateRequest,
@@ -424,38 +422,23 @@ fn create(
         }
         None => new_id()?,
     };
-    let schema = compile_schema(request.schema.as_ref())?;
-    let state = Value::from(request.state);
-    let refused = app.limits.check_state(&state);
-    if !refused.is_empty() {
-        return Err(ApiError::new(
-            Kind::InvalidGame,
-            "the state is deeper or larger than a game may hold",
-        )
-        .with("errors", errors_json(&refused)));
-    }
-    let base = statecraft_saves::BaseRecord {
-        state,
-        schema: request.schema,
-        scripts: None,
-        history: statecraft_engine::HistoryLimits::default(),
-        metadata: serde_json::Map::new(),
-        seed: Some(request.seed),
-        root_keys: Vec::new(),
-    };
-    // Building the store checks the state against the schema and loads the scripts.
-    build_store(
-        base.state.clone(),
-        schema.as_ref(),
-        &base,
-        &request.scripts,
+    let (base, scripts) = new_game::base(
+        new_game::Source {
+            state: request.state,
+            card: request.card,
+            macros: request.macros,
+            schema: request.schema,
+            scripts: request.scripts,
+            profile: request.profile,
+            seed: request.seed,
+        },
         &app.limits,
     )?;
     let answer = created(&id);
     let write = Write::Create {
         id: id.clone(),
         base,
-        scripts: request.scripts,
+        scripts,
         head: Head {
             seq: 0,
             base_seq: 0,
@@ -496,12 +479,31 @@ fn create(
     })
 }
 
+/// `GET /v1/games/{id}`'s query: `view=mvu` for MVU's views.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShowQuery {
+    #[serde(default)]
+    view: Option<String>,
+}
+
 async fn show_game(
     State(app): State<Arc<App>>,
     GameId(id): GameId,
-    _: NoQuery,
+    query: Result<Query<ShowQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Answer, ApiError> {
-    app.run(&id, Operation::Show, None).await
+    let Query(query) = query.map_err(|error| ApiError::new(Kind::BadRequest, error.body_text()))?;
+    let operation = match query.view.as_deref() {
+        None => Operation::Show,
+        Some("mvu") => Operation::MvuView,
+        Some(other) => {
+            return Err(ApiError::new(
+                Kind::BadRequest,
+                format!("unknown view \"{other}\": the one view is mvu"),
+            ));
+        }
+    };
+    app.run(&id, operation, None).await
 }
 
 #[derive(Debug, Deserialize)]

@@ -19,6 +19,7 @@ mod guard;
 mod http;
 mod inspector;
 mod loaded_game;
+mod new_game;
 mod requests;
 mod writer;
 

@@ -17,7 +17,8 @@ use std::time::Instant;
 use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{
     ApplyOptions, Batch, BatchError, ChatReply, Commit, ErrorKind, Limits, Outcome, Policies,
-    StateSchema, StepId, StepRef, Store, SyncError, SyncOptions, SyncReply, TimelineError, Value,
+    Resolve, StateSchema, StepId, StepRef, Store, StructureSchema, SyncError, SyncOptions,
+    SyncReply, TimelineError, Value,
 };
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
@@ -35,6 +36,8 @@ use crate::requests::{ApplyRequest, CheckoutRequest};
 pub(crate) enum Operation {
     /// `GET /v1/games/{id}`.
     Show,
+    /// `GET /v1/games/{id}?view=mvu`: MVU's views of the current step.
+    MvuView,
     /// `GET /v1/games/{id}/state?at=`: the state at a step and that step's own change log.
     StateAt(StepRef),
     /// `GET /v1/games/{id}/log`.
@@ -63,7 +66,7 @@ impl Operation {
             | Operation::Undo
             | Operation::Redo
             | Operation::Delete => true,
-            Operation::Show | Operation::StateAt(_) | Operation::Log => false,
+            Operation::Show | Operation::MvuView | Operation::StateAt(_) | Operation::Log => false,
         }
     }
 }
@@ -128,12 +131,22 @@ pub(crate) fn build_store(
     limits: &Limits,
 ) -> Result<(Store, usize), ApiError> {
     let mut builder = Store::builder(state)
+        .profile(base.profile())
         .limits(limits.clone())
         .history_limits(base.history)
         .seed(base.seed.unwrap_or(0))
         .root_keys(base.root_keys.clone());
     if let Some(schema) = schema {
         builder = builder.schema(schema.clone());
+    }
+    if let Some(source) = &base.automatic_schema {
+        let structure = StructureSchema::new(source.clone()).map_err(|error| {
+            ApiError::new(
+                Kind::InvalidGame,
+                format!("the card's automatic schema is unusable: {error}"),
+            )
+        })?;
+        builder = builder.structure(structure);
     }
     let mut vm_bytes = 0;
     if !scripts.is_empty() {
@@ -290,6 +303,21 @@ impl LoadedGame {
         }
     }
 
+    /// `{"stat_data", "display_data", "delta_data", "step", "label"}`: MVU's views of the current
+    /// step (docs/mvu.md, "MVU's views"); at the root, nothing changed.
+    fn mvu_view(&self) -> Result<Json, ApiError> {
+        let step = self.store.current_step();
+        let views = statecraft_translators::mvu::current_views(&self.store)
+            .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
+        Ok(json!({
+            "stat_data": views.stat_data,
+            "display_data": views.display_data,
+            "delta_data": views.delta_data,
+            "step": step.get(),
+            "label": self.label_of(step),
+        }))
+    }
+
     /// Runs an operation; a batch stops at `deadline`. `Delete` is the caller's: it only writes.
     pub(crate) fn run(
         &mut self,
@@ -301,6 +329,7 @@ impl LoadedGame {
                 answer: self.position(None),
                 records: Vec::new(),
             }),
+            Operation::MvuView => self.mvu_view().map(|body| Done::read(&body)),
             Operation::StateAt(at) => {
                 let id = self.find(at)?;
                 let state = self.store.state_at(id).map_err(timeline_error)?;
@@ -410,21 +439,23 @@ impl LoadedGame {
             .as_ref()
             .map(|at| self.find(&at.to_ref()))
             .transpose()?;
-        let reading = read_batch(request, &self.store, at)?;
+        let mut reading = read_batch(request, &self.store, at)?;
         let options = ApplyOptions {
             label: request.label.clone(),
             at: at.map(StepRef::Id),
             policies: Some(policies(reading.policies, request.policies.as_ref())?),
+            profile: None,
             best_effort: request.best_effort,
             spans: reading.spans(),
             deadline: Some(deadline),
             key: None,
         };
         if request.dry_run {
-            return self.dry_run(&reading, options);
+            return self.dry_run(&mut reading, options, request);
         }
         let from = self.store.current_step();
-        match self.store.apply_with(&reading.batch, &options) {
+        let outcome = reading.apply(&mut self.store, &options, request);
+        match outcome {
             Outcome::Rejected(rejection) => Err(rejected(&reading, &rejection.errors)),
             Outcome::Committed(commit) => {
                 let records = match StepRecord::of_commit(&commit, request.label.as_deref()) {
@@ -454,6 +485,11 @@ impl LoadedGame {
             limits: self.store.limits().clone(),
             mvu: MvuOptions {
                 macros: job.macros.clone(),
+                profile: self.store.profile(),
+                strict_set: self
+                    .store
+                    .structure()
+                    .is_some_and(StructureSchema::strict_set),
                 ..MvuOptions::default()
             },
         });
@@ -528,7 +564,12 @@ impl LoadedGame {
     }
 
     /// Runs the batch on a throwaway store with the state it would run on and a fresh VM.
-    fn dry_run(&self, reading: &Reading, options: ApplyOptions) -> Result<Done, ApiError> {
+    fn dry_run(
+        &self,
+        reading: &mut Reading,
+        options: ApplyOptions,
+        request: &ApplyRequest,
+    ) -> Result<Done, ApiError> {
         let state = match &options.at {
             Some(at) => self
                 .store
@@ -549,7 +590,7 @@ impl LoadedGame {
             at: None,
             ..options
         };
-        match trial.apply_with(&reading.batch, &options) {
+        match reading.apply(&mut trial, &options, request) {
             Outcome::Rejected(rejection) => Err(rejected(reading, &rejection.errors)),
             Outcome::Committed(commit) => {
                 let mut more = Map::new();
@@ -565,6 +606,33 @@ impl LoadedGame {
 }
 
 impl Reading {
+    /// Applies the batch to `store`: under a profile that applies commands one by one, each MVU
+    /// command is decided again on the state it meets, and the diagnostics say what it was decided
+    /// as (docs/mvu.md, "Profiles").
+    fn apply(
+        &mut self,
+        store: &mut Store,
+        options: &ApplyOptions,
+        request: &ApplyRequest,
+    ) -> Outcome {
+        let mut resolver = self
+            .extraction
+            .as_ref()
+            .and_then(statecraft_translators::Extraction::resolver);
+        let outcome = store.apply_resolved(
+            &self.batch,
+            options,
+            resolver.as_mut().map(|r| r as &mut dyn Resolve),
+        );
+        if let (Some(resolver), Some(extraction), Some(text)) =
+            (resolver, self.extraction.as_mut(), request.input.as_deref())
+        {
+            extraction.absorb(resolver, text);
+            self.diagnostics = extraction.diagnostics.clone();
+        }
+        outcome
+    }
+
     /// The byte span of each instruction in the reply, for `before` hooks (none for a JSON batch).
     fn spans(&self) -> Vec<std::ops::Range<usize>> {
         self.extraction
@@ -601,6 +669,8 @@ fn read_batch(
                 mvu: MvuOptions {
                     state: Some(state),
                     macros: request.macros.clone(),
+                    profile: store.profile(),
+                    strict_set: store.structure().is_some_and(StructureSchema::strict_set),
                     ..MvuOptions::default()
                 },
             };
@@ -643,7 +713,8 @@ fn read_batch(
         (None, Some(json)) => match Batch::from_json(json) {
             Ok(batch) => Ok(Reading {
                 batch,
-                policies: Policies::default(),
+                // A batch follows the game's profile, and so the policies it calls for.
+                policies: store.policies(),
                 diagnostics: Vec::new(),
                 report: Json::Null,
                 extraction: None,

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
-use statecraft_engine::{ChatReply, StepId, StepRef};
+use statecraft_engine::{ChatReply, Profile, StepId, StepRef};
 
 use crate::error::{ApiError, Kind};
 
@@ -170,8 +170,20 @@ impl StepName {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateRequest {
-    /// The initial state.
-    pub(crate) state: Json,
+    /// The initial state; exactly one of it and `card`.
+    #[serde(default)]
+    pub(crate) state: Option<Json>,
+    /// An MVU character card (its JSON, `{"png": BASE64}`, or a string of InitVar text), whose
+    /// InitVar entries are the initial state and whose markers the automatic schema.
+    #[serde(default)]
+    pub(crate) card: Option<Json>,
+    /// SillyTavern macros for the card's InitVar text (`{"user": "Alex"}`).
+    #[serde(default)]
+    pub(crate) macros: BTreeMap<String, String>,
+    /// Whose rules the game's replies follow: `strict`, `mvu` or `mvu-zod` (default `mvu` with a
+    /// card, `strict` without).
+    #[serde(default)]
+    pub(crate) profile: Option<Profile>,
     /// A JSON Schema every state must satisfy.
     #[serde(default)]
     pub(crate) schema: Option<Json>,

@@ -154,6 +154,8 @@ mod tests {
                 metadata: serde_json::Map::new(),
                 seed: None,
                 root_keys: Vec::new(),
+                profile: None,
+                automatic_schema: None,
             },
             scripts: BTreeMap::new(),
             head: Head {

@@ -1,6 +1,7 @@
 //! A database records the layout of its tables (`statecraft_meta.schema_version`) and the server
 //! reads it at every open: a database written by a newer statecraft is refused with an error that
-//! says what to do, before anything of it is read or written, on SQLite and on PostgreSQL.
+//! says what to do, before anything of it is read or written, on SQLite and on PostgreSQL; a database
+//! of version 1, whose rows version 2 reads as they are, opens and is recorded as version 2.
 
 use statecraft_saves::StorageError;
 use statecraft_server::Database;
@@ -29,7 +30,7 @@ fn assert_refused(result: Result<(), StorageError>) {
         Err(error @ StorageError::UnknownSchemaVersion { .. }) => {
             let message = error.to_string();
             assert!(
-                message.contains("schema version 2") && message.contains("upgrade statecraft"),
+                message.contains("schema version 3") && message.contains("upgrade statecraft"),
                 "the refusal says which version and what to do: {message}"
             );
         }
@@ -43,7 +44,7 @@ fn sqlite_refuses_an_unknown_schema_version() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("games.db");
     let database = Database::Sqlite(path.clone());
-    let result = reopened_at(&database, "2", |version| {
+    let set = |version: &str| {
         let connection = rusqlite::Connection::open(&path).expect("open the file");
         connection
             .execute(
@@ -51,7 +52,19 @@ fn sqlite_refuses_an_unknown_schema_version() {
                 [version],
             )
             .expect("set the version");
-    });
+    };
+    // Version 1 opens and is raised to 2.
+    reopened_at(&database, "1", set).expect("a version 1 database opens");
+    let connection = rusqlite::Connection::open(&path).expect("open the file");
+    let version: String = connection
+        .query_row(
+            "SELECT value FROM statecraft_meta WHERE key = 'schema_version'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("the version");
+    assert_eq!(version, "2");
+    let result = reopened_at(&database, "3", set);
     assert_refused(result);
 }
 
@@ -60,15 +73,26 @@ fn postgres_refuses_an_unknown_schema_version() {
     let Some(schema) = PgSchema::new("schema_version") else {
         return;
     };
-    let result = reopened_at(&Database::Postgres(schema.url.clone()), "2", |version| {
-        let mut client =
-            postgres::Client::connect(&schema.url, postgres::NoTls).expect("connect to the schema");
-        client
+    let client = || postgres::Client::connect(&schema.url, postgres::NoTls).expect("connect");
+    let set = |version: &str| {
+        client()
             .execute(
                 "UPDATE statecraft_meta SET value = $1 WHERE key = 'schema_version'",
                 &[&version],
             )
             .expect("set the version");
-    });
+    };
+    let database = Database::Postgres(schema.url.clone());
+    // Version 1 opens and is raised to 2.
+    reopened_at(&database, "1", set).expect("a version 1 database opens");
+    let version: String = client()
+        .query_one(
+            "SELECT value FROM statecraft_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .expect("the version")
+        .get(0);
+    assert_eq!(version, "2");
+    let result = reopened_at(&database, "3", set);
     assert_refused(result);
 }

@@ -27,6 +27,8 @@ fn base(hp: i64) -> BaseRecord {
         metadata: serde_json::Map::new(),
         seed: None,
         root_keys: Vec::new(),
+        profile: None,
+        automatic_schema: None,
     }
 }
 

@@ -111,11 +111,16 @@ pub enum DiagnosticKind {
     MvuYamlDifference,
     /// MVU text gave no instruction and nothing else says why.
     MvuNoCommands,
+    /// A value written over a number was made a number, as MVU's `Number()` makes it (`mvu` profile).
+    MvuCoerced,
+    /// `_.set` or `_.add` named a path that does not exist; MVU checks first and skips it, and so
+    /// was it (`mvu` profile).
+    MvuMissingPath,
 }
 
 impl DiagnosticKind {
     /// Every kind that is not a repair, in declaration order; [`DiagnosticKind::all`] adds the repairs.
-    const NOT_REPAIRS: [DiagnosticKind; 45] = [
+    const NOT_REPAIRS: [DiagnosticKind; 47] = [
         DiagnosticKind::ThinkIgnored,
         DiagnosticKind::TrailingGarbage,
         DiagnosticKind::UnclosedTag,
@@ -161,6 +166,8 @@ impl DiagnosticKind {
         DiagnosticKind::MvuYamlValue,
         DiagnosticKind::MvuYamlDifference,
         DiagnosticKind::MvuNoCommands,
+        DiagnosticKind::MvuCoerced,
+        DiagnosticKind::MvuMissingPath,
     ];
 
     /// Every kind: the repair parser's ([`RepairKind::ALL`]) first, then the others in declaration
@@ -221,6 +228,8 @@ impl DiagnosticKind {
             DiagnosticKind::MvuYamlValue => "mvu_yaml_value",
             DiagnosticKind::MvuYamlDifference => "mvu_yaml_difference",
             DiagnosticKind::MvuNoCommands => "mvu_no_commands",
+            DiagnosticKind::MvuCoerced => "mvu_coerced",
+            DiagnosticKind::MvuMissingPath => "mvu_missing_path",
         }
     }
 
@@ -295,6 +304,9 @@ impl DiagnosticKind {
             DiagnosticKind::MvuAddNotANumber => {
                 Advice("_.add takes the number to add, like _.add('player.gold', -5);")
             }
+            DiagnosticKind::MvuMissingPath => Advice(
+                "this path does not exist in the state; use the paths the state has, spelled exactly",
+            ),
             DiagnosticKind::MvuYamlValue => {
                 PreferredForm("JSON values in mvu commands (true, quoted strings, [\"a\", \"b\"])")
             }
@@ -381,6 +393,7 @@ impl DiagnosticKind {
             | DiagnosticKind::MvuGuessed
             | DiagnosticKind::MvuMissingTarget
             | DiagnosticKind::MvuInsertType
+            | DiagnosticKind::MvuCoerced
             | DiagnosticKind::MvuScanStopped => Nothing,
         }
     }

@@ -17,13 +17,13 @@ use std::ops::Range;
 use serde_json::Value as Json;
 use statecraft_engine::{
     ApplyOptions, Batch, BatchError, ErrorKind, Instruction, JsonTree, Limits, NodeKind, Policies,
-    ReplyReader, Value, escape_pointer_token, parse_path,
+    Profile, ReplyReader, Resolve, Value, escape_pointer_token, parse_path,
 };
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, MAX_DIAGNOSTICS_PER_KIND, Severity, unplaced};
 use crate::document::{Document, NodeId, NodeRef, PointerTargets};
 use crate::jsonpatch::PATCH_OPS;
-use crate::mvu::{self, MvuOptions};
+use crate::mvu::{self, MvuOptions, MvuUnit};
 use crate::repair::{Parsed, Repair, RepairKind, Spare, find, parse_value_in};
 use crate::report::RepairReport;
 
@@ -32,7 +32,8 @@ use crate::report::RepairReport;
 pub struct ExtractOptions {
     /// Limits applied while decoding instructions (value depth, string sizes, batch length).
     pub limits: Limits,
-    /// Options for MVU command lines found in the reply (macros, state, value/description pairs).
+    /// Options for MVU command lines found in the reply (macros, state, value/description pairs,
+    /// and the game's profile, which is also the reply's).
     pub mvu: MvuOptions,
 }
 
@@ -56,31 +57,128 @@ pub struct Extraction {
     /// came from MVU command text, the defaults otherwise. Private so that no caller applies the
     /// batch without them.
     policies: Policies,
+    /// The profile the reply was read under.
+    profile: Profile,
+    /// Under a one-by-one profile, the reply's commands in order, covering the batch (empty
+    /// otherwise).
+    units: Vec<MvuUnit>,
+    /// Under a one-by-one profile, the MVU options to decide commands again with (no state).
+    mvu: Option<MvuOptions>,
 }
 
 impl Extraction {
     /// The batch and the options to apply it with, or `None` when the reply is invalid and must not be
     /// applied. The options carry the policies the reply calls for: MVU's (`old_mismatch = warn`,
     /// docs/instructions.md, "Old-value checks") when any instruction came from MVU command text, the defaults otherwise. Set a label
-    /// on the options before applying when the step should have one.
+    /// on the options before applying when the step should have one. Under the `mvu` profiles they
+    /// carry the profile and its policies; apply with [`Extraction::resolver`] then, so that each
+    /// command is decided on the state it meets.
     pub fn applicable(&self) -> Option<(&Batch, ApplyOptions)> {
         self.valid.then(|| {
             let options = ApplyOptions {
                 policies: Some(self.policies),
+                profile: self.profile.is_mvu().then_some(self.profile),
                 spans: self.spans.clone(),
                 ..ApplyOptions::default()
             };
             (&self.batch, options)
         })
     }
+
+    /// The profile the reply was read under.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The reply's commands, for a profile that applies them one by one (docs/mvu.md): hand it to
+    /// `Store::apply_resolved`, then give it back with [`Extraction::absorb`]. `None` under `strict`.
+    pub fn resolver(&self) -> Option<ReplyResolver> {
+        let options = self.mvu.clone()?;
+        Some(ReplyResolver {
+            ranges: self
+                .units
+                .iter()
+                .map(|unit| unit.instructions.clone())
+                .collect(),
+            found: vec![None; self.units.len()],
+            units: self.units.clone(),
+            options,
+        })
+    }
+
+    /// Takes in what deciding the commands again found: the diagnostics of each command decided on
+    /// the state it met replace those it had on the state before the reply. `text` is the reply.
+    pub fn absorb(&mut self, resolver: ReplyResolver, text: &str) {
+        let mut replaced = false;
+        for (unit, found) in resolver.units.iter().zip(resolver.found) {
+            let (Some(found), Some(span)) = (found, unit.span()) else {
+                continue;
+            };
+            self.diagnostics
+                .retain(|d| !(d.span == span && RESOLUTION_KINDS.contains(&d.kind)));
+            self.diagnostics.extend(found);
+            replaced = true;
+        }
+        if replaced {
+            self.diagnostics.sort_by_key(|d| d.span.start);
+            crate::diagnostic::place_in_order(text, &mut self.diagnostics);
+        }
+    }
 }
 
-/// The [`ReplyReader`] a sync reads replies with: [`extract`] against the state each reply runs on,
-/// and the feedback of [`feedback`] for a reply that cannot run or that the engine refused.
+/// The diagnostics that deciding a command on a state gives (each spans the whole command).
+const RESOLUTION_KINDS: [DiagnosticKind; 9] = [
+    DiagnosticKind::MvuExtraArguments,
+    DiagnosticKind::MvuPointerPath,
+    DiagnosticKind::MvuInvalidPath,
+    DiagnosticKind::MvuAddNotANumber,
+    DiagnosticKind::MvuGuessed,
+    DiagnosticKind::MvuMissingTarget,
+    DiagnosticKind::MvuInsertType,
+    DiagnosticKind::MvuCoerced,
+    DiagnosticKind::MvuMissingPath,
+];
+
+/// A reply's commands, decided again one by one on the state each meets (the engine's
+/// [`Resolve`]), as MVU runs them: an `_.insert` that makes a character lets the `_.set` of its
+/// members after it apply.
+#[derive(Clone, Debug)]
+pub struct ReplyResolver {
+    ranges: Vec<Range<usize>>,
+    units: Vec<MvuUnit>,
+    options: MvuOptions,
+    /// The diagnostics of each command decided again, with spans into the reply.
+    found: Vec<Option<Vec<crate::Diagnostic>>>,
+}
+
+impl Resolve for ReplyResolver {
+    fn units(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
+    fn resolve(&mut self, unit: usize, state: &Value) -> Option<Vec<Instruction>> {
+        let options = MvuOptions {
+            state: Some(state.clone()),
+            ..self.options.clone()
+        };
+        let (instructions, diagnostics) = self.units.get(unit)?.resolve(&options)?;
+        self.found[unit] = Some(diagnostics);
+        Some(instructions)
+    }
+
+    fn describe(&self, unit: usize) -> Option<String> {
+        self.units.get(unit)?.text().map(|text| format!("`{text}`"))
+    }
+}
+
+/// The [`ReplyReader`] a sync reads replies with: [`extract`] against the state each reply runs on
+/// (under the options' profile, whose commands it hands the engine to decide one by one), and the
+/// feedback of [`feedback`] for a reply that cannot run or that the engine refused.
 #[derive(Debug)]
 pub struct ExtractReader {
     options: ExtractOptions,
     last: Option<Extraction>,
+    resolver: Option<ReplyResolver>,
 }
 
 impl ExtractReader {
@@ -89,6 +187,7 @@ impl ExtractReader {
         ExtractReader {
             options,
             last: None,
+            resolver: None,
         }
     }
 }
@@ -98,12 +197,19 @@ impl ReplyReader for ExtractReader {
         self.options.mvu.state = Some(state.clone());
         let extraction = extract(text, &self.options);
         self.options.mvu.state = None;
+        self.resolver = extraction.resolver();
         let read = match extraction.applicable() {
             Some((batch, options)) => Ok((batch.clone(), options)),
             None => Err(crate::feedback(&extraction, &[])),
         };
         self.last = Some(extraction);
         read
+    }
+
+    fn resolver(&mut self) -> Option<&mut dyn Resolve> {
+        self.resolver
+            .as_mut()
+            .map(|resolver| resolver as &mut dyn Resolve)
     }
 
     fn refused(&mut self, errors: &[BatchError]) -> String {
@@ -215,6 +321,8 @@ struct Walker<'a> {
     b: &'a [u8],
     options: &'a ExtractOptions,
     instructions: Vec<Instruction>,
+    /// The MVU commands read so far, under a one-by-one profile.
+    units: Vec<MvuUnit>,
     /// The byte range of each of `instructions` in the text.
     spans: Vec<Range<usize>>,
     diagnostics: Vec<Diagnostic>,
@@ -258,6 +366,7 @@ impl<'a> Walker<'a> {
             options,
             instructions: Vec::new(),
             spans: Vec::new(),
+            units: Vec::new(),
             diagnostics: Vec::new(),
             report: RepairReport::default(),
             valid: true,
@@ -540,6 +649,13 @@ impl<'a> Walker<'a> {
             self.diagnostics.push(diagnostic);
         }
         self.report.instructions += translation.instructions.len();
+        let offset = self.instructions.len();
+        self.units.extend(
+            translation
+                .units
+                .into_iter()
+                .map(|unit| unit.shifted(offset, at)),
+        );
         self.instructions.extend(translation.instructions);
         self.spans.extend(
             translation
@@ -1155,10 +1271,23 @@ impl<'a> Walker<'a> {
             && self.diagnostics.is_empty();
         self.report.score = self.report.cleanliness(exact, self.valid);
         crate::diagnostic::place(self.text, &mut self.diagnostics);
-        let policies = if self.mvu_used {
+        let profile = self.options.mvu.profile;
+        let policies = if profile.is_mvu() {
+            profile.policies()
+        } else if self.mvu_used {
             Policies::mvu()
         } else {
             Policies::default()
+        };
+        let (units, mvu) = if profile.one_by_one() {
+            let units = cover(std::mem::take(&mut self.units), self.instructions.len());
+            let options = MvuOptions {
+                state: None,
+                ..self.options.mvu.clone()
+            };
+            (units, Some(options))
+        } else {
+            (Vec::new(), None)
         };
         Extraction {
             batch: Batch::from(self.instructions),
@@ -1167,8 +1296,29 @@ impl<'a> Walker<'a> {
             report: self.report,
             valid: self.valid,
             policies,
+            profile,
+            units,
+            mvu,
         }
     }
+}
+
+/// The units of a batch of `len` instructions: the MVU commands where they are, and every other
+/// instruction (a JSON block's, a patch operation's) a unit of its own.
+fn cover(commands: Vec<MvuUnit>, len: usize) -> Vec<MvuUnit> {
+    let mut units = Vec::with_capacity(len.max(commands.len()));
+    let mut next = 0;
+    let single = |i: usize| MvuUnit {
+        instructions: i..i + 1,
+        command: None,
+    };
+    for unit in commands {
+        units.extend((next..unit.instructions.start).map(single));
+        next = unit.instructions.end;
+        units.push(unit);
+    }
+    units.extend((next..len).map(single));
+    units
 }
 
 /// The members in which a tool call sends its arguments, as a JSON string or as they are.

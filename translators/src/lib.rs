@@ -24,7 +24,7 @@ mod repair;
 mod report;
 
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity, diagnostics_json, line_column};
-pub use extract::{ExtractOptions, ExtractReader, Extraction, extract, json_values};
+pub use extract::{ExtractOptions, ExtractReader, Extraction, ReplyResolver, extract, json_values};
 pub use feedback::{feedback, feedback_for_errors};
 pub use repair::RepairKind;
 pub use report::RepairReport;

@@ -298,6 +298,19 @@ fn check(corpus: &str, parsed: &str) -> Result<String, String> {
         let text = block.split_once('\n').map_or("", |(_, rest)| rest);
         // Every block must translate without panicking, whatever it holds.
         let translation = mvu::from_text(text, &MvuOptions::default());
+        // The `mvu` profiles change what commands do on a state, never how they are read.
+        let under_mvu = MvuOptions {
+            profile: statecraft_engine::Profile::Mvu,
+            ..MvuOptions::default()
+        };
+        if mvu::commands_from_text(text, &under_mvu)
+            != mvu::commands_from_text(text, &MvuOptions::default())
+        {
+            problems.push(format!(
+                "block {index} ({source}) reads differently under the mvu profile"
+            ));
+        }
+        let _ = mvu::from_text(text, &under_mvu);
         let mine = actual(text);
         let theirs = expected(record);
         let agrees =

@@ -149,6 +149,23 @@ pub(super) fn check_position(expect: &Expect, store: &Store, checks: &mut Checks
             format!("the current step is {current} (it is step {now} {label})"),
         );
     }
+    if !expect.display.is_empty() || expect.delta.is_some() {
+        match statecraft_translators::mvu::current_views(store) {
+            Ok(views) => {
+                let display = Value::from_json(&views.display_data);
+                for expectation in &expect.display {
+                    check_value(expectation, &display, "display_data ", checks);
+                }
+                if let Some(delta) = &expect.delta {
+                    checks.check(
+                        &views.delta_data == delta,
+                        format!("delta_data is {delta} (found {})", views.delta_data),
+                    );
+                }
+            }
+            Err(error) => checks.check(false, format!("mvu views: {error}")),
+        }
+    }
     for (label, expectations) in &expect.steps {
         match store.state_at(label.as_str()) {
             Ok(state) => {

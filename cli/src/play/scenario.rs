@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Deserializer};
-use statecraft_engine::{SchemaViolation, StepId, StepRef, Store};
+use statecraft_engine::{Profile, SchemaViolation, StepId, StepRef, Store, StructureSchema, Value};
 use statecraft_prompt::Expectation;
 
 use crate::apply::build_store;
@@ -27,8 +27,9 @@ pub(super) struct Scenario {
     pub(super) title: String,
     /// SillyTavern macros for MVU text: `{"user": "小林"}` replaces `<user>` and `{{user}}`.
     pub(super) macros: BTreeMap<String, String>,
-    /// What every turn does with a schema violation (`scenario.json`'s `schema_violation`).
-    pub(super) schema_violation: SchemaViolation,
+    /// What every turn does with a schema violation (`scenario.json`'s `schema_violation`), when
+    /// not what the profile calls for.
+    pub(super) schema_violation: Option<SchemaViolation>,
     /// The replies, in name order.
     pub(super) turns: Vec<Turn>,
 }
@@ -127,6 +128,12 @@ pub(super) struct Expect {
     /// Label → JSON Pointer → the value expected in the state at that step, read without moving.
     #[serde(default, deserialize_with = "step_expectations")]
     pub(super) steps: BTreeMap<String, Vec<Expectation>>,
+    /// JSON Pointer → the value expected in MVU's `display_data` of the current step (docs/mvu.md,
+    /// "MVU's views").
+    #[serde(default, deserialize_with = "expectations")]
+    pub(super) display: Vec<Expectation>,
+    /// MVU's `delta_data` of the current step, exactly.
+    pub(super) delta: Option<serde_json::Value>,
 }
 
 impl Expect {
@@ -168,9 +175,18 @@ struct Settings {
     /// The seed of scripts' `ctx.random` (default 0).
     #[serde(default)]
     seed: u64,
-    /// `reject` (the default) or `repair`.
+    /// `reject` or `repair`; by default what the profile calls for (`reject` but under `mvu-zod`).
     #[serde(default)]
-    schema_violation: SchemaViolation,
+    schema_violation: Option<SchemaViolation>,
+    /// A character card in the folder (PNG or JSON, a world book, or InitVar text) to start from,
+    /// instead of `state.json`: its InitVar entries are the state and its markers the automatic
+    /// schema, read with `macros`.
+    #[serde(default)]
+    card: Option<PathBuf>,
+    /// Whose rules the replies follow: `strict`, `mvu` or `mvu-zod`. Default: `mvu` with a card,
+    /// `strict` otherwise.
+    #[serde(default)]
+    profile: Option<Profile>,
 }
 
 /// `values` as the prompt kit's expectations: an object of JSON Pointers, each checked to be one.
@@ -201,15 +217,6 @@ impl Scenario {
         if !dir.is_dir() {
             bail!("cannot play {}: it is not a scenario folder", dir.display());
         }
-        let state = files::read_state(&dir.join("state.json"))?;
-        let schema_path = dir.join("schema.json");
-        let schema = schema_path
-            .exists()
-            .then(|| files::read_schema(&schema_path))
-            .transpose()?;
-        let scripts = dir.join("scripts");
-        let scripts = scripts.is_dir().then_some(scripts.as_path());
-        let turns = load_turns(dir)?;
         let settings_path = dir.join("scenario.json");
         let settings: Settings = if settings_path.exists() {
             serde_json::from_value(files::read_json(&settings_path, "scenario")?).with_context(
@@ -218,11 +225,50 @@ impl Scenario {
         } else {
             Settings::default()
         };
+        let state_path = dir.join("state.json");
+        let (state, structure) = match &settings.card {
+            Some(card) => {
+                if state_path.exists() {
+                    bail!(
+                        "{} starts from the card {}: a state.json beside it would be ignored; remove one",
+                        dir.display(),
+                        card.display()
+                    );
+                }
+                let macros: Vec<(String, String)> = settings
+                    .macros
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let made = crate::card::load(&dir.join(card), &macros)?;
+                let structure = StructureSchema::new(made.schema).with_context(|| {
+                    format!(
+                        "the automatic schema of the card {} is unusable",
+                        card.display()
+                    )
+                })?;
+                (Value::from(made.state), Some(structure))
+            }
+            None => (files::read_state(&state_path)?, None),
+        };
+        let profile = settings.profile.unwrap_or(if structure.is_some() {
+            Profile::Mvu
+        } else {
+            Profile::Strict
+        });
+        let schema_path = dir.join("schema.json");
+        let schema = schema_path
+            .exists()
+            .then(|| files::read_schema(&schema_path))
+            .transpose()?;
+        let scripts = dir.join("scripts");
+        let scripts = scripts.is_dir().then_some(scripts.as_path());
+        let turns = load_turns(dir)?;
         let title = dir.file_name().map_or_else(
             || dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let store = build_store(state, schema, scripts, settings.seed)?;
+        let store = build_store(state, schema, scripts, settings.seed, profile, structure)?;
         let scenario = Scenario {
             dir: dir.to_owned(),
             title,

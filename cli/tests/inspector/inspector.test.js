@@ -4,7 +4,7 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync, readFileSync } from "node:fs";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -306,6 +306,71 @@ test("a refused token is asked for again, through the JavaScript client the page
   assert.equal(await tab.evaluate(() => sessionStorage.getItem("statecraft.token")), TOKEN);
   assert.ok(loaded.includes("/statecraft.js"), `the page loads the client: ${loaded.join(" ")}`);
   await context.close();
+});
+
+// The example card of examples/mvu-card, as a card author's file.
+const cardDir = resolve(here, "../../../examples/mvu-card");
+
+test("a game is made from a chosen card file and shows MVU's views beside the state", async () => {
+  await page.click("#create summary");
+  await page.fill("#create-form [name=id]", "inn");
+  await page.setInputFiles("#card-file", join(cardDir, "card.json"));
+  await page.locator("#card-chosen", { hasText: "card.json" }).waitFor();
+  await page.fill("#create-form [name=macros]", "user=Alex");
+  await page.click("#create-form button[type=submit]");
+  await page.locator("#game-list li[data-id=inn]").waitFor();
+  await page.locator("#timeline-graph .step.current[data-step='0']").waitFor();
+  await page.locator("#mvu-of", { hasText: "the root" }).waitFor();
+  assert.equal(await page.locator('#state-tree .node[data-pointer="/Alex"]').count(), 1, "the card's state, with <user> replaced");
+  assert.equal(await page.locator("#mvu-delta .node").count(), 1, "the root changed nothing: delta_data is {}");
+  assert.equal(await page.textContent("#card-chosen"), "", "the card is cleared once its game is made");
+
+  const reply = "<UpdateVariable>\n_.set('Ember.trust', 10, 15);//fixed the sign\n_.set('Alex.mana', 5);\n_.add('Alex.gold', -3);//supper\n</UpdateVariable>";
+  assert.match(await tryAndApply(reply, { label: "m1" }), /would commit: 2 changes/);
+  await page.locator("#mvu-of", { hasText: "m1" }).waitFor();
+  await page.locator('#mvu-delta .node[data-pointer="/Ember"] .fold').click();
+  assert.equal(await page.textContent('#mvu-delta .node[data-pointer="/Ember/trust"] .value'), '"10->15 (fixed the sign)"');
+  await page.locator('#mvu-display .node[data-pointer="/Ember"] .fold').click();
+  assert.equal(await page.textContent('#mvu-display .node[data-pointer="/Ember/mood"] .value'), '"calm"');
+  await page.locator('#state-tree .node[data-pointer="/Ember"] .fold').click();
+  await page.locator('#state-tree .node[data-pointer="/Ember/trust"] .fold').click();
+  assert.equal(await treeValue(page, "/Ember/trust/0"), "15", "the pair took the value; its description stays");
+  await shot(page, "mvu-views", "#mvu");
+});
+
+test("a card dropped on the page makes the same game from its PNG", async () => {
+  const png = readFileSync(join(cardDir, "card.png")).toString("base64");
+  const transfer = await page.evaluateHandle((bytes) => {
+    const data = Uint8Array.from(atob(bytes), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([data], "card.png", { type: "image/png" }));
+    return transfer;
+  }, png);
+  await page.fill("#create-form [name=id]", "inn-png");
+  await page.dispatchEvent("#card-drop", "drop", { dataTransfer: transfer });
+  await page.locator("#card-chosen", { hasText: "card.png" }).waitFor();
+  assert.match(await page.textContent("#card-chosen"), /PNG/);
+  await page.fill("#create-form [name=macros]", "user=Alex");
+  await page.selectOption("#create-form [name=profile]", "mvu");
+  await page.click("#create-form button[type=submit]");
+  await page.locator("#game-list li[data-id=inn-png]").waitFor();
+  await page.locator('#game-list li.open[data-id="inn-png"]').waitFor();
+  const [json, fromPng] = await Promise.all(
+    ["inn", "inn-png"].map((id) =>
+      fetch(`${server.url}/v1/games/${id}/state?step=0`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.json()),
+    ),
+  );
+  assert.deepEqual(fromPng.state, json.state, "the PNG and the JSON card give the same state");
+  // A file that is no card is refused with what and where, and nothing is made.
+  await page.setInputFiles("#card-file", { name: "broken.yaml", mimeType: "text/plain", buffer: Buffer.from("- 1\n- 2\n") });
+  await page.locator("#card-chosen", { hasText: "broken.yaml" }).waitFor();
+  await page.fill("#create-form [name=id]", "broken");
+  await page.click("#create-form button[type=submit]");
+  await page.locator("#create-error", { hasText: "card" }).waitFor();
+  assert.equal(await page.locator("#game-list li[data-id=broken]").count(), 0);
+  await page.click("#card-clear");
+  assert.equal(await page.textContent("#card-chosen"), "");
+  await shot(page, "card-refused", "#games");
 });
 
 test("no script error happened on any page", () => {

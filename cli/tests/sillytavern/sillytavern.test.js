@@ -307,8 +307,11 @@ test("every chat action keeps the game on what the chat shows", async () => {
     });
     const { state } = await api.getGame(await gameId());
     assert.deepEqual(variables.stat_data, state);
-    assert.deepEqual(variables.delta_data, { hp: "100->90" });
-    assert.equal(variables.display_data.hp, "100->90");
+    // MVU's own text: `old->new (reason)`, with the space kept when there is no reason.
+    const view = await api.mvuView(await gameId());
+    assert.deepEqual(variables.delta_data, view.delta_data);
+    assert.deepEqual(variables.delta_data, { hp: "100->90 " });
+    assert.equal(variables.display_data.hp, "100->90 ");
   });
   await check("/state and /state PATH", async () => {
     await page.fill("#send_textarea", "/state hp | /setvar key=seen");

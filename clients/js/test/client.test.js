@@ -136,6 +136,28 @@ test("policies and macros reach the engine", async () => {
   assert.equal((await client.getGame(id)).state.name, "Alex");
 });
 
+test("a game from an MVU card follows MVU's rules and shows MVU's views", async () => {
+  const initvar = "<user>:\n  金钱: 50\nMira:\n  好感度: [10, \"-100 to 100\"]\nNPC:\n  $meta: {extensible: true, template: {心情: 平静}}\n";
+  const card = {
+    spec: "chara_card_v2",
+    data: { name: "Mira", character_book: { entries: [{ keys: [], comment: "[InitVar]", content: initvar }] } },
+  };
+  const { id } = await client.createGame({ card, macros: { user: "Alex" } });
+  assert.deepEqual((await client.getGame(id)).state, { Alex: { 金钱: 50 }, Mira: { 好感度: [10, "-100 to 100"] }, NPC: {} });
+  const reply = "_.set('Mira.好感度', 10, 12);//笑\n_.set('Mira.typo', 1);\n_.insert('NPC', 'Bo', {});\n_.add('Alex', 1);";
+  const applied = await client.apply(id, { input: reply, label: "m1" });
+  assert.deepEqual(applied.warnings.map((w) => w.kind), ["type_mismatch"]);
+  assert.ok(applied.diagnostics.some((d) => d.kind === "mvu_missing_path"));
+  const view = await client.mvuView(id);
+  assert.equal(view.label, "m1");
+  assert.deepEqual(view.stat_data.NPC, { Bo: { 心情: "平静" } });
+  assert.equal(view.delta_data.Mira.好感度, "10->12 (笑)");
+  assert.equal(view.display_data.Alex.金钱, 50);
+  await assert.rejects(client.createGame({ state: {}, card }), { kind: "bad_request", status: 400 });
+  const strict = await client.createGame({ card: initvar, macros: { user: "A" }, profile: "strict" });
+  await assert.rejects(client.apply(strict.id, { input: "_.add('A', 1);" }), { kind: "rejected", status: 422 });
+});
+
 test("the stateless endpoints", async () => {
   const found = await client.extract("ok: {'op': 'assign', 'path': 'a.b', 'value': 1}");
   assert.deepEqual(found.batch, [{ op: "assign", path: ["a", "b"], value: 1 }]);

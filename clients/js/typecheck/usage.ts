@@ -73,6 +73,19 @@ export async function everyCall(): Promise<void> {
   );
   const id: string = made.id;
   const step0: number = made.step;
+  const fromCard = await client.createGame({ card: { png: "iVBORw0KGgo=" }, macros: { user: "Alex" }, profile: "mvu" });
+  await client.createGame({ card: "hp: 10\n", profile: "mvu-zod", schema: { type: "object" } });
+  // @ts-expect-error a game starts from a state or a card, not both
+  await client.createGame({ state: {}, card: "hp: 10" });
+  // @ts-expect-error macros read a card's InitVar text
+  await client.createGame({ state: {}, macros: { user: "Alex" } });
+  // @ts-expect-error profiles are strict, mvu and mvu-zod
+  await client.createGame({ state: {}, profile: "lenient" });
+  const view = await client.mvuView(fromCard.id);
+  const shown: Json = view.display_data;
+  const delta: Json = view.delta_data;
+  const stat: Json = view.stat_data;
+  const viewLabel: string | null = view.label;
   const page = await client.listGames({ after: null, limit: 10 });
   const next: string | null = page.next;
   for (const game of page.games) game.label?.toUpperCase();
@@ -152,4 +165,5 @@ export async function everyCall(): Promise<void> {
     explain(error);
   }
   void [health, reused, step0, next, byLabel, deleted, moved, feedback, converted.output, prompt, partial];
+  void [shown, delta, stat, viewLabel];
 }

@@ -172,8 +172,11 @@ impl Postgres {
             )
             .map_err(failed)?
             .get(0);
+        if rows::check_schema_version(version)? {
+            tx.execute(rows::UPGRADE_SCHEMA_VERSION, &[])
+                .map_err(failed)?;
+        }
         tx.commit().map_err(failed)?;
-        rows::check_schema_version(version)?;
         Ok(Postgres {
             url: url.to_owned(),
             writer: Mutex::new(None),

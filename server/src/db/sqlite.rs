@@ -106,7 +106,11 @@ impl Sqlite {
                 |row| row.get(0),
             )
             .map_err(failed)?;
-        rows::check_schema_version(version)?;
+        if rows::check_schema_version(version)? {
+            writer
+                .execute(rows::UPGRADE_SCHEMA_VERSION, [])
+                .map_err(failed)?;
+        }
         Ok(Sqlite {
             path: path.to_owned(),
             writer: Mutex::new(writer),

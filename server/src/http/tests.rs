@@ -371,3 +371,179 @@ fn a_create_retried_after_its_game_was_deleted_answers_409() {
         );
     }
 }
+
+/// A V2 card in the shape of MVU's example cards: value-description pairs, a locked character, an
+/// open, templated list of characters, and the `<user>` macro.
+fn mvu_card() -> Json {
+    let initvar = "```yaml\n<user>:\n  金钱: 50\n  背包: [绳子, $__META_EXTENSIBLE__$]\nMira:\n  好感度: [10, \"-100 to 100\"]\n  心情: 平静\nNPC:\n  $meta:\n    extensible: true\n    template: {好感度: 0, 心情: 平静}\n  小林: {好感度: 5, 心情: 开心}\n```";
+    json!({
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": "Mira",
+            "character_book": {"entries": [
+                {"keys": [], "comment": "[InitVar] start", "content": initvar, "enabled": false}
+            ]}
+        }
+    })
+}
+
+/// The same card as a PNG's `chara` chunk, as `{"png": BASE64}`.
+fn mvu_card_png() -> Json {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let chunk = engine.encode(mvu_card().to_string());
+    let png = statecraft_translators::card::png_with_text(&[("chara", &chunk)]);
+    json!({"png": engine.encode(png)})
+}
+
+#[test]
+fn games_from_cards_follow_mvu_and_answer_mvus_views_on_either_database() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let sqlite = Database::Sqlite(dir.path().join("games.db"));
+    let schema = PgSchema::new("cards");
+    let mut databases = vec![("sqlite", sqlite)];
+    if let Some(schema) = &schema {
+        databases.push(("postgres", Database::Postgres(schema.url.clone())));
+    }
+    for (name, database) in &databases {
+        let server = Harness::on(database, 100, None, None);
+        let from_json =
+            server.create(&json!({"card": mvu_card(), "macros": {"user": "Alex"}, "id": "mira"}));
+        let from_png = server.create(&json!({"card": mvu_card_png(), "macros": {"user": "Alex"}}));
+        let first = server.call("GET", &format!("/v1/games/{from_json}"), None);
+        let second = server.call("GET", &format!("/v1/games/{from_png}"), None);
+        assert_eq!(first.body["state"], second.body["state"], "{name}");
+        assert_eq!(
+            first.body["state"]["Mira"],
+            json!({"好感度": [10, "-100 to 100"], "心情": "平静"}),
+            "{name}"
+        );
+        // One reply: a pair, a misspelt path, a locked object, a template, a bad command.
+        let reply = "_.set('Mira.好感度', 10, 15);//笑了\n_.set('Mira.心晴', '好');\n_.insert('Alex', '魔力', 5);\n_.insert('NPC', '阿明', {\"好感度\": 3});\n_.add('Alex.背包', 1);\n_.add('Alex.金钱', -20);//买花";
+        let applied = server.call(
+            "POST",
+            "/v1/games/mira/apply",
+            Some(&json!({"input": reply, "label": "m1"})),
+        );
+        assert_eq!(applied.status, StatusCode::OK, "{name}: {:?}", applied.body);
+        let warnings: Vec<&str> = applied.body["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(warnings, ["schema_violation", "type_mismatch"], "{name}");
+        let diagnostics = applied.body["diagnostics"].to_string();
+        assert!(
+            diagnostics.contains("mvu_missing_path"),
+            "{name}: {diagnostics}"
+        );
+        // Another server on the same database rebuilds the game with its profile and views.
+        drop(server);
+        let again = Harness::on(database, 100, None, None);
+        let view = again.call("GET", "/v1/games/mira?view=mvu", None);
+        assert_eq!(view.status, StatusCode::OK, "{name}: {:?}", view.body);
+        assert_eq!(view.body["step"], 1, "{name}");
+        assert_eq!(view.body["label"], "m1", "{name}");
+        assert_eq!(
+            view.body["delta_data"],
+            json!({
+                "Mira": {"好感度": "10->15 (笑了)"},
+                "NPC": "ASSIGNED key '阿明' with value {\"好感度\":3,\"心情\":\"平静\"} into object 'NPC' ",
+                "Alex": {"金钱": "50->30 (买花)"}
+            }),
+            "{name}"
+        );
+        assert_eq!(
+            view.body["display_data"]["Alex"]["背包"],
+            json!(["绳子"]),
+            "{name}"
+        );
+        assert_eq!(view.body["display_data"]["Mira"]["心情"], "平静", "{name}");
+        assert_eq!(view.body["stat_data"]["Alex"]["金钱"], 30, "{name}");
+        let next = again.call(
+            "POST",
+            "/v1/games/mira/apply",
+            Some(&json!({"input": "_.set('nowhere', 1);\n_.set('Mira.心情', '开心');"})),
+        );
+        assert_eq!(next.status, StatusCode::OK, "{name}: {:?}", next.body);
+        let shown = again.call("GET", "/v1/games/mira", None);
+        assert_eq!(shown.body["state"].get("nowhere"), None, "{name}");
+        let undone = again.call("POST", "/v1/games/mira/undo", None);
+        assert_eq!(undone.status, StatusCode::OK, "{name}");
+        let root = again.call("POST", "/v1/games/mira/checkout", Some(&json!({"to": 0})));
+        assert_eq!(root.status, StatusCode::OK, "{name}");
+        let view = again.call("GET", "/v1/games/mira?view=mvu", None);
+        assert_eq!(
+            view.body["delta_data"],
+            json!({}),
+            "{name}: the root changed nothing"
+        );
+        assert_eq!(view.body["display_data"], view.body["stat_data"], "{name}");
+        again.call("DELETE", "/v1/games/mira", None);
+        again.call("DELETE", &format!("/v1/games/{from_png}"), None);
+    }
+}
+
+#[test]
+fn a_game_request_with_a_bad_card_profile_or_view_is_refused() {
+    let server = Harness::sqlite(100);
+    for (body, status, kind) in [
+        (json!({"card": [1]}), StatusCode::BAD_REQUEST, "bad_request"),
+        (
+            json!({"card": {"png": "%%"}}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            json!({"card": "- 1\n- 2"}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            json!({"state": {}, "card": mvu_card()}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (json!({}), StatusCode::BAD_REQUEST, "bad_request"),
+        (
+            json!({"state": {}, "profile": "lenient"}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+    ] {
+        let answer = server.call("POST", "/v1/games", Some(&body));
+        assert_eq!(answer.status, status, "{body}: {:?}", answer.body);
+        assert_eq!(answer.kind(), kind, "{body}");
+    }
+    // A plain game may follow mvu too; a card game may be strict.
+    let plain = server.create(&json!({"state": {"hp": [10, "d"], "s": "x"}, "profile": "mvu"}));
+    let applied = server.call(
+        "POST",
+        &format!("/v1/games/{plain}/apply"),
+        Some(&json!({"input": "_.set('hp', 9);\n_.add('s', 1);"})),
+    );
+    assert_eq!(applied.status, StatusCode::OK, "{:?}", applied.body);
+    assert_eq!(
+        applied.body["changes"][0]["path"],
+        json!(["hp", 0]),
+        "the pair's value"
+    );
+    let strict = server.create(&json!({"card": mvu_card(), "profile": "strict"}));
+    let refused = server.call(
+        "POST",
+        &format!("/v1/games/{strict}/apply"),
+        Some(&json!({"input": "_.add('Mira.心情', 1);"})),
+    );
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{:?}",
+        refused.body
+    );
+    let view = server.call("GET", &format!("/v1/games/{plain}?view=other"), None);
+    assert_eq!(view.status, StatusCode::BAD_REQUEST, "{:?}", view.body);
+    let view = server.call("GET", &format!("/v1/games/{plain}?views=mvu"), None);
+    assert_eq!(view.status, StatusCode::BAD_REQUEST, "{:?}", view.body);
+}

@@ -84,6 +84,21 @@ pub enum CardError {
         /// Why.
         message: String,
     },
+    /// A PNG card sent as base64 that is not base64.
+    #[error("the card's \"png\" is not base64: {problem}")]
+    Base64 {
+        /// What is wrong.
+        problem: String,
+    },
+    /// JSON that is no card: neither an object nor InitVar text.
+    #[error(
+        "a card is a character card's JSON, a world book's JSON, {{\"png\": BASE64}}, InitVar text \
+         or InitVar JSON (an object), not {found}"
+    )]
+    NotACard {
+        /// What was given instead.
+        found: &'static str,
+    },
     /// The card's world book has no InitVar entry.
     #[error(
         "the card has {entries} world book entries and none is an InitVar entry: MVU builds the \
@@ -155,6 +170,36 @@ pub fn read(bytes: &[u8], macros: &Macros) -> Result<Card, CardError> {
             };
             build(None, vec![entry], 1, macros)
         }
+    }
+}
+
+/// Reads a card given as JSON, as an HTTP request carries one: the card's (or world book's) JSON
+/// itself, `{"png": BASE64}` for a PNG card's bytes, a string of InitVar text, or any other object
+/// as InitVar JSON.
+/// Time: O(n) in the size of the card.
+pub fn read_value(value: &Json, macros: &Macros) -> Result<Card, CardError> {
+    match value {
+        Json::Object(fields) if fields.len() == 1 && fields.contains_key("png") => {
+            let Some(Json::String(text)) = fields.get("png") else {
+                return Err(CardError::Base64 {
+                    problem: "\"png\" must be a string of base64".to_owned(),
+                });
+            };
+            let compact: String = text.split_ascii_whitespace().collect();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(compact.as_bytes())
+                .map_err(|error| CardError::Base64 {
+                    problem: error.to_string(),
+                })?;
+            read(&bytes, macros)
+        }
+        Json::String(text) => read(text.as_bytes(), macros),
+        Json::Object(_) if is_card(value) || value.get("entries").is_some() => {
+            from_json(value.clone(), macros)
+        }
+        // Any other object is InitVar JSON, as `read` takes it: the state with its markers.
+        Json::Object(_) => read(value.to_string().as_bytes(), macros),
+        other => Err(CardError::NotACard { found: kind(other) }),
     }
 }
 
@@ -406,6 +451,36 @@ mod tests {
             ),
             "Ann meets Bo and Ann; <b> {{other}}"
         );
+    }
+
+    #[test]
+    fn cards_in_json_requests_are_read_in_every_form() {
+        let card = json!({"spec": "chara_card_v2", "data": {"name": "Mo", "character_book": {"entries": [
+            {"comment": "[InitVar]", "content": "{{char}}: {hp: 1}"}
+        ]}}});
+        let macros = Macros::new();
+        let from_json = read_value(&card, &macros).unwrap();
+        assert_eq!(from_json.state, json!({"Mo": {"hp": 1}}));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(card.to_string());
+        let png = png_with_text(&[("chara", &encoded)]);
+        let png = json!({"png": base64::engine::general_purpose::STANDARD.encode(png)});
+        assert_eq!(read_value(&png, &macros).unwrap(), from_json);
+        assert_eq!(
+            read_value(&json!("a: 1"), &macros).unwrap().state,
+            json!({"a": 1})
+        );
+        let initvar = json!({"bag": ["rope", "$__META_EXTENSIBLE__$"]});
+        let read = read_value(&initvar, &macros).unwrap();
+        assert_eq!(read.state, json!({"bag": ["rope"]}));
+        assert_eq!(read.schema["properties"]["bag"]["extensible"], true);
+        assert!(matches!(
+            read_value(&json!({"png": "%%%"}), &macros),
+            Err(CardError::Base64 { .. })
+        ));
+        assert!(matches!(
+            read_value(&json!([1]), &macros),
+            Err(CardError::NotACard { .. })
+        ));
     }
 
     #[test]

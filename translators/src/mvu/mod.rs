@@ -17,6 +17,7 @@ mod literal;
 mod math;
 mod resolve;
 mod scan;
+mod view;
 mod yaml;
 
 use std::borrow::Cow;
@@ -24,7 +25,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use serde_json::Value as Json;
-use statecraft_engine::{Batch, Instruction, Policies, Value};
+use statecraft_engine::{Batch, Instruction, Policies, Profile, Value};
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity, place, unplaced};
 use crate::extract::patch_blocks;
@@ -32,6 +33,7 @@ use crate::extract::patch_blocks;
 pub use emit::to_text;
 pub use math::{MathOutcome, evaluate as evaluate_math};
 pub use scan::CommandName;
+pub use view::{MvuViews, current_views, views};
 
 /// How to translate MVU text.
 #[derive(Clone, Debug, Default)]
@@ -43,10 +45,24 @@ pub struct MvuOptions {
     /// resolve exactly; without it they are guessed from their arguments and a diagnostic says so.
     pub state: Option<Value>,
     /// MVU's `[value, "description"]` convention: with a state, `set` and `add` on such a pair touch
-    /// element 0, as MVU does.
+    /// element 0, as MVU does. The `mvu` profiles turn it on whatever this says.
     pub value_description_pairs: bool,
     /// What to do with text MVU itself would not run.
     pub unrunnable: Unrunnable,
+    /// The game's profile (docs/mvu.md, "Profiles"). Under `mvu` and `mvu-zod`, with a state:
+    /// `[value, "description"]` pairs are on, `_.add` (and, under `mvu`, `_.set`) on a path that does
+    /// not exist is skipped with a warning, a value written over a number becomes a number as MVU's
+    /// `Number()` makes it, and `_.insert` below a missing parent is skipped, all as MVU does.
+    pub profile: Profile,
+    /// MVU's `strictSet` of the card: pairs stay off even under the `mvu` profiles.
+    pub strict_set: bool,
+}
+
+impl MvuOptions {
+    /// Whether `[value, "description"]` pairs are on.
+    pub fn pairs(&self) -> bool {
+        !self.strict_set && (self.value_description_pairs || self.profile.is_mvu())
+    }
 }
 
 /// What to do with text MVU itself would not run (docs/mvu.md): a command without `;` right after its
@@ -81,6 +97,97 @@ pub struct MvuTranslation {
     pub spans: Vec<Range<usize>>,
     /// What was noticed, skipped or guessed; spans are byte ranges of the translated text.
     pub diagnostics: Vec<Diagnostic>,
+    /// The commands, each with its instructions, kept when the profile applies commands one by one
+    /// (empty otherwise): each is decided again on the state it runs on (docs/mvu.md, "Profiles").
+    pub units: Vec<MvuUnit>,
+}
+
+/// One command of a translation: the instructions it became, and what it takes to decide it again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MvuUnit {
+    /// Its instructions, by index (empty when it resolved to nothing).
+    pub instructions: Range<usize>,
+    /// The command, or `None` for an operation of a `<JSONPatch>` block, which does not depend on
+    /// the state.
+    pub(crate) command: Option<Resolvable>,
+}
+
+/// An MVU command as read, owned, to resolve again on another state.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Resolvable {
+    pub(crate) name: CommandName,
+    pub(crate) span: Range<usize>,
+    pub(crate) path: String,
+    pub(crate) args: Vec<Value>,
+    pub(crate) reason: Option<String>,
+    /// The command's text, cut to a length fit for a message.
+    pub(crate) text: String,
+}
+
+/// The longest command text a warning quotes, in bytes.
+const QUOTED_COMMAND_BYTES: usize = 160;
+
+impl MvuUnit {
+    /// The command as written in the reply, cut to a length fit for a message; `None` for a JSON
+    /// Patch operation.
+    pub fn text(&self) -> Option<&str> {
+        self.command.as_ref().map(|command| command.text.as_str())
+    }
+
+    /// The command's byte span in the translated text.
+    pub fn span(&self) -> Option<Range<usize>> {
+        self.command.as_ref().map(|command| command.span.clone())
+    }
+
+    /// The unit moved by `instructions` instructions and `bytes` bytes, for a translation placed in a
+    /// longer text.
+    pub(crate) fn shifted(mut self, instructions: usize, bytes: usize) -> MvuUnit {
+        self.instructions =
+            self.instructions.start + instructions..self.instructions.end + instructions;
+        if let Some(command) = &mut self.command {
+            command.span = command.span.start + bytes..command.span.end + bytes;
+        }
+        self
+    }
+
+    /// What the command stands for on the state `options` carry, with the diagnostics of deciding
+    /// it (spans as the command's); `None` for a JSON Patch operation, which stands as it is.
+    pub(crate) fn resolve(
+        &self,
+        options: &MvuOptions,
+    ) -> Option<(Vec<Instruction>, Vec<Diagnostic>)> {
+        let command = self.command.as_ref()?;
+        let mut values = command.args.clone();
+        let read = Command {
+            name: command.name,
+            span: command.span.clone(),
+            path: Cow::Borrowed(&command.path),
+            args: 0..values.len(),
+            reason: command.reason.clone(),
+        };
+        let mut instructions = Vec::new();
+        let mut diagnostics = Vec::new();
+        resolve::resolve(
+            read,
+            &mut values,
+            options,
+            &mut instructions,
+            &mut diagnostics,
+        );
+        Some((instructions, diagnostics))
+    }
+}
+
+/// A command's text for a message: at most [`QUOTED_COMMAND_BYTES`], cut at a character boundary.
+fn quoted(text: &str) -> String {
+    if text.len() <= QUOTED_COMMAND_BYTES {
+        return text.to_owned();
+    }
+    let mut end = QUOTED_COMMAND_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 impl MvuTranslation {
@@ -284,19 +391,49 @@ pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
         .peekable();
     let mut instructions = Vec::with_capacity(commands.len());
     let mut spans = Vec::with_capacity(commands.len());
+    let keep_units = options.profile.one_by_one();
+    let mut units = Vec::new();
+    let patch_units = |instructions: &Vec<Instruction>, added: usize, units: &mut Vec<MvuUnit>| {
+        if keep_units {
+            let end = instructions.len();
+            units.extend((end - added..end).map(|i| MvuUnit {
+                instructions: i..i + 1,
+                command: None,
+            }));
+        }
+    };
     for command in commands {
         while let Some(block) = patches.next_if(|block| block.start < command.span.start) {
+            let added = block.instructions.len();
             instructions.extend(block.instructions);
             spans.extend(block.spans);
+            patch_units(&instructions, added, &mut units);
         }
         let span = command.span.clone();
+        let first = instructions.len();
+        let kept = keep_units.then(|| Resolvable {
+            name: command.name,
+            span: span.clone(),
+            path: command.path.to_string(),
+            args: values[command.args.clone()].to_vec(),
+            reason: command.reason.clone(),
+            text: quoted(&text[span.clone()]),
+        });
         let args = &mut values[command.args.clone()];
         resolve::resolve(command, args, options, &mut instructions, &mut diagnostics);
         spans.resize(instructions.len(), span);
+        if let Some(command) = kept {
+            units.push(MvuUnit {
+                instructions: first..instructions.len(),
+                command: Some(command),
+            });
+        }
     }
     for block in patches {
+        let added = block.instructions.len();
         instructions.extend(block.instructions);
         spans.extend(block.spans);
+        patch_units(&instructions, added, &mut units);
     }
     let explained = diagnostics.iter().any(|d| d.severity >= Severity::Warning);
     if instructions.is_empty() && !explained && !text.trim().is_empty() {
@@ -312,5 +449,6 @@ pub fn from_text(text: &str, options: &MvuOptions) -> MvuTranslation {
         instructions,
         spans,
         diagnostics,
+        units,
     }
 }

@@ -95,7 +95,7 @@ pub(crate) fn resolve(
     let instruction = match command.name {
         CommandName::Set => {
             extra(2, &mut report);
-            Some(set(path, args, options))
+            set(path, args, options, &mut report)
         }
         CommandName::Add => add(path, args, options, &mut report),
         CommandName::Insert | CommandName::Assign => {
@@ -147,16 +147,56 @@ fn command_path(
 }
 
 /// `_.set(path, new)` or `_.set(path, old, new)`: an `assign`, with `old` when given; on a
-/// `[value, "description"]` pair (when the convention is on) both go to element 0.
-fn set(path: Path, args: &mut [Value], options: &MvuOptions) -> Instruction {
+/// `[value, "description"]` pair (when the convention is on) both go to element 0. Under the `mvu`
+/// profile a path that does not exist is skipped, and a value written over a number is made one.
+fn set(
+    path: Path,
+    args: &mut [Value],
+    options: &MvuOptions,
+    report: &mut Report<'_>,
+) -> Option<Instruction> {
     let count = args.len();
     let target = options
         .state
         .as_ref()
         .and_then(|state| state.lookup(path.segments()));
+    let mvu = options.profile.is_mvu() && options.state.is_some();
+    if mvu && target.is_none() && !path.is_empty() && !options.profile.set_creates() {
+        report(
+            DiagnosticKind::MvuMissingPath,
+            Severity::Warning,
+            format!("`_.set` skipped: nothing at {path}; mvu checks that the path exists first")
+                .into(),
+        );
+        return None;
+    }
     let new_at = usize::from(count >= 2);
     let pair = pair_target(options, target, &args[new_at]);
-    let new = std::mem::take(&mut args[new_at]);
+    let mut new = std::mem::take(&mut args[new_at]);
+    if mvu {
+        // MVU's `Number()`: over a pair's number anything but null, over a number a string.
+        let over = if pair {
+            target.and_then(|pair| pair.lookup(&[Segment::Index(0)]))
+        } else {
+            target
+        };
+        let coerce = matches!(over, Some(Value::Number(_)))
+            && !matches!(new, Value::Null | Value::Number(_))
+            && (pair || matches!(new, Value::String(_)));
+        if coerce {
+            let number = js_number(&new);
+            let message = match &number {
+                Some(number) => format!(
+                    "{new} written over a number became {number}, as mvu's Number() makes it"
+                ),
+                None => format!(
+                    "{new} written over a number is NaN in mvu's Number(), which mvu saves as null"
+                ),
+            };
+            report(DiagnosticKind::MvuCoerced, Severity::Note, message.into());
+            new = number.unwrap_or(Value::Null);
+        }
+    }
     let old = (count >= 2).then(|| {
         let old = std::mem::take(&mut args[0]);
         match pair.then(|| pair_value(&old)).flatten() {
@@ -166,10 +206,52 @@ fn set(path: Path, args: &mut [Value], options: &MvuOptions) -> Instruction {
     });
     let path = if pair { path.child(0usize) } else { path };
     let instruction = Instruction::assign(path, new);
-    match old {
+    Some(match old {
         Some(old) => instruction.with_old(old),
         None => instruction,
+    })
+}
+
+/// JavaScript's `Number(value)` for what MVU coerces: booleans, and strings in JavaScript's decimal,
+/// hexadecimal, octal and binary forms (blank is 0). `None` is NaN, and so is an infinity, which
+/// JSON cannot hold.
+fn js_number(value: &Value) -> Option<Value> {
+    let number = match value {
+        Value::Bool(flag) => return Some(Value::from(i64::from(*flag))),
+        Value::Number(_) => return Some(value.clone()),
+        Value::String(text) => {
+            let text = text.trim();
+            let radix = |prefix: [&str; 2], radix: u32| {
+                prefix
+                    .iter()
+                    .find_map(|p| text.strip_prefix(p))
+                    .map(|digits| u64::from_str_radix(digits, radix).ok().map(|n| n as f64))
+            };
+            if text.is_empty() {
+                0.0
+            } else if let Some(n) = radix(["0x", "0X"], 16)
+                .or_else(|| radix(["0o", "0O"], 8))
+                .or_else(|| radix(["0b", "0B"], 2))
+            {
+                n?
+            } else if text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'))
+            {
+                text.parse::<f64>().ok()?
+            } else {
+                return None;
+            }
+        }
+        _ => return None,
+    };
+    if !number.is_finite() {
+        return None;
     }
+    if number.fract() == 0.0 && number.abs() < 9.0e15 {
+        return Some(Value::from(number as i64));
+    }
+    serde_json::Number::from_f64(number).map(Value::Number)
 }
 
 /// `_.add(path, delta)`: an `increment` (of element 0 of a pair), or nothing when the delta is not a
@@ -193,6 +275,15 @@ fn add(
         .state
         .as_ref()
         .and_then(|state| state.lookup(path.segments()));
+    if options.profile.is_mvu() && options.state.is_some() && target.is_none() {
+        report(
+            DiagnosticKind::MvuMissingPath,
+            Severity::Warning,
+            format!("`_.add` skipped: nothing at {path}; mvu checks that the path exists first")
+                .into(),
+        );
+        return None;
+    }
     let path = if pair_target(options, target, delta) {
         path.child(0usize)
     } else {
@@ -213,6 +304,18 @@ fn insert(
 ) -> Option<Instruction> {
     let state = options.state.as_ref();
     let target = state.and_then(|state| state.lookup(path.segments()));
+    if let (Some(state), None, Some((parent, _))) = (state, target, path.split_last())
+        && options.profile.is_mvu()
+        && state.lookup(parent).is_none()
+    {
+        report(
+            DiagnosticKind::MvuMissingTarget,
+            Severity::Warning,
+            format!("`_.{name}` skipped: neither {path} nor its parent exists; mvu skips it too")
+                .into(),
+        );
+        return None;
+    }
     match (args.len(), state) {
         (1, Some(_)) => {
             insert_value_exact(&path, target, std::mem::take(&mut args[0]), name, report)
@@ -269,7 +372,7 @@ fn pair_target(options: &MvuOptions, target: Option<&Value>, new: &Value) -> boo
     let Some(Value::Array(items)) = target else {
         return false;
     };
-    options.value_description_pairs
+    options.pairs()
         && !matches!(new, Value::Array(_))
         && items.len() == 2
         && matches!(items.get(1), Some(Value::String(_)))

@@ -22,7 +22,7 @@ fn key(text: &str) -> String {
 
 /// Reply `n`: MVU text or a JSON fence, each changing the state by what came before.
 fn reply(n: usize) -> String {
-    if n.is_multiple_of(2) {
+    if n % 2 == 0 {
         format!("Turn {n}.\n<UpdateVariable>\n_.add('gold', {n});//found\n</UpdateVariable>")
     } else {
         format!(
