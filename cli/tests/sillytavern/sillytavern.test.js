@@ -768,8 +768,8 @@ test("a group chat: replies from two characters change one game", async () => {
 
 test("a chat with hundreds of long replies, opened for the first time", async () => {
   // A chat file written into SillyTavern's data folder, as one copied from another machine: 300
-  // replies of about 12 KB (3.6 MB of text, past the server's 4 MiB body limit with the JSON).
-  const padding = "The torchlight flickers on the wet stone of the long tunnel. ".repeat(200);
+  // replies of about 15 KB (4.6 MB of text, past the server's 4 MiB body limit).
+  const padding = "The torchlight flickers on the wet stone of the long tunnel. ".repeat(250);
   const lines = [{ user_name: "User", character_name: "Warden", create_date: "2026-01-01@10h00m00s", chat_metadata: {} }];
   const when = "2026-01-01T10:00:00.000Z";
   lines.push({ name: "Warden", is_user: false, is_system: false, send_date: when, mes: CHARACTER.data.first_mes, swipes: [CHARACTER.data.first_mes], swipe_id: 0, extra: {} });
