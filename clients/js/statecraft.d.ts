@@ -60,10 +60,9 @@ export type Profile = "strict" | "mvu" | "mvu-zod";
 export type Card = { [key: string]: Json } | { png: string } | string;
 
 /** What a game starts from: a `state`, or a `card` read with SillyTavern `macros`. */
-export type NewGame = {
+export type GameSource = {
   schema?: Json;
   scripts?: Record<string, string>;
-  id?: string;
   seed?: number;
   /** Default: `mvu` with a card, `strict` without. */
   profile?: Profile;
@@ -71,6 +70,9 @@ export type NewGame = {
   | { state: Json; card?: undefined; macros?: undefined }
   | { card: Card; macros?: Record<string, string>; state?: undefined }
 );
+
+/** `POST /v1/games`'s body: a source and, optionally, the game's id. */
+export type NewGame = GameSource & { id?: string };
 
 /** MVU's views of the current step: the state, the state shown with each change as MVU shows it
  * (`"old->new (reason)"`), and only the changes. */
@@ -154,15 +156,9 @@ export interface GameListing {
   label: string | null;
 }
 
-/** What `sync` makes a game from when it does not exist yet. */
-export interface SyncCreate {
-  state: Json;
-  schema?: Json;
-  scripts?: Record<string, string>;
-  /** A character card: its JSON, or `{png: BASE64}`. */
-  card?: Json;
-  profile?: "strict" | "mvu" | "mvu-zod";
-}
+/** What `sync` makes a game from when it does not exist yet: `POST /v1/games`'s body (a state or a
+ * card, not both; the id is the path's). */
+export type SyncCreate = GameSource;
 
 export interface SyncOptions extends RequestOptions {
   /** `false` reads the state at the end of the path without making it current. */
@@ -215,6 +211,11 @@ export interface ClientOptions {
    * the `unauthorized` error through. Requests refused while it runs wait for its answer.
    */
   onUnauthorized?: (error: StatecraftError, sent: { token: string | undefined }) => string | undefined | null | Promise<string | undefined | null>;
+  /**
+   * A sync whose body would pass this many bytes (3 MiB by default, under the server's 4 MiB
+   * `--max-body`) goes as several syncs of growing prefixes of the path, each a whole path.
+   */
+  maxBodyBytes?: number;
 }
 
 /** The server's error kinds (docs/http.md, "Errors"), one per `Kind` in server/src/error.rs. */
@@ -310,7 +311,8 @@ export declare class Statecraft {
   /**
    * Maps a chat onto its game by content: `replies` are the texts of the replies the chat shows, oldest
    * first. Replies this object synced before go as SHA-256 keys; `need_text` is answered by sending
-   * the texts asked for once more.
+   * the texts asked for once more. A body past `maxBodyBytes` goes as several syncs of prefixes, the
+   * current step moving only with the last.
    */
   sync(id: string, replies: string[], options?: SyncOptions): Promise<Synced>;
   checkout(id: string, to: StepName, options?: RequestOptions): Promise<Moved>;

@@ -48,7 +48,8 @@ export class Statecraft {
   /**
    * @param {string} [baseUrl] where the server listens, `http://127.0.0.1:8765` by default
    * @param {{token?: string, fetch?: typeof fetch, timeoutMs?: number, init?: RequestInit,
-   *          onUnauthorized?: (error: StatecraftError, sent: {token?: string}) => unknown}} [options]
+   *          onUnauthorized?: (error: StatecraftError, sent: {token?: string}) => unknown,
+   *          maxBodyBytes?: number}} [options]
    */
   constructor(baseUrl = "http://127.0.0.1:8765", options = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
@@ -59,6 +60,9 @@ export class Statecraft {
     // "no-store"}` in a browser page); method, headers, body and signal are the client's.
     this.init = options.init || {};
     this.onUnauthorized = options.onUnauthorized;
+    // A sync whose body would pass this goes in parts (the server refuses bodies past its
+    // `--max-body`, 4 MiB by default).
+    this.maxBodyBytes = options.maxBodyBytes ?? 3 * 1024 * 1024;
   }
 
   /** Sends one request and returns the parsed JSON answer, or throws a StatecraftError. A 401 is
@@ -209,6 +213,12 @@ export class Statecraft {
    * (trimmed, or a new server) it answers `need_text` and the texts it names are sent once more.
    * `move: false` reads the state at the end of the path without making it current; `create` makes
    * the game first when it does not exist. → `{state, step, applied, reused}`.
+   *
+   * A body that would pass `maxBodyBytes` (a long chat opened for the first time) goes as several
+   * syncs of growing prefixes of the path, each a whole path from the first reply (what the earlier
+   * ones sent goes as keys): every prefix but the last with `move: false`, so the current step moves
+   * only once the whole path is there. The answer is the last one's, with `applied` gathering every
+   * part's and `reused` counting the replies whose step existed before the call.
    */
   async sync(id, replies, { move, create, macros, idempotencyKey, signal } = {}) {
     if (!Array.isArray(replies) || replies.some((reply) => typeof reply !== "string")) {
@@ -217,32 +227,51 @@ export class Statecraft {
     const keys = await Promise.all(replies.map(sha256Hex));
     const known = this.#synced.get(id) ?? new Set();
     const url = `/v1/games/${encodeURIComponent(id)}/sync`;
-    const send = (texts, key) => {
-      // A known reply goes as its key alone (a bare 64-hex string: 67 bytes on the wire).
-      const path = keys.map((hash, index) => (texts(index) ? { text: replies[index] } : hash));
-      const body = dropUndefined({ replies: path, move, macros, create });
-      return this.request("POST", url, body, { idempotencyKey: key, signal });
+    // A known reply goes as its key alone (a bare 64-hex string: 67 bytes on the wire with its comma).
+    const body = (end, texts, first, last) => {
+      const path = keys.slice(0, end).map((hash, index) => (texts(index) ? { text: replies[index] } : hash));
+      return dropUndefined({ replies: path, move: last ? move : false, macros, create: first ? create : undefined });
     };
-    let answer;
+    const bytes = (value) => utf8Length(JSON.stringify(value));
+    const applied = [];
+    let retried = false;
     try {
-      try {
-        answer = await send((index) => !known.has(keys[index]), idempotencyKey);
-      } catch (error) {
-        if (!(error instanceof StatecraftError) || error.kind !== "need_text") throw error;
-        // Nothing changed: send the same path again with the texts asked for. A retry has a key of
-        // its own, since the first key's answer may be kept as the refusal.
-        const need = new Set(Array.isArray(error.body?.need) ? error.body.need : []);
-        for (const index of need) known.delete(keys[index]);
-        answer = await send((index) => need.has(index) || !known.has(keys[index]), idempotencyKey && `${idempotencyKey}/texts`);
+      for (;;) {
+        // The texts this call must send (the rest go as keys), and the prefixes that fit.
+        const texts = (index) => !known.has(keys[index]);
+        const ends = splitPath(replies.length, this.maxBodyBytes, bytes(body(0, texts, true, true)), (index) =>
+          texts(index) ? bytes({ text: replies[index] }) + 1 : 67,
+        );
+        let answer;
+        try {
+          for (const [part, end] of ends.entries()) {
+            const first = part === 0;
+            const last = part === ends.length - 1;
+            const suffix = [retried ? "/texts" : "", first ? "" : `/${part}`].join("");
+            const key = idempotencyKey && `${idempotencyKey}${suffix}`;
+            answer = await this.request("POST", url, body(end, texts, first, last), { idempotencyKey: key, signal });
+            applied.push(...answer.applied);
+            // What this part sent is there now: the next parts send it as keys.
+            for (const hash of keys.slice(0, end)) known.add(hash);
+            this.#synced.set(id, known);
+          }
+        } catch (error) {
+          if (retried || !(error instanceof StatecraftError) || error.kind !== "need_text") throw error;
+          // Nothing changed by that part: send the path again with the texts asked for. A retry has a
+          // key of its own, since the first key's answer may be kept as the refusal.
+          retried = true;
+          for (const index of Array.isArray(error.body?.need) ? error.body.need : []) known.delete(keys[index]);
+          continue;
+        }
+        const byIndex = new Map(applied.map((reply) => [reply.index, reply]));
+        const all = [...byIndex.values()].sort((a, b) => a.index - b.index);
+        return { ...answer, applied: all, reused: replies.length - all.length };
       }
     } catch (error) {
       // A game that is gone forgets its keys: when it is made again, every text goes again.
       if (error instanceof StatecraftError && error.kind === "unknown_game") this.#synced.delete(id);
       throw error;
     }
-    for (const key of keys) known.add(key);
-    this.#synced.set(id, known);
-    return answer;
   }
 
   /** Makes a step current (a label or an id) → `{state, step, label, moved}`. */
@@ -339,6 +368,33 @@ export const sha256HexPlain = (text) => {
   for (const byte of sha256Bytes(new TextEncoder().encode(text))) hex += byte.toString(16).padStart(2, "0");
   return hex;
 };
+
+/**
+ * Where the parts of a sync end: the fewest prefixes of a path of `count` replies, each a body under
+ * `limit` bytes, where a body is `base` bytes plus, for every reply before the previous part's end,
+ * a key (67 bytes), and for the others `size(index)`. A part holds at least one reply it sends anew,
+ * so a reply too large alone is a part of its own (and the server answers it 413). An empty path is
+ * one part.
+ */
+function splitPath(count, limit, base, size) {
+  const ends = [];
+  let start = 0;
+  while (start < count || ends.length === 0) {
+    let used = base + 67 * start;
+    let end = start;
+    while (end < count && (end === start || used + size(end) <= limit)) {
+      used += size(end);
+      end += 1;
+    }
+    ends.push(end);
+    start = end;
+  }
+  return ends;
+}
+
+function utf8Length(text) {
+  return new TextEncoder().encode(text).length;
+}
 
 function dropUndefined(object) {
   return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));

@@ -45,29 +45,64 @@ function makeClient() {
   return new Statecraft(url, { token: token || undefined, timeoutMs: 30000, init: { credentials: "omit", cache: "no-store" } });
 }
 
-/** The character whose card makes the chat's game: the chat's character, or in a group the first member with a source. */
-function sourceCharacter() {
+/**
+ * The character whose card makes the chat's game, with what it gives (`{character, source}`, see
+ * `gameSource`): the chat's character; in a group chat, the first member (in the group's order) whose
+ * card gives a state of its own (statecraft settings, or [InitVar] entries in its world book), else
+ * the first member. One chat, one game, one source: every member's replies change that one state.
+ * Loads shallow characters and their world books (SillyTavern caches both).
+ */
+async function sourceCharacter() {
   const ctx = context();
+  let candidates = [];
   if (ctx.groupId) {
+    await ctx.unshallowGroupMembers?.(ctx.groupId);
     const group = ctx.groups.find((candidate) => candidate.id === ctx.groupId);
-    const members = (group?.members ?? []).map((avatar) => ctx.characters.find((character) => character.avatar === avatar)).filter(Boolean);
-    return members.find((member) => gameSource(member).from !== "an empty state") ?? members[0] ?? null;
+    candidates = (group?.members ?? []).map((avatar) => ctx.characters.find((character) => character.avatar === avatar)).filter(Boolean);
+  } else if (ctx.characterId !== undefined && ctx.characters[ctx.characterId]) {
+    await ctx.unshallowCharacter?.(ctx.characterId);
+    candidates = [ctx.characters[ctx.characterId]];
   }
-  return ctx.characterId === undefined ? null : ctx.characters[ctx.characterId] ?? null;
+  let first = null;
+  for (const character of candidates) {
+    const name = character.data?.extensions?.world;
+    const world = name ? await Promise.resolve(ctx.loadWorldInfo?.(name)).catch(() => null) : null;
+    const source = gameSource(character, { world, macros: { user: ctx.name1, char: character.name } });
+    if (source.from !== "an empty state") return { character, source };
+    first ??= { character, source };
+  }
+  return first ?? { character: null, source: gameSource(null) };
 }
 
-/** The chat to keep, or null: the game id lives in the chat's metadata, so renames keep it. */
-function target() {
+/**
+ * Whether SillyTavern is switching chats: it empties the metadata, names the new chat, and fills the
+ * chat (a new group chat's greetings one by one, each with its event) before the chat's metadata
+ * arrives, which always has its `integrity` slug. A sync read in between would make a game in
+ * metadata about to be replaced; the chat's load event syncs instead.
+ */
+function loading(ctx) {
+  return !ctx.chatMetadata.integrity;
+}
+
+/** The chat to keep, or null: the game id lives in the chat's metadata, so renames and branches keep it. */
+async function target() {
+  const chatId = context().chatId;
+  if (!settings().enabled || !chatId) return null;
+  const { character, source } = await sourceCharacter();
+  // The chat may have changed while the card was read: keep the one open now.
   const ctx = context();
-  if (!settings().enabled || !ctx.chatId || !ctx.chatMetadata) return null;
+  if (ctx.chatId !== chatId) return target();
+  if (!ctx.chatMetadata || loading(ctx)) return null;
   let game = ctx.chatMetadata[NAME]?.game;
   if (!game) {
-    game = newGameId(ctx.chatId);
+    game = newGameId(chatId);
     ctx.chatMetadata[NAME] = { game };
     ctx.saveMetadataDebounced?.();
   }
-  const character = sourceCharacter();
-  return { gameId: game, chat: ctx.chat, create: gameSource(character).create, macros: { user: ctx.name1, char: ctx.name2 } };
+  // {{char}} in a reply's commands is the source character, in a group too (whoever wrote the
+  // reply), so that the same text always does the same.
+  const macros = { user: ctx.name1, char: character?.name ?? ctx.name2 };
+  return { gameId: game, chat: ctx.chat, create: source.create, schema: source.schema, macros };
 }
 
 function origin() {
@@ -179,7 +214,7 @@ async function interceptGeneration(_chat, _contextSize, _abort, type) {
       ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
       return;
     }
-    const schema = target()?.create.schema;
+    const schema = (await target())?.schema;
     const { text } = await client.prompt(at.state, schema === undefined ? {} : { schema });
     const prompt = at.feedback ? `${text}\n${at.feedback}` : text;
     ctx.setExtensionPrompt(PROMPT_KEY, prompt, 1, Number(settings().depth), false, Number(settings().role));
@@ -325,22 +360,21 @@ function bindSettings() {
 }
 
 /** Fills the per-character fields from the open chat's character. */
-function showCharacterSource() {
+async function showCharacterSource() {
   const $ = globalThis.jQuery;
-  const character = sourceCharacter();
+  const { character, source } = await sourceCharacter().catch(() => ({ character: null, source: null }));
   const own = character?.data?.extensions?.[NAME] ?? {};
-  const source = gameSource(character);
-  $("#statecraft_source").text(character ? `${character.name}: new chats start from ${source.from}` : "no character open");
   $("#statecraft_initial").val(own.state === undefined ? "" : JSON.stringify(own.state, null, 2));
   $("#statecraft_schema").val(own.schema === undefined || own.schema === null ? "" : JSON.stringify(own.schema, null, 2));
   $("#statecraft_scripts").val(own.scripts ? JSON.stringify(own.scripts, null, 2) : "");
   $("#statecraft_profile").val(own.profile ?? "");
+  $("#statecraft_source").text(character ? `${character.name}: new chats start from ${source.from}` : "no character open");
 }
 
 async function saveCharacterSource() {
   const $ = globalThis.jQuery;
   const ctx = context();
-  const character = sourceCharacter();
+  const { character } = await sourceCharacter();
   const id = ctx.characters.indexOf(character);
   if (!character || id < 0) {
     $("#statecraft_card_result").text("open a character's chat first");
@@ -457,5 +491,14 @@ globalThis.jQuery?.(() => {
   bindEvents();
   showCharacterSource();
   // For tests and curious users: the live objects.
-  globalThis.statecraftExtension = { keeper: () => keeper, client: () => client, last: () => last };
+  globalThis.statecraftExtension = {
+    keeper: () => keeper,
+    client: () => client,
+    last: () => last,
+    /** Whose card makes the open chat's game, and from what: `{character, from}`. */
+    source: async () => {
+      const { character, source } = await sourceCharacter();
+      return { character: character?.name ?? null, from: source.from };
+    },
+  };
 });

@@ -58,32 +58,47 @@ export function newGameId(chatId, random = Math.random) {
   return `st-${slug || "chat"}-${suffix}`;
 }
 
-/** The enabled `[InitVar]` entries of a character's world book (MVU's initial state). */
-export function initVarEntries(character) {
-  const entries = character?.data?.character_book?.entries;
+/**
+ * The `[InitVar]` entries of a world book (`{entries}`: a card's list or a world book file's object
+ * keyed by uid), enabled or not: MVU builds its initial state from every entry whose name or comment
+ * says `[InitVar]`, and cards often disable them to keep them out of the prompt.
+ */
+export function initVarEntries(book) {
+  const entries = book?.entries;
   const list = Array.isArray(entries) ? entries : entries && typeof entries === "object" ? Object.values(entries) : [];
-  return list.filter((entry) => entry && entry.enabled !== false && entry.disable !== true && /\[initvar\]/i.test(`${entry.comment ?? ""} ${entry.name ?? ""}`));
+  return list.filter((entry) => entry && /\[initvar\]/i.test(`${entry.comment ?? ""} ${entry.name ?? ""}`));
 }
 
 /**
- * What a chat's game is made from: the state (schema, scripts, profile) stored with the character
- * card by the extension, else the card itself when its world book has `[InitVar]` entries (the
- * server builds MVU's state from it), else an empty state.
+ * What a chat's game is made from (`create`, the body of `POST /v1/games`), and where that came from:
+ *
+ * 1. the state (schema, scripts, profile) the extension stored with the character card;
+ * 2. else the card's `[InitVar]` entries, as MVU reads them: those of the character's own world book
+ *    (`world`, the book SillyTavern links to the card, which is where MVU reads them), else those of
+ *    the book embedded in the card (not imported yet). The card goes to the server with that book,
+ *    which builds MVU's initial state and automatic schema from it, under the `mvu` profile (or the
+ *    one stored with the card), with `macros` for `<user>` and `{{char}}`;
+ * 3. else an empty state.
+ *
+ * `schema` is the JSON Schema stored with the card (the prompt shows it), or undefined.
  */
-export function gameSource(character) {
+export function gameSource(character, { world, macros } = {}) {
   const own = character?.data?.extensions?.statecraft;
   if (own && typeof own === "object" && own.state !== undefined) {
     const create = { state: own.state };
     if (own.schema !== undefined && own.schema !== null) create.schema = own.schema;
     if (own.scripts && Object.keys(own.scripts).length > 0) create.scripts = own.scripts;
     if (own.profile) create.profile = own.profile;
-    return { create, from: "the card's statecraft settings" };
+    return { create, from: "the card's statecraft settings", schema: create.schema };
   }
-  if (initVarEntries(character).length > 0) {
-    return {
-      create: { state: {}, card: { spec: "chara_card_v2", spec_version: "2.0", data: character.data }, profile: own?.profile || "mvu" },
-      from: "the card's [InitVar] entries",
-    };
+  const linked = world && initVarEntries(world).length > 0;
+  const book = linked ? world : character?.data?.character_book;
+  if (initVarEntries(book).length > 0) {
+    const card = { spec: "chara_card_v2", spec_version: "2.0", data: { ...character.data, character_book: { entries: book.entries } } };
+    const create = { card, profile: own?.profile || "mvu" };
+    if (macros) create.macros = macros;
+    const name = character.data?.extensions?.world;
+    return { create, from: linked ? `the [InitVar] entries of its world book "${name}"` : "the [InitVar] entries of the world book in its card" };
   }
   return { create: { state: {} }, from: "an empty state" };
 }
@@ -214,8 +229,10 @@ function setPath(root, path, value) {
  * being generated (its text is not final; the generation's end syncs), and a failure that may pass
  * (the server down) is retried with growing pauses until it works, then reported as recovered.
  *
- * `target()` answers the chat to keep, or null (no chat open, or the extension off):
- * `{gameId, chat, create, macros}`; `busy()` whether a generation still shows as running.
+ * `target()` answers (or resolves to) the chat to keep, or null (no chat open, or the extension off):
+ * `{gameId, chat, create, macros}`, where `create` is what a new game is made from or a function that
+ * resolves to it (called only when the game must be made); `busy()` whether a generation still shows
+ * as running.
  */
 export class ChatKeeper {
   #queued = null;
@@ -292,8 +309,8 @@ export class ChatKeeper {
    * server cannot answer (the prompt must then carry no stale state).
    */
   stateForGeneration(type) {
-    const run = this.#tail.then(() => {
-      const target = this.target();
+    const run = this.#tail.then(async () => {
+      const target = await this.target();
       if (!target) return null;
       const { replies, move } = generationPath(target.chat, type);
       return this.#run({ target, replies, move });
@@ -318,7 +335,7 @@ export class ChatKeeper {
   }
 
   async #run(request) {
-    const target = request?.target ?? this.target();
+    const target = request?.target ?? (await this.target());
     if (!target) return null;
     const replies = request?.replies ?? shownReplies(target.chat);
     const move = request ? request.move : true;
@@ -359,7 +376,8 @@ export class ChatKeeper {
   async #send(target, replies, move) {
     const options = { macros: target.macros };
     if (!move) options.move = false;
-    if (!this.#made.has(target.gameId)) options.create = target.create;
+    const create = async () => (typeof target.create === "function" ? await target.create() : target.create);
+    if (!this.#made.has(target.gameId)) options.create = await create();
     this.requests += 1;
     let answer;
     try {
@@ -368,7 +386,7 @@ export class ChatKeeper {
       // A game deleted on the server (or a keeper that saw it made) is made again from the card.
       if (!(error instanceof StatecraftError) || error.kind !== "unknown_game" || options.create) throw error;
       this.requests += 1;
-      answer = await this.client.sync(target.gameId, replies, { ...options, create: target.create });
+      answer = await this.client.sync(target.gameId, replies, { ...options, create: await create() });
     }
     this.#made.add(target.gameId);
     return answer;

@@ -4,11 +4,15 @@
 // "Install extension" with a URL that serves this working tree over git's smart HTTP. Then every chat
 // action is driven through SillyTavern's own buttons and commands, and after each one the game's state
 // (read over the HTTP API) must be the state the replies the chat shows give, and the prompt the
-// model received must carry the state the reply builds on. Screenshots go to $STATECRAFT_ARTIFACTS.
+// model received must carry the state the reply builds on. Beyond the chat actions: an MVU card
+// (mira.json) from import to its status bar, a refused reply, a deleted range, a branch and the way
+// back, a group chat, a chat file of 300 long replies opened for the first time, the server stopped
+// and started again, and how many prompt fetches each generation made (dry runs and quiet ones
+// included). Screenshots go to $STATECRAFT_ARTIFACTS.
 
-import { test, before, after } from "node:test";
+import { test, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -31,8 +35,16 @@ let tavern;
 let browser;
 let page;
 let shots = 0;
+/** The test running, to say where a page error happened. */
+let current = "before";
 const pageErrors = [];
 const checks = [];
+/** For each fetch of the prompt (`POST /v1/prompt`), how many generations the model had had by then. */
+const promptFetches = [];
+/** Every sync the page sent: the game, the body's size, and the request (for its answer). */
+const syncs = [];
+/** Every generation SillyTavern started, dry runs included: `{type, dryRun}`. */
+const generations = [];
 
 const INITIAL = { hp: 100, gold: 0, torches: 3 };
 const CHARACTER = {
@@ -90,11 +102,48 @@ before(async () => {
   // Nothing leaves the machine: every request to anywhere but loopback is refused.
   await browserContext.route((url) => url.hostname !== "127.0.0.1", (route) => route.abort());
   page = await browserContext.newPage();
-  page.on("pageerror", (error) => pageErrors.push(error));
+  watchRequests();
+  // Every generation SillyTavern starts, on every page load: dry runs are not real generations.
+  await page.exposeFunction("statecraftTestGeneration", (type, dryRun) => generations.push({ type, dryRun }));
+  // Every toast shown, kept after it fades: `globalThis.statecraftTestToasts`.
+  await page.addInitScript(() => {
+    globalThis.statecraftTestToasts = [];
+    new MutationObserver((records) => {
+      for (const record of records) {
+        for (const node of record.addedNodes) {
+          if (node.classList?.contains("toast")) globalThis.statecraftTestToasts.push({ kind: node.className, text: node.textContent });
+        }
+      }
+    }).observe(document, { childList: true, subtree: true });
+  });
+  await page.addInitScript(() => {
+    const wait = setInterval(() => {
+      let context;
+      try {
+        context = globalThis.SillyTavern?.getContext?.();
+      } catch {
+        return; // SillyTavern's modules are still being evaluated.
+      }
+      if (!context?.eventSource || !context.eventTypes) return;
+      clearInterval(wait);
+      context.eventSource.on(context.eventTypes.GENERATION_STARTED, (type, _options, dryRun) => globalThis.statecraftTestGeneration(type ?? "normal", Boolean(dryRun)));
+    }, 10);
+  });
+  page.on("pageerror", (error) => {
+    // SillyTavern 1.19's own: after a group is made it waits a second for `[grid="ID"]` in the
+    // character list to highlight it, but the list marks groups with `data-grid`, so the wait always
+    // times out, unhandled. Nothing of the extension's.
+    if (current.startsWith("a group chat") && error.message === "Timed out waiting for condition to be true") return;
+    pageErrors.push(new Error(`${error.message} (during "${current}")`));
+  });
   page.on("console", (message) => {
     if (message.type() === "error" && /statecraft/i.test(message.text())) pageErrors.push(new Error(message.text()));
   });
   await openSillyTavern();
+});
+
+beforeEach((context) => {
+  current = context.name;
 });
 
 after(async () => {
@@ -107,6 +156,18 @@ after(async () => {
   const failed = checks.filter((check) => !check.ok);
   process.stderr.write(`${checks.length} checks, ${failed.length} failed${failed.length ? `: ${failed.map((check) => check.name).join("; ")}` : ""}\n`);
 });
+
+/** Counts the page's calls to statecraft: prompt fetches (by the generation they belong to) and syncs. */
+function watchRequests() {
+  page.on("request", (request) => {
+    const url = new URL(request.url());
+    if (url.origin !== new URL(statecraft.url).origin || request.method() !== "POST") return;
+    // The generation a prompt belongs to is the next one the model gets.
+    if (url.pathname === "/v1/prompt") promptFetches.push(model.requests.length);
+    const sync = /^\/v1\/games\/([^/]+)\/sync$/.exec(url.pathname);
+    if (sync) syncs.push({ game: decodeURIComponent(sync[1]), bytes: request.postDataBuffer()?.length ?? 0, request });
+  });
+}
 
 async function openSillyTavern() {
   await page.goto(tavern.url);
@@ -146,20 +207,28 @@ function shownReplies() {
   );
 }
 
-/** The state a list of replies gives, by this test's own reading of the commands it writes. */
-function fold(replies) {
-  const state = structuredClone(INITIAL);
+/**
+ * The state a list of replies gives, by this test's own reading of the commands it writes: each
+ * reply all or nothing (the Warden's game is `strict`), an increment by something other than a
+ * number refusing its reply.
+ */
+function fold(replies, initial = INITIAL) {
+  let state = structuredClone(initial);
   for (const reply of replies) {
+    const next = structuredClone(state);
+    let refused = false;
     for (const match of reply.matchAll(/_\.(set|add)\('(\w+)',\s*(-?\d+)\);/g)) {
       const [, command, key, number] = match;
-      state[key] = command === "set" ? Number(number) : state[key] + Number(number);
+      next[key] = command === "set" ? Number(number) : next[key] + Number(number);
     }
     for (const match of reply.matchAll(/```json\n([\s\S]*?)\n```/g)) {
       for (const op of JSON.parse(match[1])) {
         const key = op.path[0];
-        state[key] = op.op === "increment" ? state[key] + op.value : op.value;
+        if (op.op === "increment" && typeof op.value !== "number") refused = true;
+        else next[key] = op.op === "increment" ? next[key] + op.value : op.value;
       }
     }
+    if (!refused) state = next;
   }
   return state;
 }
@@ -183,11 +252,12 @@ function check(name, fn) {
 }
 
 /** After an action: the game's state is what the shown replies give. */
-async function stateMatchesChat(action) {
+async function stateMatchesChat(action, initial = INITIAL) {
   await check(`${action}: state`, async () => {
     const replies = await shownReplies();
     const { state } = await api.getGame(await gameId());
-    assert.deepEqual(state, fold(replies), `after ${action}, for the shown replies ${JSON.stringify(replies)}`);
+    const shown = replies.length > 6 ? `${replies.length} replies` : JSON.stringify(replies);
+    assert.deepEqual(state, fold(replies, initial), `after ${action}, for the shown replies ${shown}`);
   });
   await shot(action.replace(/[^a-z0-9]+/gi, "-"));
 }
@@ -199,10 +269,74 @@ function promptState(request = model.requests.at(-1)) {
   return found.length === 0 ? null : JSON.parse(found.at(-1)[1]);
 }
 
-async function promptCarries(action, replies) {
+async function promptCarries(action, replies, request = model.requests.at(-1)) {
   await check(`${action}: prompt`, async () => {
-    assert.deepEqual(promptState(), fold(replies), `the prompt of ${action} carries the state of ${JSON.stringify(replies)}`);
+    assert.deepEqual(promptState(request), fold(replies), `the prompt of ${action} carries the state of ${JSON.stringify(replies)}`);
   });
+}
+
+/** The text of everything a generation's prompt carried. */
+function promptText(request = model.requests.at(-1)) {
+  return request.messages.map((message) => (typeof message.content === "string" ? message.content : JSON.stringify(message.content))).join("\n");
+}
+
+/** Opens (or closes) the Extensions panel, with the statecraft drawer in it open. */
+async function extensionDrawer(open) {
+  const panel = page.locator("#rm_extensions_block");
+  if ((await panel.evaluate((element) => element.classList.contains("openDrawer"))) !== open) await page.click("#extensions-settings-button .drawer-toggle");
+  if (!open) return;
+  await panel.locator(".statecraft-settings").waitFor();
+  const content = page.locator(".statecraft-settings .inline-drawer-content");
+  if (!(await content.isVisible())) await page.locator(".statecraft-settings .inline-drawer-toggle").click();
+  await content.waitFor({ state: "visible" });
+}
+
+/** Opens the character list in the right panel. */
+async function characterList() {
+  if (!(await page.locator("#right-nav-panel.openDrawer").count())) await page.click("#rightNavDrawerIcon");
+  await page.click("#rm_button_characters");
+}
+
+/** Imports a character card as a user does (the import button of the character list). */
+async function importCharacter(name, card) {
+  await characterList();
+  await page.setInputFiles("#character_import_file", { name: `${name}.json`, mimeType: "application/json", buffer: Buffer.from(JSON.stringify(card)) });
+  await page.locator(`.character_select:has-text('${name}')`).first().waitFor();
+}
+
+/** Opens a chat of the open character from "Manage chat files". */
+async function openChatFile(name) {
+  await page.click("#options_button");
+  await page.click("#option_select_chat");
+  await page.locator(`.select_chat_block:has-text('${name}')`).first().click();
+  await chatLoaded(name);
+}
+
+/** Waits until SillyTavern has loaded the chat named `name` (its messages and metadata). */
+async function chatLoaded(name) {
+  await page.waitForFunction(
+    (chat) => {
+      const context = SillyTavern.getContext();
+      return String(context.chatId).startsWith(chat) && context.chat.length > 0 && context.chatMetadata.integrity;
+    },
+    name,
+    { timeout: 60000 },
+  );
+}
+
+/** The chat's id as SillyTavern names it (its file name). */
+function chatId() {
+  return page.evaluate(() => SillyTavern.getContext().chatId);
+}
+
+/** The text of a toast of `kind` (success, warning, error) matching `pattern`, shown since the page loaded, waited for. */
+async function toastText(kind, pattern) {
+  const found = await page.waitForFunction(
+    ({ kind, source }) => globalThis.statecraftTestToasts.findLast((toast) => toast.kind.includes(`toast-${kind}`) && new RegExp(source).test(toast.text))?.text,
+    { kind, source: pattern.source },
+    { timeout: 30000 },
+  );
+  return found.jsonValue();
 }
 
 /** Runs an action that makes one generation, and waits for it and the sync after it. */
@@ -230,6 +364,25 @@ function option(id) {
     await page.click("#options_button");
     await page.click(`#${id}`);
   });
+}
+
+/** The Mira card's state after its greeting, as MVU builds it from its [InitVar] entry for `user`. */
+function miraAfterGreeting(user) {
+  return { Mira: { hp: [100, "0-100"], mood: "curious", friend: user }, bag: { potion: { count: 2 } } };
+}
+
+/**
+ * What an MVU status bar shows for a message: it reads the message's variables for the swipe shown
+ * (`chat[id].variables[swipe_id]`, where MVU writes them and JS-Slash-Runner's
+ * `getVariables({type: "message"})` reads them), `stat_data` for values and `display_data` for
+ * what changed.
+ */
+function statusBar(messageId) {
+  return page.evaluate((id) => {
+    const message = SillyTavern.getContext().chat.at(id);
+    const variables = message.variables?.[message.swipe_id ?? 0];
+    return variables ? { stat_data: variables.stat_data, display_data: variables.display_data, delta_data: variables.delta_data } : null;
+  }, messageId);
 }
 
 test("the extension installs from its repository URL and shows in Manage extensions", async () => {
@@ -420,6 +573,305 @@ test("every chat action keeps the game on what the chat shows", async () => {
     assert.equal((await api.listGames({ limit: 100 })).games.length, games);
   });
   await shot("closed");
+});
+
+test("an MVU card runs unchanged: its game from its [InitVar] entries, MVU's rules, its status bar", async () => {
+  const card = JSON.parse(readFileSync(join(here, "mira.json"), "utf8"));
+  await importCharacter("Mira", card);
+  await page.locator(".character_select:has-text('Mira')").first().click();
+  // SillyTavern offers to import the card's world book: a user says yes. (1.19 saves the link with
+  // the card's next save; until then the extension reads the book embedded in the card, the same
+  // entries.)
+  await page.locator(".popup:has-text('embedded World/Lorebook') .popup-button-ok").click();
+  await toastText("success", /imported and linked/);
+  await page.locator("#WorldInfo.openDrawer").waitFor({ timeout: 10000 }).catch(() => {});
+  if (await page.locator("#WorldInfo.openDrawer").count()) await page.click("#WIDrawerIcon");
+  await page.locator("#chat .mes[mesid='0']").waitFor();
+  await settle();
+  const user = await page.evaluate(() => SillyTavern.getContext().name1);
+  const game = await gameId();
+  await check("mvu card: the game starts from the card's [InitVar] entry, the greeting applied", async () => {
+    assert.match(game, /^st-Mira-/);
+    assert.deepEqual((await api.getGame(game)).state, miraAfterGreeting(user));
+    const source = await page.evaluate(() => globalThis.statecraftExtension.source());
+    assert.equal(source.character, "Mira");
+    assert.match(source.from, /\[InitVar\] entries/);
+  });
+  await shot("mvu-card-greeting");
+
+  // A reply under MVU's rules: a pair's value set (its old value checked against element 0), a path
+  // the state does not have skipped, an object added under a template.
+  model.next("Mira casts a spark and winces.\n_.set('Mira.hp', 100, 85);//the spark's backlash\n_.set('Mira.mana', 5);//no such stat\n_.insert('bag', 'ember', {});//a find");
+  await send("Show me a spell.");
+  const afterSpark = { Mira: { hp: [85, "0-100"], mood: "curious", friend: user }, bag: { potion: { count: 2 }, ember: { count: 1 } } };
+  await check("mvu card: _.set applies under MVU's rules", async () => {
+    assert.deepEqual((await api.getGame(game)).state, afterSpark);
+  });
+  await check("mvu card: the prompt carries the card's state", async () => {
+    assert.deepEqual(promptState(), miraAfterGreeting(user));
+  });
+  await check("mvu card: the status bar reads stat_data and display_data on the message", async () => {
+    const bar = await statusBar(-1);
+    const view = await api.mvuView(game);
+    assert.deepEqual(bar, { stat_data: view.stat_data, display_data: view.display_data, delta_data: view.delta_data });
+    assert.deepEqual(bar.stat_data, afterSpark);
+    assert.equal(bar.display_data.Mira.hp, "100->85 (the spark's backlash)");
+    assert.equal(bar.display_data.Mira.mood, "curious");
+    assert.deepEqual(Object.keys(bar.delta_data).sort(), ["Mira", "bag"]);
+  });
+  await shot("mvu-card-reply");
+
+  // A new swipe: built on the greeting's state; a wrong old value only warns, as in MVU.
+  model.next("Mira trips on a root. _.set('Mira.hp', 70, 60);//a fall");
+  await generating(() => page.locator("#chat .last_mes .swipe_right").click());
+  const afterFall = { Mira: { hp: [60, "0-100"], mood: "curious", friend: user }, bag: { potion: { count: 2 } } };
+  await check("mvu card: a new swipe builds on the greeting's state and applies", async () => {
+    assert.deepEqual(promptState(), miraAfterGreeting(user));
+    assert.deepEqual((await api.getGame(game)).state, afterFall);
+    const bar = await statusBar(-1);
+    assert.deepEqual(bar.stat_data, afterFall);
+    assert.equal(bar.display_data.Mira.hp, "100->60 (a fall)");
+  });
+  await page.locator("#chat .last_mes .swipe_left").click();
+  await settle();
+  await check("mvu card: swiped back, the status bar reads that swipe's variables", async () => {
+    assert.deepEqual((await api.getGame(game)).state, afterSpark);
+    assert.equal((await statusBar(-1)).display_data.Mira.hp, "100->85 (the spark's backlash)");
+    const both = await page.evaluate(() => SillyTavern.getContext().chat.at(-1).variables.map((swipe) => swipe.stat_data.Mira.hp[0]));
+    assert.deepEqual(both, [85, 60], "each swipe keeps its own variables");
+  });
+  await shot("mvu-card-swipe-back");
+});
+
+test("a refused reply, a deleted range, a branch and the way back", async () => {
+  await characterList();
+  await page.locator(".character_select:has-text('Warden')").first().click();
+  await page.waitForFunction(() => SillyTavern.getContext().chatMetadata.statecraft?.game, null, { timeout: 30000 });
+  await settle();
+  await stateMatchesChat("open the Warden's chat again");
+  const game = await gameId();
+  model.next("A rat runs past. _.add('gold', 2);", "You step on a loose stone.\n```json\n[{\"op\": \"increment\", \"path\": [\"hp\"], \"value\": \"lots\"}]\n```");
+  await send("I walk on.");
+  await send("I keep walking.");
+
+  // A reply whose update is refused: the state stays, a toast says what the model is told.
+  await check("refused: a toast with the model's feedback, the state unchanged", async () => {
+    const log = await api.log(game);
+    const refusal = log.steps.find((step) => step.id === log.current).refusal;
+    assert.ok(refusal, "the current step is the refused reply's");
+    const text = await toastText("warning", /update was refused/);
+    assert.ok(text.includes(refusal.split("\n")[0].trim()), `the toast ${JSON.stringify(text)} shows the feedback ${JSON.stringify(refusal)}`);
+    await page.locator("#chat .last_mes .statecraft-badge.refused").waitFor();
+  });
+  await stateMatchesChat("refused reply");
+  model.next("The cave narrows. _.add('torches', -1);");
+  await send("I squeeze through.");
+  await check("refused: the next prompt carries the feedback", async () => {
+    const log = await api.log(game);
+    const refusal = log.steps.find((step) => step.refusal).refusal;
+    assert.ok(promptText().includes(refusal.trim()), "the model is told why its update was refused");
+  });
+  await stateMatchesChat("after the refused reply");
+
+  // Delete a range of messages: the replies after it build on the state before it.
+  const count = await page.evaluate(() => SillyTavern.getContext().chat.length);
+  assert.ok(count > 6, `${count} messages`);
+  await slash("/cut 2-4");
+  await stateMatchesChat("delete a range (/cut 2-4)");
+
+  // Branch from a message in the middle: the branch is a new chat sharing the game.
+  const games = (await api.listGames({ limit: 1000 })).games.length;
+  const original = await chatId();
+  const originalReplies = await shownReplies();
+  const at = await page.evaluate(() => SillyTavern.getContext().chat.findLastIndex((message, index, chat) => !message.is_user && index < chat.length - 2));
+  await page.locator(`#chat .mes[mesid='${at}'] .mes_create_branch`).dispatchEvent("click");
+  await page.waitForFunction((chat) => SillyTavern.getContext().chatId && SillyTavern.getContext().chatId !== chat, original, { timeout: 30000 });
+  await settle();
+  await check("branch: the branch shares the game", async () => {
+    assert.equal((await api.listGames({ limit: 1000 })).games.length, games, "no game made for the branch");
+    assert.match(await chatId(), /Branch/);
+    assert.equal(await gameId(), game);
+    assert.ok((await shownReplies()).length < originalReplies.length);
+  });
+  await stateMatchesChat("branch");
+  model.next("In this branch you find a map. _.set('gold', 77);");
+  await send("I search the floor.");
+  await promptCarries("send in the branch", (await shownReplies()).slice(0, -1));
+  await stateMatchesChat("send in the branch");
+  const branch = await chatId();
+
+  // Back to the original chat: its own path, the branch's reply not in it.
+  await page.click("#options_button");
+  await page.click("#option_back_to_main");
+  await page.waitForFunction((chat) => SillyTavern.getContext().chatId === chat, original, { timeout: 30000 });
+  await settle();
+  await check("back from the branch: the original chat and game", async () => {
+    assert.deepEqual(await shownReplies(), originalReplies);
+    assert.equal(await gameId(), game);
+  });
+  await stateMatchesChat("back to the original chat");
+  await openChatFile(branch);
+  await settle();
+  await stateMatchesChat("the branch again");
+});
+
+test("a group chat: replies from two characters change one game", async () => {
+  const scout = structuredClone(CHARACTER);
+  Object.assign(scout.data, { name: "Scout", description: "A scout who maps caves.", first_mes: "Scout whistles from a ledge.", extensions: {} });
+  await importCharacter("Scout", scout);
+  await characterList();
+  const games = (await api.listGames({ limit: 1000 })).games.length;
+  await page.click("#rm_button_group_chats");
+  await page.fill("#rm_group_chat_name", "Cave party");
+  // SillyTavern puts each member added first in the list: the Scout first, then the Warden.
+  for (const name of ["Warden", "Scout"]) {
+    await page.locator(`#rm_group_add_members .group_member:has-text('${name}') [data-action="add"]`).first().click();
+    await page.locator(`#rm_group_members .group_member:has-text('${name}')`).first().waitFor();
+  }
+  await page.selectOption("#rm_group_activation_strategy", "1");
+  await page.click("#rm_group_submit");
+  await page.locator(".group_select:has-text('Cave party')").first().click();
+  await page.waitForFunction(() => SillyTavern.getContext().groupId && SillyTavern.getContext().chatMetadata.statecraft?.game, null, { timeout: 30000 });
+  await settle();
+  await check("group: one game for the group chat, from the first member whose card has a state (the Warden's)", async () => {
+    const game = await gameId();
+    assert.match(game, /^st-/);
+    const members = await page.evaluate(() => {
+      const context = SillyTavern.getContext();
+      return context.groups.find((group) => group.id === context.groupId).members.map((avatar) => context.characters.find((character) => character.avatar === avatar).name);
+    });
+    assert.deepEqual(members, ["Scout", "Warden"]);
+    assert.equal((await api.listGames({ limit: 1000 })).games.length, games + 1, "one game made, while the greetings arrived too");
+    const source = await page.evaluate(() => globalThis.statecraftExtension.source());
+    assert.equal(source.character, "Warden", "the Scout's card has no state of its own");
+  });
+  await stateMatchesChat("group: the greetings");
+  const before = model.requests.length;
+  model.next("Scout points at a crack. _.add('torches', 1);", "The Warden counts coins. _.add('gold', 3);");
+  await generating(async () => {
+    await page.fill("#send_textarea", "What now?");
+    await page.click("#send_but");
+  });
+  await settle(before + 2);
+  const replies = await shownReplies();
+  await check("group: both characters replied", async () => {
+    const names = await page.evaluate(() => SillyTavern.getContext().chat.filter((message) => !message.is_user).map((message) => message.name));
+    assert.deepEqual(names.slice(-2), ["Scout", "Warden"]);
+  });
+  await promptCarries("group: the first member's prompt", replies.slice(0, -2), model.requests[before]);
+  await promptCarries("group: the second member's prompt builds on the first's reply", replies.slice(0, -1), model.requests[before + 1]);
+  await stateMatchesChat("group: two replies");
+  model.next("The Warden finds a second torch. _.add('torches', 1);");
+  await generating(() => page.locator("#chat .last_mes .swipe_right").click());
+  await stateMatchesChat("group: a swipe of the last member's reply");
+});
+
+test("a chat with hundreds of long replies, opened for the first time", async () => {
+  // A chat file written into SillyTavern's data folder, as one copied from another machine: 300
+  // replies of about 15 KB (4.6 MB of text, past the server's 4 MiB body limit).
+  const padding = "The torchlight flickers on the wet stone of the long tunnel. ".repeat(250);
+  const lines = [{ user_name: "User", character_name: "Warden", create_date: "2026-01-01@10h00m00s", chat_metadata: {} }];
+  const when = "2026-01-01T10:00:00.000Z";
+  lines.push({ name: "Warden", is_user: false, is_system: false, send_date: when, mes: CHARACTER.data.first_mes, swipes: [CHARACTER.data.first_mes], swipe_id: 0, extra: {} });
+  for (let turn = 1; turn < 300; turn += 1) {
+    const update = turn % 50 === 0 ? `_.set('hp', ${100 - turn / 10});` : "_.add('gold', 1);";
+    const mes = `Turn ${turn}. ${padding}${update}`;
+    lines.push({ name: "User", is_user: true, is_system: false, send_date: when, mes: `On, ${turn}.`, extra: {} });
+    lines.push({ name: "Warden", is_user: false, is_system: false, send_date: when, mes, swipes: [mes], swipe_id: 0, extra: {} });
+  }
+  writeFileSync(join(tavern.userFolder, "chats", "Warden", "Long tunnel.jsonl"), `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`);
+  await characterList();
+  await page.locator(".character_select:has-text('Warden')").first().click();
+  await page.waitForFunction(() => SillyTavern.getContext().characterId !== undefined && !SillyTavern.getContext().groupId, null, { timeout: 30000 });
+  const before = syncs.length;
+  await openChatFile("Long tunnel");
+  await settle();
+  const game = await gameId();
+  await check("long chat: 300 replies shown", async () => {
+    assert.equal((await shownReplies()).length, 300);
+  });
+  await stateMatchesChat("long chat: the first sync");
+  await check("long chat: the first sync went in parts under the body limit, each answered", async () => {
+    const sent = syncs.slice(before).filter((sync) => sync.game === game);
+    const texts = sent.filter((sync) => sync.bytes > 100000);
+    assert.ok(texts.length >= 2, `${texts.length} syncs with texts: ${sent.map((sync) => sync.bytes).join(", ")}`);
+    for (const sync of sent) {
+      assert.ok(sync.bytes <= 3 * 1024 * 1024, `a sync of ${sync.bytes} bytes`);
+      assert.equal((await sync.request.response())?.status(), 200);
+    }
+    assert.equal((await api.getGame(game)).step, (await api.log(game)).current);
+  });
+  model.next("The tunnel ends. _.add('gold', 5);");
+  await send("I reach the end.");
+  await stateMatchesChat("long chat: a new reply");
+  await check("long chat: a reply after it sends keys, not texts", async () => {
+    const last = syncs.filter((sync) => sync.game === game).at(-1);
+    assert.ok(last.bytes < 60000, `${last.bytes} bytes`);
+  });
+});
+
+test("the server goes down and comes back: the chat resyncs by itself", async () => {
+  const game = await gameId();
+  await statecraft.halt();
+  model.next("Water drips. _.add('gold', 1);");
+  await send("I wait.");
+  await check("server down: the prompt carries no state, a toast says why", async () => {
+    assert.equal(promptState(), null, "never a stale state");
+    await toastText("error", /cannot reach statecraft/);
+  });
+  await shot("server-down");
+  await statecraft.start();
+  // The next chat action (a new swipe) syncs by itself: the reply made while the server was down
+  // is applied, and the swipe's prompt carries the state before it.
+  model.next("Water pours. _.add('gold', 2);");
+  await generating(() => page.locator("#chat .last_mes .swipe_right").click());
+  await promptCarries("server back: the swipe's prompt", (await shownReplies()).slice(0, -1));
+  await stateMatchesChat("server back: swipe");
+  await check("server back: the same game, and a toast says so", async () => {
+    assert.equal(await gameId(), game);
+    await toastText("success", /connected again/);
+  });
+  await page.locator("#chat .last_mes .swipe_left").click();
+  await settle();
+  await stateMatchesChat("server back: the reply made while it was down");
+});
+
+test("dry runs and quiet generations fetch no prompt; a real generation at most one", async () => {
+  // A dry run as SillyTavern makes one (the prompt manager counting tokens).
+  const fetched = promptFetches.length;
+  const dry = generations.filter((generation) => generation.dryRun).length;
+  await page.evaluate(() => SillyTavern.getContext().generate("normal", {}, true));
+  await check("a dry run fetches no prompt", async () => {
+    assert.ok(generations.filter((generation) => generation.dryRun).length > dry, "the dry run ran");
+    assert.equal(promptFetches.length, fetched);
+  });
+  // A quiet generation (`/gen`, a summary, another extension's background call): no state unless asked for.
+  let generation = model.requests.length;
+  model.next("A quiet answer.");
+  await slash("/gen Say something");
+  await settle(generation + 1);
+  await check("a quiet generation: no prompt fetched, no state in it", async () => {
+    assert.equal(promptFetches.filter((at) => at === generation).length, 0);
+    assert.equal(promptState(model.requests[generation]), null);
+  });
+  await extensionDrawer(true);
+  await page.locator("#statecraft_quiet").check();
+  await extensionDrawer(false);
+  generation = model.requests.length;
+  model.next("A quiet answer with the state.");
+  await slash("/gen Say something");
+  await settle(generation + 1);
+  await check("a quiet generation with the setting on: one prompt, the state in it", async () => {
+    assert.equal(promptFetches.filter((at) => at === generation).length, 1);
+    assert.deepEqual(promptState(model.requests[generation]), fold(await shownReplies()));
+  });
+  await check("every generation of the run fetched at most one prompt", async () => {
+    const per = model.requests.map((_, index) => promptFetches.filter((at) => at === index).length);
+    assert.ok(per.every((count) => count <= 1), `prompt fetches per generation: ${per.join(" ")}`);
+    assert.equal(promptFetches.filter((at) => at >= model.requests.length).length, 0, "no fetch without a generation");
+    const real = generations.filter((started) => !started.dryRun).length;
+    process.stderr.write(`${model.requests.length} generations (${real} real starts, ${generations.length - real} dry runs): ${promptFetches.length} prompt fetches\n`);
+  });
 });
 
 test("nothing went wrong in the page", () => {

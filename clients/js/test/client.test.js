@@ -223,6 +223,53 @@ test("a refused reply is an empty step that keeps its feedback", async () => {
   assert.deepEqual([again.applied, again.reused, again.step], [[], 1, synced.step], "never applied twice");
 });
 
+test("a sync past the body limit goes as prefixes, each a whole path, moving only at the end", async () => {
+  const small = await startServer(["--max-body", "16384"]);
+  try {
+    const bodies = [];
+    const recording = (url, init) => {
+      if (init.body) bodies.push(JSON.parse(init.body));
+      return fetch(url, init);
+    };
+    const chat = Array.from({ length: 60 }, (_, index) => `Reply ${index}: ${"the cave is dark ".repeat(50)}_.add('gold', 1);`);
+    // Sent whole, the body passes the server's limit.
+    const whole = new Statecraft(small.url, { maxBodyBytes: 1 << 30 });
+    const refused = await whole.sync("long", chat, { create: { state: { gold: 0 } } }).catch((error) => error);
+    assert.equal(refused.kind, "body_too_large");
+    const split = new Statecraft(small.url, { maxBodyBytes: 12000, fetch: recording });
+    const synced = await split.sync("long", chat, { create: { state: { gold: 0 } }, macros: { user: "A" } });
+    assert.deepEqual(synced.state, { gold: 60 });
+    assert.equal(synced.applied.length, 60);
+    assert.deepEqual(synced.applied.map((reply) => reply.index), chat.map((_, index) => index));
+    assert.equal(synced.reused, 0);
+    assert.ok(bodies.length > 3, `${bodies.length} parts`);
+    for (const [part, body] of bodies.entries()) {
+      assert.ok(new TextEncoder().encode(JSON.stringify(body)).length <= 12000, `part ${part} fits`);
+      assert.equal(body.create !== undefined, part === 0, "only the first part may make the game");
+      assert.equal(body.move, part === bodies.length - 1 ? undefined : false, "only the last part moves");
+      assert.deepEqual(body.macros, { user: "A" });
+      if (part > 0) {
+        // Each part is a whole path: what the parts before it sent goes as keys.
+        const before = bodies[part - 1].replies.length;
+        assert.ok(body.replies.slice(0, before).every((reply) => typeof reply === "string"));
+        assert.ok(body.replies.slice(before).every((reply) => typeof reply.text === "string"));
+      }
+    }
+    assert.equal(bodies.at(-1).replies.length, 60);
+    assert.equal((await split.getGame("long")).step, synced.step, "the whole path is current");
+    // Again: one request of keys alone.
+    bodies.length = 0;
+    const again = await split.sync("long", chat);
+    assert.deepEqual([bodies.length, again.applied.length, again.reused], [1, 0, 60]);
+    // A reply too large alone is a part of its own, and the server says so.
+    const huge = await split.sync("long", [...chat, "x".repeat(20000)]).catch((error) => error);
+    assert.equal(huge.kind, "body_too_large");
+    assert.deepEqual((await split.getGame("long")).state, { gold: 60 }, "nothing changed");
+  } finally {
+    await small.stop();
+  }
+});
+
 test("sync sends the texts again when the server lacks the steps of its keys", async () => {
   const chat = ["_.set('hp', 1);", "_.set('hp', 2);"];
   await client.sync("js-sync-need", chat, { create: { state: { hp: 0 } } });

@@ -18,35 +18,52 @@ export function binary() {
   return path;
 }
 
-/** A running server: `{url, stop()}`. */
+/**
+ * A running server: `{url, stop(), restart()}`. `restart()` stops it (SIGTERM) and starts it again
+ * on the same address and database, as a server that went down and came back.
+ */
 export async function startServer(args = []) {
   const dir = mkdtempSync(join(tmpdir(), "statecraft-js-"));
-  const child = spawn(
-    binary(),
-    ["serve", "--listen", "127.0.0.1:0", "--db", `sqlite:${join(dir, "games.db")}`, "--log-level", "warn", ...args],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let stderr = "";
-  child.stderr.on("data", (chunk) => { stderr += chunk; });
-  const lines = createInterface({ input: child.stdout });
-  const url = await new Promise((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start: ${stderr}`)), 20000);
-    lines.once("line", (line) => {
-      clearTimeout(timer);
-      const match = /^listening on (http:\/\/\S+)$/.exec(line.trim());
-      if (match) resolveUrl(match[1]);
-      else reject(new Error(`unexpected first line ${JSON.stringify(line)}: ${stderr}`));
+  let child;
+  const launch = async (listen) => {
+    child = spawn(
+      binary(),
+      ["serve", "--listen", listen, "--db", `sqlite:${join(dir, "games.db")}`, "--log-level", "warn", ...args],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stderr = "";
+    child.stderr.on("data", (chunk) => { stderr += chunk; });
+    const lines = createInterface({ input: child.stdout });
+    return new Promise((resolveUrl, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the server did not start: ${stderr}`)), 20000);
+      lines.once("line", (line) => {
+        clearTimeout(timer);
+        const match = /^listening on (http:\/\/\S+)$/.exec(line.trim());
+        if (match) resolveUrl(match[1]);
+        else reject(new Error(`unexpected first line ${JSON.stringify(line)}: ${stderr}`));
+      });
+      child.once("exit", (code) => reject(new Error(`the server exited with ${code}: ${stderr}`)));
     });
-    child.once("exit", (code) => reject(new Error(`the server exited with ${code}: ${stderr}`)));
-  });
+  };
+  const halt = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((done) => child.once("exit", done));
+      child.kill("SIGTERM");
+      await exited;
+    }
+  };
+  const url = await launch("127.0.0.1:0");
   return {
     url,
+    /** Stops the server; `start()` brings it back on the same address and database. */
+    halt,
+    start: () => launch(new URL(url).host),
+    async restart() {
+      await halt();
+      return launch(new URL(url).host);
+    },
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((done) => child.once("exit", done));
-        child.kill("SIGTERM");
-        await exited;
-      }
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -61,6 +61,7 @@ export async function everyCall(): Promise<void> {
     timeoutMs: 5000,
     init: { credentials: "omit", cache: "no-store" },
     onUnauthorized: async (error, sent) => (sent.token === undefined ? `asked after ${error.status}` : null),
+    maxBodyBytes: 1 << 20,
   });
   new Statecraft();
   // @ts-expect-error the client sets the method itself
@@ -119,9 +120,14 @@ export async function everyCall(): Promise<void> {
   const synced: Synced = await client.sync(id, ["Hello.", "_.set('hp', 5);"], {
     move: false,
     macros: { user: "Alex" },
-    create: { state: { hp: 10 }, schema: { type: "object" }, scripts: { "a.lua": "" }, card: { data: {} }, profile: "mvu" },
+    create: { state: { hp: 10 }, schema: { type: "object" }, scripts: { "a.lua": "" }, profile: "mvu" },
     idempotencyKey: "k6",
   });
+  await client.sync(id, [], { create: { card: { data: {} }, macros: { user: "Alex" }, profile: "mvu", seed: 1 } });
+  // @ts-expect-error a game starts from a state or a card, not both
+  await client.sync(id, [], { create: { state: {}, card: { data: {} } } });
+  // @ts-expect-error the game's id is the path's
+  await client.sync(id, [], { create: { state: {}, id: "other" } });
   synced.applied.map((reply) => [reply.index, reply.step, reply.committed, reply.feedback?.trim()]);
   const reused: number = synced.reused + synced.step + synced.current;
   synced.label?.trim();

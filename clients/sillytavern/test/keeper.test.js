@@ -6,7 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Statecraft } from "../../js/statecraft.js";
 import { startServer } from "../../js/test/server.js";
-import { ChatKeeper, generationPath, shownReplies, isReply, gameSource, testConnection, valueAt, mvuViews, newGameId, recoverable } from "../keeper.js";
+import { ChatKeeper, generationPath, shownReplies, isReply, gameSource, initVarEntries, testConnection, valueAt, mvuViews, newGameId, recoverable } from "../keeper.js";
 
 let server;
 let client;
@@ -202,11 +202,46 @@ test("the connection check names the problem", async () => {
 test("the game comes from the card's settings, its [InitVar] entries, or nothing", () => {
   const own = { data: { extensions: { statecraft: { state: { hp: 1 }, schema: { type: "object" }, profile: "strict" } } } };
   assert.deepEqual(gameSource(own).create, { state: { hp: 1 }, schema: { type: "object" }, profile: "strict" });
-  const mvu = { data: { character_book: { entries: [{ comment: "[InitVar] start", content: "hp: 1", enabled: true }] }, extensions: {} } };
-  assert.equal(gameSource(mvu).create.profile, "mvu");
-  assert.equal(gameSource(mvu).create.card.data, mvu.data);
+  assert.deepEqual(gameSource(own).schema, { type: "object" });
+  // A disabled [InitVar] entry counts: MVU reads it all the same.
+  const entries = [{ comment: "[InitVar] start", content: "hp: 1", enabled: false }];
+  const mvu = { name: "M", data: { name: "M", character_book: { entries }, extensions: {} } };
+  const fromCard = gameSource(mvu, { macros: { user: "You", char: "M" } });
+  assert.equal(fromCard.create.profile, "mvu");
+  assert.equal(fromCard.create.state, undefined, "a card, not a state: the server refuses both");
+  assert.deepEqual(fromCard.create.card.data.character_book.entries, entries);
+  assert.deepEqual(fromCard.create.macros, { user: "You", char: "M" });
+  assert.match(fromCard.from, /world book in its card/);
+  // The world book SillyTavern links to the card (where MVU reads) comes before the embedded one.
+  const world = { entries: { 0: { uid: 0, comment: "[InitVar]", content: "hp: 2", disable: true } } };
+  const linked = { ...mvu, data: { ...mvu.data, extensions: { world: "M's book" } } };
+  assert.deepEqual(gameSource(linked, { world }).create.card.data.character_book.entries, world.entries);
+  assert.match(gameSource(linked, { world }).from, /world book "M's book"/);
+  assert.deepEqual(gameSource(linked, { world: { entries: {} } }).create.card.data.character_book.entries, entries);
+  const zod = { ...mvu, data: { ...mvu.data, extensions: { statecraft: { profile: "mvu-zod" } } } };
+  assert.equal(gameSource(zod).create.profile, "mvu-zod");
   assert.deepEqual(gameSource({ data: {} }).create, { state: {} });
+  assert.deepEqual(initVarEntries(world).length, 1);
   assert.match(newGameId("Warden - 2026-1-1@10h / ü"), /^st-Warden-2026-1-1-10h-u-[0-9a-z]{8}$/);
+});
+
+test("a chat of an MVU card: its game is made from the card and follows MVU's rules", async () => {
+  const card = {
+    name: "Mira",
+    data: {
+      name: "Mira",
+      character_book: { entries: [{ comment: "[InitVar] stats", content: "hero:\n  hp: [100, \"health\"]\n  owner: <user>\n", enabled: false }] },
+      extensions: {},
+    },
+  };
+  const chat = { messages: [bot("Hello. _.set('hero.hp', 100, 90);//a scratch\n_.set('hero.mana', 5);")] };
+  const { create } = gameSource(card, { macros: { user: "You", char: "Mira" } });
+  const { keeper, events } = keeperFor(chat, "keeper-mvu", () => Promise.resolve(create));
+  const synced = await keeper.sync();
+  assert.deepEqual(synced.state, { hero: { hp: [90, "health"], owner: "You" } }, "a pair's value set; a path that does not exist skipped");
+  const view = await client.mvuView("keeper-mvu");
+  assert.equal(view.delta_data.hero.hp, "100->90 (a scratch)");
+  assert.equal(events.errors.length, 0, events.errors.map((error) => error.message).join());
 });
 
 test("/state paths and MVU's views", () => {
