@@ -279,39 +279,49 @@ pub(crate) fn import_chat(args: &ImportChatArgs, out: &Output) -> Result<ExitCod
     if out.json() {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        outln!(
-            "imported {} replies as {steps} steps into {}",
-            messages.len(),
-            args.save.display()
-        )?;
-        for skip in &skipped {
-            outln!(
-                "skipped: message {} swipe {} (another greeting: with no --card, the root is the shown one's stored state)",
-                skip["message"],
-                skip["swipe"]
-            )?;
-        }
-        for mismatch in &mismatches {
-            outln!(
-                "differs from MVU: message {} swipe {} (step {}):",
-                mismatch["message"],
-                mismatch["swipe"],
-                mismatch["step"]
-            )?;
-            for difference in mismatch["differences"].as_array().into_iter().flatten() {
-                outln!(
-                    "  {}: statecraft {} / MVU {}",
-                    difference["path"],
-                    difference.get("statecraft").unwrap_or(&json!("(absent)")),
-                    difference.get("mvu").unwrap_or(&json!("(absent)"))
-                )?;
-            }
-        }
-        if mismatches.is_empty() {
-            outln!("every step with MVU variables holds MVU's state")?;
-        }
+        print_import(&report)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An import's report for people: what was made, the greetings skipped, and each difference from
+/// MVU's stored state, a path a line.
+fn print_import(report: &Json) -> Result<()> {
+    outln!(
+        "imported {} replies as {} steps into {}",
+        report["replies"],
+        report["steps"],
+        report["save"].as_str().unwrap_or_default()
+    )?;
+    let list = |name: &str| report[name].as_array().cloned().unwrap_or_default();
+    for skip in list("skipped_swipes") {
+        outln!(
+            "skipped: message {} swipe {} (another greeting: with no --card, the root is the shown one's stored state)",
+            skip["message"],
+            skip["swipe"]
+        )?;
+    }
+    let mismatches = list("mismatches");
+    for mismatch in &mismatches {
+        outln!(
+            "differs from MVU: message {} swipe {} (step {}):",
+            mismatch["message"],
+            mismatch["swipe"],
+            mismatch["step"]
+        )?;
+        for difference in mismatch["differences"].as_array().into_iter().flatten() {
+            outln!(
+                "  {}: statecraft {} / MVU {}",
+                difference["path"],
+                difference.get("statecraft").unwrap_or(&json!("(absent)")),
+                difference.get("mvu").unwrap_or(&json!("(absent)"))
+            )?;
+        }
+    }
+    if mismatches.is_empty() {
+        outln!("every step with MVU variables holds MVU's state")?;
+    }
+    Ok(())
 }
 
 /// Records the first reply as a keyed step that changes nothing: its changes are in the root already.
