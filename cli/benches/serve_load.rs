@@ -230,11 +230,7 @@ fn big_state() -> serde_json::Value {
 }
 
 fn sha256_hex(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    statecraft_engine::ContentKey::of_text(text).to_string()
 }
 
 /// Swipe `swipe` of reply `turn`: the same reply with its own last line.

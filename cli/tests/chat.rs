@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use statecraft_engine::ContentKey;
 
 mod support;
 use support::run_in;
@@ -25,10 +25,7 @@ fn json_of(text: &str) -> Value {
 }
 
 fn key(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    ContentKey::of_text(text).to_string()
 }
 
 /// The shown replies of the fixture, oldest first.

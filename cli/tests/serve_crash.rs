@@ -187,11 +187,7 @@ fn turn(n: usize) -> String {
 }
 
 fn sha256(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    statecraft_engine::ContentKey::of_text(text).to_string()
 }
 
 /// A chat grows by `SYNC_STRIDE` replies a sync while the server is killed at random moments. After a

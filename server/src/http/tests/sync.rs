@@ -2,7 +2,7 @@
 
 use axum::http::StatusCode;
 use serde_json::{Value as Json, json};
-use sha2::{Digest, Sha256};
+use statecraft_engine::ContentKey;
 
 use super::Harness;
 
@@ -14,10 +14,7 @@ fn servers(test: &str) -> Vec<(&'static str, Harness)> {
 }
 
 fn key(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    ContentKey::of_text(text).to_string()
 }
 
 /// Reply `n`: MVU text or a JSON fence, each changing the state by what came before.
