@@ -21,6 +21,7 @@ use crate::writer::Writer;
 #[path = "../../tests/common/pg_schema.rs"]
 mod pg_schema;
 mod sync;
+mod wire;
 
 pub(crate) use pg_schema::PgSchema;
 
