@@ -27,7 +27,6 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use statecraft_engine::Limits;
 use statecraft_saves::{Receipt, Spent, Storage, StorageError, Tail, Write, Written};
 use tokio::sync::oneshot;
@@ -35,6 +34,7 @@ use tokio::sync::oneshot;
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
 use crate::loaded_game::{Done, LoadedGame, Operation};
+use crate::wire::{Created, Deleted, Problem};
 use crate::writer::Writer;
 
 /// How often a game runs a job again after losing its head to another writer.
@@ -446,13 +446,16 @@ impl Worker {
         let spent = Spent {
             made: created(&self.id).body,
             status: gone.status().as_u16(),
-            body: gone.body().to_string(),
+            body: gone.body_text(),
         };
         match self.durable(Write::Delete {
             id: self.id.clone(),
             spent: Some(spent),
         })? {
-            Written::Done => Ok(Answer::ok(&json!({"id": self.id, "deleted": true}))),
+            Written::Done => Ok(Answer::ok(&Deleted {
+                id: &self.id,
+                deleted: true,
+            })),
             _ => Err(unknown_game(&self.id)),
         }
     }
@@ -532,10 +535,10 @@ fn too_large(records: &[statecraft_saves::TimelineRecord], max: usize) -> Option
                     "this step's record would be more than {max} bytes of JSON, the most this \
                      server stores for one request (--max-record-bytes); nothing changed"
                 );
-                return Some(ApiError::new(Kind::Rejected, message.clone()).with(
-                    "errors",
-                    json!([{"kind": "record_too_large", "message": message}]),
-                ));
+                return Some(
+                    ApiError::new(Kind::Rejected, message.clone())
+                        .with_errors(vec![Problem::server("record_too_large", message)]),
+                );
             }
         }
     }
@@ -545,10 +548,7 @@ fn too_large(records: &[statecraft_saves::TimelineRecord], max: usize) -> Option
 /// The answer to a request that made the game `id`: the same for every request that makes a game,
 /// so that a delete finds the receipts that acknowledge it.
 pub(crate) fn created(id: &str) -> Answer {
-    Answer::json(
-        axum::http::StatusCode::CREATED,
-        &json!({"id": id, "step": 0}),
-    )
+    Answer::json(axum::http::StatusCode::CREATED, &Created { id, step: 0 })
 }
 
 pub(crate) fn unknown_game(id: &str) -> ApiError {

@@ -6,7 +6,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::Value as Json;
+use serde::Serialize;
 
 /// A status code and a JSON body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,16 +18,18 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    /// An answer with this status and body.
-    pub(crate) fn json(status: StatusCode, body: &Json) -> Answer {
+    /// An answer with this status and body (one of the types of `crate::wire`), written straight
+    /// to its text: a JSON tree of a large state on the way would cost several times the writing.
+    pub(crate) fn json(status: StatusCode, body: &impl Serialize) -> Answer {
         Answer {
             status,
-            body: body.to_string(),
+            // The wire types hold JSON values and strings only, which always serialize.
+            body: serde_json::to_string(body).unwrap_or_else(|_| "{}".to_owned()),
         }
     }
 
     /// A 200 answer.
-    pub(crate) fn ok(body: &Json) -> Answer {
+    pub(crate) fn ok(body: &impl Serialize) -> Answer {
         Answer::json(StatusCode::OK, body)
     }
 }

@@ -3,12 +3,13 @@
 //! Every failure a client can see is an [`ApiError`]: a [`Kind`] (a stable code and its status), a
 //! message for people, and for a rejected batch the details a host needs (`errors`, `diagnostics`,
 //! `feedback`), side by side with `error`. Its `IntoResponse` writes
-//! `{"error": {"kind", "message"}, ...details}`; no handler builds an error response by hand. This
-//! module must not decide what is an error: handlers and games do.
+//! `{"error": {"kind", "message"}, ...details}` (`crate::wire::ErrorBody`); no handler builds an
+//! error response by hand. This module must not decide what is an error: handlers and games do.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value as Json, json};
+
+use crate::wire::{ErrorBody, ErrorDetails, ErrorHead, Problem, Report, WireDiagnostic};
 
 /// What went wrong, as a stable code with its HTTP status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,7 +152,7 @@ pub struct ApiError {
     /// For people: what, where and why.
     pub message: String,
     /// Members added beside `error` in the body.
-    pub details: Map<String, Json>,
+    pub(crate) details: Box<ErrorDetails>,
 }
 
 impl ApiError {
@@ -160,13 +161,50 @@ impl ApiError {
         ApiError {
             kind,
             message: message.into(),
-            details: Map::new(),
+            details: Box::default(),
         }
     }
 
-    /// The same error with one more member beside `error`.
-    pub fn with(mut self, name: &str, value: Json) -> ApiError {
-        self.details.insert(name.to_owned(), value);
+    /// The same error with the problems that made it.
+    pub(crate) fn with_errors(mut self, errors: Vec<Problem>) -> ApiError {
+        self.details.errors = Some(errors);
+        self
+    }
+
+    /// The same error with what the text layer noticed in the reply.
+    pub(crate) fn with_diagnostics(mut self, diagnostics: Vec<WireDiagnostic>) -> ApiError {
+        self.details.diagnostics = Some(diagnostics);
+        self
+    }
+
+    /// The same error with what was cleaned in the reply (`None` for a batch sent as JSON, which has
+    /// no report).
+    pub(crate) fn with_report(mut self, report: Option<Report>) -> ApiError {
+        self.details.report = report;
+        self
+    }
+
+    /// The same error with the text to hand back to the model.
+    pub(crate) fn with_feedback(mut self, feedback: String) -> ApiError {
+        self.details.feedback = Some(feedback);
+        self
+    }
+
+    /// The same error with the replies whose text a sync needs.
+    pub(crate) fn with_need(mut self, need: Vec<usize>) -> ApiError {
+        self.details.need = Some(need);
+        self
+    }
+
+    /// The same error with the index of the reply concerned.
+    pub(crate) fn with_index(mut self, index: usize) -> ApiError {
+        self.details.index = Some(index);
+        self
+    }
+
+    /// The same error with the game's current step.
+    pub(crate) fn with_step(mut self, step: u64) -> ApiError {
+        self.details.step = Some(step);
         self
     }
 
@@ -175,14 +213,20 @@ impl ApiError {
         self.kind.status()
     }
 
-    /// The body, as JSON.
-    pub fn body(&self) -> Json {
-        let mut body = self.details.clone();
-        body.insert(
-            "error".to_owned(),
-            json!({"kind": self.kind.code(), "message": self.message}),
-        );
-        Json::Object(body)
+    /// The body, as the wire carries it.
+    pub(crate) fn body(&self) -> ErrorBody<'_> {
+        ErrorBody {
+            error: ErrorHead {
+                kind: self.kind.code(),
+                message: &self.message,
+            },
+            details: &self.details,
+        }
+    }
+
+    /// The body's JSON text.
+    pub fn body_text(&self) -> String {
+        serde_json::to_string(&self.body()).unwrap_or_else(|_| "{}".to_owned())
     }
 }
 

@@ -18,11 +18,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use statecraft_engine::{Batch, ChatReply, Limits, StepId, StepRef, Value};
 use statecraft_saves::{Head, Storage, Write, Written};
 use statecraft_translators::mvu::{self, MvuOptions};
-use statecraft_translators::{ExtractOptions, diagnostics_json, extract, jsonpatch};
+use statecraft_translators::{ExtractOptions, extract, jsonpatch};
 
 use crate::active_games::{
     ActiveGames, Idempotency, created, fingerprint, receipt, replayed, storage_error,
@@ -32,11 +32,15 @@ use crate::db::CREATE_SCOPE;
 use crate::error::{ApiError, Kind};
 use crate::guard::{self, Policy};
 use crate::inspector;
-use crate::loaded_game::{Operation, SyncJob, compile_schema, errors_json, load_scripts};
+use crate::loaded_game::{Operation, SyncJob, compile_schema, load_scripts};
 use crate::new_game;
 use crate::requests::{
     ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
     PromptRequest, SchemaRequest, SyncRequest, check_macros, check_script_names, read_replies,
+};
+use crate::wire::{
+    Converted, Extracted, GameList, GameListing, Health, Problem, Prompted, Report, Schemas,
+    WireDiagnostic,
 };
 use crate::writer::Writer;
 
@@ -182,7 +186,7 @@ async fn json_errors(request: Request, next: axum::middleware::Next) -> axum::re
         axum::http::header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("application/json"),
     );
-    axum::response::Response::from_parts(parts, axum::body::Body::from(error.body().to_string()))
+    axum::response::Response::from_parts(parts, axum::body::Body::from(error.body_text()))
 }
 
 /// A JSON body, read strictly and within the body limit, with its bytes (for idempotency digests).
@@ -314,7 +318,7 @@ impl App {
 }
 
 async fn health() -> Answer {
-    Answer::ok(&json!({"ok": true}))
+    Answer::ok(&Health { ok: true })
 }
 
 #[derive(Debug, Deserialize)]
@@ -345,13 +349,17 @@ async fn list_games(
             Ok(storage.list(query.after.as_deref(), limit + 1)?)
         })
         .await?;
-    let next = (page.len() > limit).then(|| page[limit - 1].id.clone());
-    let games: Vec<Json> = page
+    let next = (page.len() > limit).then(|| page[limit - 1].id.as_str());
+    let games = page
         .iter()
         .take(limit)
-        .map(|game| json!({"id": game.id, "step": game.step.get(), "label": game.label}))
+        .map(|game| GameListing {
+            id: &game.id,
+            step: game.step.get(),
+            label: game.label.as_deref(),
+        })
         .collect();
-    Ok(Answer::ok(&json!({"games": games, "next": next})))
+    Ok(Answer::ok(&GameList { games, next }))
 }
 
 /// Checks a game id: 1 to 128 characters of letters, digits, `-`, `_`, `.` and `~` (safe in a path),
@@ -677,13 +685,13 @@ async fn extract_reply(
             },
         };
         let extraction = extract(&request.input, &options);
-        Ok(Answer::ok(&json!({
-            "batch": extraction.batch.to_json(),
-            "valid": extraction.valid,
-            "diagnostics": diagnostics_json(&extraction.diagnostics),
-            "report": extraction.report,
-            "feedback": statecraft_translators::feedback(&extraction, &[]),
-        })))
+        Ok(Answer::ok(&Extracted {
+            batch: extraction.batch.to_json(),
+            valid: extraction.valid,
+            diagnostics: WireDiagnostic::all(&extraction.diagnostics),
+            report: Report::of(&extraction.report),
+            feedback: &statecraft_translators::feedback(&extraction, &[]),
+        }))
     })
     .await
 }
@@ -742,16 +750,16 @@ fn converted(request: ConvertRequest, limits: &Limits) -> Result<Answer, ApiErro
             Kind::Rejected,
             "the input holds invalid instructions; nothing was converted",
         )
-        .with("errors", errors_json(&errors))
-        .with("diagnostics", diagnostics_json(&diagnostics)));
+        .with_errors(Problem::batch(&errors))
+        .with_diagnostics(WireDiagnostic::all(&diagnostics)));
     }
     let mut unexpressed = Vec::new();
     let output = match request.to {
-        Notation::Json => json!(batch.to_json()),
+        Notation::Json => batch.to_json(),
         Notation::Mvu => {
             let (text, problems) = mvu::to_text(&batch);
             diagnostics.extend(problems);
-            json!(text)
+            Json::String(text)
         }
         Notation::Jsonpatch => match jsonpatch::from_batch(&batch) {
             Ok(patch) => patch,
@@ -761,11 +769,11 @@ fn converted(request: ConvertRequest, limits: &Limits) -> Result<Answer, ApiErro
             }
         },
     };
-    Ok(Answer::ok(&json!({
-        "output": output,
-        "diagnostics": diagnostics_json(&diagnostics),
-        "errors": errors_json(&unexpressed),
-    })))
+    Ok(Answer::ok(&Converted {
+        output,
+        diagnostics: WireDiagnostic::all(&diagnostics),
+        errors: Problem::batch(&unexpressed),
+    }))
 }
 
 async fn prompt(
@@ -785,7 +793,7 @@ async fn prompt(
                     Kind::InvalidGame,
                     "the state does not satisfy the schema",
                 )
-                .with("errors", errors_json(&errors)));
+                .with_errors(Problem::batch(&errors)));
             }
         }
         let lang = match request.lang {
@@ -794,9 +802,11 @@ async fn prompt(
         };
         let callbacks = signatures(&request.scripts, &limits)?;
         let made = statecraft_prompt::prompt(&state, request.schema.as_ref(), &callbacks, lang);
-        Ok(Answer::ok(
-            &json!({"rules": made.rules, "state": made.state, "text": made.text()}),
-        ))
+        Ok(Answer::ok(&Prompted {
+            rules: &made.rules,
+            state: &made.state,
+            text: &made.text(),
+        }))
     })
     .await
 }
@@ -814,13 +824,20 @@ async fn schema(
         let spec = statecraft_prompt::InstructionSpec::from_schema(request.schema.as_ref())
             .with_callbacks(&callbacks);
         let partial = spec.is_partial();
-        let mut body = if request.gbnf {
-            json!({"gbnf": statecraft_prompt::batch_gbnf(&spec)})
-        } else {
-            json!({"schema": statecraft_prompt::batch_schema(&spec)})
-        };
-        body["partial"] = json!(partial);
-        Ok(Answer::ok(&body))
+        if request.gbnf {
+            let gbnf = statecraft_prompt::batch_gbnf(&spec);
+            return Ok(Answer::ok(&Schemas {
+                schema: None,
+                gbnf: Some(&gbnf),
+                partial,
+            }));
+        }
+        let schema = statecraft_prompt::batch_schema(&spec);
+        Ok(Answer::ok(&Schemas {
+            schema: Some(&schema),
+            gbnf: None,
+            partial,
+        }))
     })
     .await
 }

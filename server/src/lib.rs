@@ -21,6 +21,7 @@ mod inspector;
 mod loaded_game;
 mod new_game;
 mod requests;
+mod wire;
 mod writer;
 
 use std::net::SocketAddr;

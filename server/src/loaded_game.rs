@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Map, Value as Json};
 use statecraft_engine::{
     ApplyOptions, Batch, BatchError, ChatReply, Commit, ErrorKind, Limits, Outcome, Policies,
     Resolve, StateSchema, StepId, StepRef, Store, StructureSchema, SyncError, SyncOptions,
@@ -23,13 +23,15 @@ use statecraft_engine::{
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
 use statecraft_translators::mvu::MvuOptions;
-use statecraft_translators::{
-    Diagnostic, ExtractOptions, ExtractReader, Severity, diagnostics_json, extract,
-};
+use statecraft_translators::{Diagnostic, ExtractOptions, ExtractReader, Severity, extract};
 
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
 use crate::requests::{ApplyRequest, CheckoutRequest};
+use crate::wire::{
+    Applied, AppliedOutcome, Changes, Event, Log, LogStep, MvuView, Position, Problem, Report,
+    StepState, SyncApplied, Synced, Trimmed, WireDiagnostic,
+};
 
 /// What a request does to a game.
 #[derive(Clone, Debug)]
@@ -87,7 +89,7 @@ pub(crate) struct Done {
 }
 
 impl Done {
-    fn read(body: &Json) -> Done {
+    fn read(body: &impl serde::Serialize) -> Done {
         Done {
             answer: Answer::ok(body),
             records: Vec::new(),
@@ -159,7 +161,7 @@ pub(crate) fn build_store(
             Kind::InvalidGame,
             format!("the state does not satisfy the schema: {errors}"),
         )
-        .with("errors", errors_json(&errors.0))
+        .with_errors(Problem::batch(&errors))
     })?;
     Ok((store, vm_bytes))
 }
@@ -258,14 +260,12 @@ impl LoadedGame {
             seq: self.head.seq + records as u64,
             base_seq: self.head.base_seq,
             step: self.store.current_step(),
-            label: self.label_of(self.store.current_step()),
+            label: self.label_of(self.store.current_step()).map(str::to_owned),
         }
     }
 
-    fn label_of(&self, step: StepId) -> Option<String> {
-        self.store
-            .step(step)
-            .and_then(|info| info.label.map(str::to_owned))
+    fn label_of(&self, step: StepId) -> Option<&str> {
+        self.store.step(step).and_then(|info| info.label)
     }
 
     /// Whether the records since the base outnumber what they rebuild, as save files judge it.
@@ -291,30 +291,26 @@ impl LoadedGame {
     /// JSON tree of a large state on the way would cost ten times the writing.
     fn position(&self, moved: Option<bool>) -> Answer {
         let step = self.store.current_step();
-        let position = Position {
+        Answer::ok(&Position {
             state: self.store.state(),
             step: step.get(),
             label: self.label_of(step),
             moved,
-        };
-        Answer {
-            status: axum::http::StatusCode::OK,
-            body: serde_json::to_string(&position).unwrap_or_else(|_| "{}".to_owned()),
-        }
+        })
     }
 
     /// `{"stat_data", "display_data", "delta_data", "step", "label"}`: MVU's views of the current
     /// step (docs/mvu.md, "MVU's views"); at the root, nothing changed.
-    fn mvu_view(&self) -> Result<Json, ApiError> {
+    fn mvu_view(&self) -> Result<Done, ApiError> {
         let step = self.store.current_step();
         let views = statecraft_translators::mvu::current_views(&self.store)
             .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
-        Ok(json!({
-            "stat_data": views.stat_data,
-            "display_data": views.display_data,
-            "delta_data": views.delta_data,
-            "step": step.get(),
-            "label": self.label_of(step),
+        Ok(Done::read(&MvuView {
+            stat_data: &views.stat_data,
+            display_data: &views.display_data,
+            delta_data: &views.delta_data,
+            step: step.get(),
+            label: self.label_of(step),
         }))
     }
 
@@ -329,23 +325,23 @@ impl LoadedGame {
                 answer: self.position(None),
                 records: Vec::new(),
             }),
-            Operation::MvuView => self.mvu_view().map(|body| Done::read(&body)),
+            Operation::MvuView => self.mvu_view(),
             Operation::StateAt(at) => {
                 let id = self.find(at)?;
                 let state = self.store.state_at(id).map_err(timeline_error)?;
                 // The root is not a step: it changed nothing.
-                let changes = match self.store.step(id) {
-                    Some(step) => serde_json::to_value(&**step.changes).unwrap_or(Json::Null),
-                    None => json!([]),
-                };
-                Ok(Done::read(&json!({
-                    "state": state.value().to_json(),
-                    "step": id.get(),
-                    "label": self.label_of(id),
-                    "changes": changes,
-                })))
+                let changes = self
+                    .store
+                    .step(id)
+                    .map_or(&[][..], |step| &step.changes[..]);
+                Ok(Done::read(&StepState {
+                    state: state.value(),
+                    step: id.get(),
+                    label: self.label_of(id),
+                    changes: Changes(changes),
+                }))
             }
-            Operation::Log => Ok(Done::read(&self.log())),
+            Operation::Log => Ok(self.log()),
             Operation::Apply(request) => self.apply(request, deadline),
             Operation::Sync(job) => self.sync(job, deadline),
             Operation::Checkout(request) => {
@@ -390,34 +386,32 @@ impl LoadedGame {
     }
 
     /// The history tree, as `statecraft log` prints it.
-    fn log(&self) -> Json {
-        let steps: Vec<Json> = self
+    fn log(&self) -> Done {
+        let steps: Vec<LogStep<'_>> = self
             .store
             .history()
-            .map(|step| {
-                let mut entry = json!({
-                    "id": step.id.get(),
-                    "parent": step.parent.get(),
-                    "label": step.label,
-                    "changes": step.changes.len(),
-                    "children": step.children.iter().map(|id| id.get()).collect::<Vec<_>>(),
-                    "applied": step.applied,
-                    "current": step.current,
-                });
+            .map(|step| LogStep {
+                id: step.id.get(),
+                parent: step.parent.get(),
+                label: step.label,
+                changes: step.changes.len(),
+                children: step.children.iter().map(|id| id.get()).collect(),
+                applied: step.applied,
+                current: step.current,
                 // A step made by sync: its reply's key, and why the reply was refused.
-                if let Some(key) = step.key {
-                    entry["key"] = json!(key.to_string());
-                }
-                if let Some(refusal) = step.refusal {
-                    entry["refusal"] = json!(refusal);
-                }
-                entry
+                key: step.key.map(|key| key.to_string()),
+                refusal: step.refusal,
             })
             .collect();
-        json!({
-            "current": self.store.current_step().get(),
-            "roots": self.store.children(StepId::ROOT).map(|ids| ids.iter().map(|id| id.get()).collect::<Vec<_>>()).unwrap_or_default(),
-            "steps": steps,
+        let roots = self
+            .store
+            .children(StepId::ROOT)
+            .map(|ids| ids.iter().map(|id| id.get()).collect())
+            .unwrap_or_default();
+        Done::read(&Log {
+            current: self.store.current_step().get(),
+            roots,
+            steps,
         })
     }
 
@@ -431,7 +425,7 @@ impl LoadedGame {
                         "the current step is {current}, not {expected}: the game changed since"
                     ),
                 )
-                .with("step", json!(current.get())));
+                .with_step(current.get()));
             }
         }
         let at = request
@@ -464,12 +458,12 @@ impl LoadedGame {
                     None => checkout_record(from, self.store.current_step()),
                 };
                 let step = self.store.current_step();
-                let mut more = Map::new();
-                more.insert("committed".to_owned(), json!(true));
-                more.insert("step".to_owned(), json!(step.get()));
-                more.insert("label".to_owned(), json!(self.label_of(step)));
+                let outcome = AppliedOutcome::Committed {
+                    step: step.get(),
+                    label: self.label_of(step),
+                };
                 Ok(Done {
-                    answer: committed(&commit, &reading, None, more),
+                    answer: committed(&commit, &reading, true, outcome),
                     records,
                 })
             }
@@ -519,7 +513,7 @@ impl LoadedGame {
             } else {
                 ApiError::new(Kind::Damaged, "the game's history could not be walked")
             };
-            let error = error.with("errors", errors_json(errors));
+            let error = error.with_errors(Problem::batch(errors));
             return Ok(Done {
                 answer: Answer::json(error.status(), &error.body()),
                 records,
@@ -534,31 +528,25 @@ impl LoadedGame {
                 .value()
                 .clone()
         };
-        let applied: Vec<AppliedAnswer<'_>> = synced
+        let applied: Vec<SyncApplied<'_>> = synced
             .applied
             .iter()
-            .map(|reply| AppliedAnswer {
+            .map(|reply| SyncApplied {
                 index: reply.index,
                 step: reply.step().get(),
                 committed: reply.refusal.is_none(),
                 feedback: reply.refusal.as_deref(),
             })
             .collect();
-        // Written straight to text: the state may be large, and a JSON tree of it on the way would
-        // cost more than the walk.
-        let answer = SyncAnswer {
-            state: &state,
-            step: synced.end.get(),
-            label: self.label_of(synced.end),
-            current: self.store.current_step().get(),
-            applied,
-            reused: synced.reused,
-        };
         Ok(Done {
-            answer: Answer {
-                status: axum::http::StatusCode::OK,
-                body: serde_json::to_string(&answer).unwrap_or_else(|_| "{}".to_owned()),
-            },
+            answer: Answer::ok(&Synced {
+                state: &state,
+                step: synced.end.get(),
+                label: self.label_of(synced.end),
+                current: self.store.current_step().get(),
+                applied,
+                reused: synced.reused,
+            }),
             records,
         })
     }
@@ -593,11 +581,12 @@ impl LoadedGame {
         match reading.apply(&mut trial, &options, request) {
             Outcome::Rejected(rejection) => Err(rejected(reading, &rejection.errors)),
             Outcome::Committed(commit) => {
-                let mut more = Map::new();
-                more.insert("committed".to_owned(), json!(false));
-                more.insert("dry_run".to_owned(), json!(true));
+                let outcome = AppliedOutcome::DryRun {
+                    dry_run: true,
+                    state: trial.state(),
+                };
                 Ok(Done {
-                    answer: committed(&commit, reading, Some(trial.state()), more),
+                    answer: committed(&commit, reading, false, outcome),
                     records: Vec::new(),
                 })
             }
@@ -647,7 +636,8 @@ pub(crate) struct Reading {
     pub(crate) batch: Batch,
     pub(crate) policies: Policies,
     pub(crate) diagnostics: Vec<Diagnostic>,
-    pub(crate) report: Json,
+    /// What was cleaned in the reply; `None` for a JSON batch.
+    pub(crate) report: Option<Report>,
     /// The extraction, for the feedback text; `None` for a JSON batch.
     extraction: Option<statecraft_translators::Extraction>,
 }
@@ -676,7 +666,7 @@ fn read_batch(
             };
             let extraction = extract(text, &options);
             let diagnostics = extraction.diagnostics.clone();
-            let report = serde_json::to_value(&extraction.report).unwrap_or(Json::Null);
+            let report = Some(Report::of(&extraction.report));
             let Some((batch, options)) = extraction.applicable() else {
                 let errors: Vec<Diagnostic> = extraction
                     .diagnostics
@@ -692,13 +682,10 @@ fn read_batch(
                         if errors.len() == 1 { "" } else { "s" }
                     ),
                 )
-                .with("errors", diagnostics_json(&errors))
-                .with("diagnostics", diagnostics_json(&diagnostics))
-                .with("report", report)
-                .with(
-                    "feedback",
-                    json!(statecraft_translators::feedback(&extraction, &[])),
-                ));
+                .with_errors(Problem::text(&errors))
+                .with_diagnostics(WireDiagnostic::all(&diagnostics))
+                .with_report(report)
+                .with_feedback(statecraft_translators::feedback(&extraction, &[])));
             };
             let batch = batch.clone();
             let policies = options.policies.unwrap_or_default();
@@ -716,19 +703,16 @@ fn read_batch(
                 // A batch follows the game's profile, and so the policies it calls for.
                 policies: store.policies(),
                 diagnostics: Vec::new(),
-                report: Json::Null,
+                report: None,
                 extraction: None,
             }),
             Err(errors) => Err(ApiError::new(
                 Kind::Rejected,
                 format!("the batch is not valid: {errors}"),
             )
-            .with("errors", errors_json(&errors.0))
-            .with("diagnostics", json!([]))
-            .with(
-                "feedback",
-                json!(statecraft_translators::feedback_for_errors(&errors.0)),
-            )),
+            .with_errors(Problem::batch(&errors))
+            .with_diagnostics(Vec::new())
+            .with_feedback(statecraft_translators::feedback_for_errors(&errors))),
         },
         _ => Err(ApiError::new(
             Kind::BadRequest,
@@ -763,7 +747,7 @@ fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
             "the batch ran past the request's time limit (--request-timeout) and was stopped; \
              nothing changed",
         )
-        .with("errors", errors_json(errors));
+        .with_errors(Problem::batch(errors));
     }
     let feedback = match &reading.extraction {
         Some(extraction) => statecraft_translators::feedback(extraction, errors),
@@ -777,80 +761,30 @@ fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
             if errors.len() == 1 { "" } else { "s" }
         ),
     )
-    .with("errors", errors_json(errors))
-    .with("diagnostics", diagnostics_json(&reading.diagnostics))
-    .with("report", reading.report.clone())
-    .with("feedback", json!(feedback))
+    .with_errors(Problem::batch(errors))
+    .with_diagnostics(WireDiagnostic::all(&reading.diagnostics))
+    .with_report(reading.report.clone())
+    .with_feedback(feedback)
 }
 
-/// The members every commit answer has, with a dry run's would-be `state` and `more`.
-#[derive(serde::Serialize)]
-struct CommitAnswer<'a> {
-    changes: &'a [statecraft_engine::Change],
-    events: &'a [statecraft_engine::HostEvent],
-    warnings: &'a [BatchError],
-    trimmed: &'a [statecraft_engine::TrimmedStep],
-    diagnostics: Json,
-    report: &'a Json,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    state: Option<&'a Value>,
-    #[serde(flatten)]
-    more: Map<String, Json>,
-}
-
-/// Where a game stands.
-#[derive(serde::Serialize)]
-struct Position<'a> {
-    state: &'a Value,
-    step: u64,
-    label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    moved: Option<bool>,
-}
-
-/// A sync's 200 answer.
-#[derive(serde::Serialize)]
-struct SyncAnswer<'a> {
-    state: &'a Value,
-    step: u64,
-    label: Option<String>,
-    current: u64,
-    applied: Vec<AppliedAnswer<'a>>,
-    reused: usize,
-}
-
-/// A reply a sync applied, as answered.
-#[derive(serde::Serialize)]
-struct AppliedAnswer<'a> {
-    index: usize,
-    step: u64,
-    committed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    feedback: Option<&'a str>,
-}
-
-/// A commit's 200 answer, written straight to its text: the changes may carry up to
+/// A commit's 200 answer, or a dry run's, written straight to its text: the changes may carry up to
 /// `max_commit_bytes`, and a JSON tree of them on the way would hold several times that.
 fn committed(
     commit: &Commit,
     reading: &Reading,
-    state: Option<&Value>,
-    more: Map<String, Json>,
+    kept: bool,
+    outcome: AppliedOutcome<'_>,
 ) -> Answer {
-    let answer = CommitAnswer {
-        changes: &commit.changes,
-        events: &commit.events,
-        warnings: &commit.warnings,
-        trimmed: &commit.trimmed,
-        diagnostics: diagnostics_json(&reading.diagnostics),
-        report: &reading.report,
-        state,
-        more,
-    };
-    Answer {
-        status: axum::http::StatusCode::OK,
-        body: serde_json::to_string(&answer).unwrap_or_else(|_| "{}".to_owned()),
-    }
+    Answer::ok(&Applied {
+        committed: kept,
+        outcome,
+        changes: Changes(&commit.changes),
+        events: Event::all(&commit.events),
+        warnings: Problem::batch(&commit.warnings),
+        trimmed: Trimmed::all(&commit.trimmed),
+        diagnostics: WireDiagnostic::all(&reading.diagnostics),
+        report: reading.report.clone(),
+    })
 }
 
 /// A move of the current step, if it moved.
@@ -867,13 +801,13 @@ fn checkout_record(from: StepId, to: StepId) -> Vec<TimelineRecord> {
 fn sync_error(error: SyncError) -> ApiError {
     match error {
         SyncError::NeedText(ref need) => {
-            ApiError::new(Kind::NeedText, error.to_string()).with("need", json!(need))
+            ApiError::new(Kind::NeedText, error.to_string()).with_need(need.clone())
         }
         SyncError::Trimmed { index, .. } => {
-            ApiError::new(Kind::PathTrimmed, error.to_string()).with("index", json!(index))
+            ApiError::new(Kind::PathTrimmed, error.to_string()).with_index(index)
         }
         SyncError::TooLong { index, .. } => {
-            ApiError::new(Kind::BadRequest, error.to_string()).with("index", json!(index))
+            ApiError::new(Kind::BadRequest, error.to_string()).with_index(index)
         }
         SyncError::HistoryOff => ApiError::new(Kind::BadRequest, error.to_string()),
         SyncError::Timeline(error) => timeline_error(error),
@@ -887,9 +821,4 @@ pub(crate) fn timeline_error(error: TimelineError) -> ApiError {
         TimelineError::UnknownStep(_) => ApiError::new(Kind::UnknownStep, error.to_string()),
         other => ApiError::new(Kind::Damaged, other.to_string()),
     }
-}
-
-/// Batch errors as JSON.
-pub(crate) fn errors_json(errors: &[BatchError]) -> Json {
-    serde_json::to_value(errors).unwrap_or(Json::Null)
 }

@@ -17,8 +17,9 @@ use statecraft_saves::BaseRecord;
 use statecraft_translators::card;
 
 use crate::error::{ApiError, Kind};
-use crate::loaded_game::{build_store, compile_schema, errors_json};
+use crate::loaded_game::{build_store, compile_schema};
 use crate::requests::{check_macros, check_script_names};
+use crate::wire::Problem;
 
 /// What a request gives to make a game from.
 #[derive(Clone, Debug, Default)]
@@ -84,7 +85,7 @@ pub(crate) fn base(
             Kind::InvalidGame,
             "the state is deeper or larger than a game may hold",
         )
-        .with("errors", errors_json(&refused)));
+        .with_errors(Problem::batch(&refused)));
     }
     let profile = source.profile.unwrap_or(default_profile);
     let base = BaseRecord {

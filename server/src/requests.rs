@@ -222,9 +222,8 @@ fn yes() -> bool {
 
 /// Reads a sync's replies ([`ChatReply::read_all`]); a bad one is a 400 naming its index.
 pub(crate) fn read_replies(items: &[Json]) -> Result<Vec<ChatReply>, ApiError> {
-    ChatReply::read_all(items).map_err(|error| {
-        ApiError::new(Kind::BadRequest, error.to_string()).with("index", Json::from(error.index))
-    })
+    ChatReply::read_all(items)
+        .map_err(|error| ApiError::new(Kind::BadRequest, error.to_string()).with_index(error.index))
 }
 
 /// `POST /v1/games/{id}/apply`.
