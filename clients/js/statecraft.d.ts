@@ -1,5 +1,6 @@
 // Types for statecraft.js: the HTTP API of `statecraft serve` (docs/http.md). Checked by
-// `tsc --noEmit --strict` over typecheck/usage.ts (cli/tests/js_types.rs).
+// `tsc --noEmit --strict` over typecheck/usage.ts, and against every answer of the server's golden
+// files (server/tests/wire/), each typed as the type it names (cli/tests/js_types.rs).
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -17,20 +18,49 @@ export interface Instruction {
   metadata?: Json;
 }
 
+/** One primitive change: `old` is absent for a value created, `new` for a value removed. */
 export interface Change {
   path: Segment[];
   old?: Json;
   new?: Json;
   reason?: string;
+  /** The op of the instruction that made it. */
   op: string;
 }
 
+/** A problem with a batch (docs/codes.md lists the kinds). */
 export interface BatchError {
   kind: string;
   message: string;
+  /** The instruction's index, then the indices of the callbacks it went through. */
   instruction?: number[];
+  /** A JSON Pointer into the instruction. */
   field?: string;
+  /** A JSON Pointer into the state. */
   path?: string;
+}
+
+/** What the lenient layer cleaned in a reply (docs/lenient-layer.md). */
+export interface RepairReport {
+  blocks: number;
+  instructions: number;
+  empty_batches: number;
+  fences: number;
+  tags: number;
+  think_sections: number;
+  mvu_blocks: number;
+  prose_before_bytes: number;
+  prose_after_bytes: number;
+  trailing_garbage: number;
+  /** Repairs by code (`single_quotes`, `trailing_comma`, ...). */
+  repairs: Record<string, number>;
+  normalised_paths: number;
+  unknown_members: number;
+  skipped_values: number;
+  dropped_truncated: number;
+  invalid_instructions: number;
+  /** 0 to 100; 100 only for exactly one valid JSON batch. */
+  score: number;
 }
 
 export interface Diagnostic {
@@ -51,6 +81,20 @@ export interface Position {
   state: Json;
   step: number;
   label: string | null;
+}
+
+export interface Health {
+  ok: true;
+}
+
+export interface Created {
+  id: string;
+  step: number;
+}
+
+export interface Deleted {
+  id: string;
+  deleted: true;
 }
 
 /** Whose rules a game's replies follow (docs/mvu.md). */
@@ -119,20 +163,25 @@ export interface ApplyRequest {
   bestEffort?: boolean;
 }
 
-export interface Applied {
-  committed: boolean;
-  dry_run?: boolean;
-  step?: number;
-  label?: string | null;
-  /** The would-be state, for a dry run. */
-  state?: Json;
+/** A step that trimming removed: its id and label no longer resolve. */
+export interface TrimmedStep {
+  id: number;
+  label?: string;
+}
+
+/** What a batch did (committed, now the current step) or, for a dry run, would do. */
+export type Applied = {
   changes: Change[];
   events: HostEvent[];
   warnings: BatchError[];
-  trimmed: { id: number; label?: string }[];
+  trimmed: TrimmedStep[];
   diagnostics: Diagnostic[];
-  report: Json;
-}
+  /** What was cleaned in the reply; `null` for a batch sent as JSON. */
+  report: RepairReport | null;
+} & (
+  | { committed: true; step: number; label: string | null }
+  | { committed: false; dry_run: true; /** The would-be state. */ state: Json }
+);
 
 export interface LogStep {
   id: number;
@@ -142,6 +191,10 @@ export interface LogStep {
   children: number[];
   applied: boolean;
   current: boolean;
+  /** For a step made by sync: its reply's key (SHA-256, lowercase hex). */
+  key?: string;
+  /** For a refused reply's step: the feedback the model was given. */
+  refusal?: string;
 }
 
 export interface Log {
@@ -155,6 +208,37 @@ export interface GameListing {
   step: number;
   label: string | null;
 }
+
+export interface GameList {
+  games: GameListing[];
+  /** Ask for the next page `after` this id; `null` on the last page. */
+  next: string | null;
+}
+
+export interface Extracted {
+  batch: Instruction[];
+  valid: boolean;
+  diagnostics: Diagnostic[];
+  report: RepairReport;
+  feedback: string;
+}
+
+export interface Converted {
+  /** `null` when JSON Patch cannot express the batch (see `errors`). */
+  output: Json;
+  diagnostics: Diagnostic[];
+  errors: BatchError[];
+}
+
+export interface Prompted {
+  rules: string;
+  state: Json;
+  text: string;
+}
+
+/** The JSON Schema of a batch, or with `gbnf` its grammar; `partial` when the state's schema could not
+ * be expressed whole (the result accepts more). */
+export type Schemas = { schema: Json; partial: boolean } | { gbnf: string; partial: boolean };
 
 /** What `sync` makes a game from when it does not exist yet: `POST /v1/games`'s body (a state or a
  * card, not both; the id is the path's). */
@@ -260,8 +344,11 @@ export interface ErrorBody {
   error: { kind: ServerErrorKind; message: string };
   errors?: (BatchError | Diagnostic)[];
   diagnostics?: Diagnostic[];
-  report?: Json;
+  /** What was cleaned in the reply (for a reply, not a batch sent as JSON). */
+  report?: RepairReport;
   feedback?: string;
+  /** For `step_conflict` (409): the current step. */
+  step?: number;
   /** For `need_text` (409): the indices of the replies whose text a sync needs. */
   need?: number[];
   /** For `path_trimmed` (409) and a sync's 400: the index of the reply concerned. */
@@ -297,16 +384,16 @@ export declare class Statecraft {
   token: string | undefined;
   /** Sends one request; `T` is what the caller says the answer is (JSON by default). */
   request<T = Json>(method: Method, path: string, body?: Json, options?: RequestOptions): Promise<T>;
-  health(): Promise<{ ok: true }>;
-  createGame(game: NewGame, options?: RequestOptions): Promise<{ id: string; step: number }>;
-  listGames(page?: { after?: string | null; limit?: number }): Promise<{ games: GameListing[]; next: string | null }>;
+  health(): Promise<Health>;
+  createGame(game: NewGame, options?: RequestOptions): Promise<Created>;
+  listGames(page?: { after?: string | null; limit?: number }): Promise<GameList>;
   allGames(options?: { limit?: number }): AsyncGenerator<GameListing, void, unknown>;
   getGame(id: string): Promise<Position>;
   mvuView(id: string): Promise<MvuView>;
   /** By label (`{at}`) or by id (`{step}`), one of the two. */
   stateAt(id: string, at: { at: string; step?: undefined } | { step: number; at?: undefined }): Promise<StepState>;
   log(id: string): Promise<Log>;
-  deleteGame(id: string, options?: RequestOptions): Promise<{ id: string; deleted: true }>;
+  deleteGame(id: string, options?: RequestOptions): Promise<Deleted>;
   apply(id: string, request: ApplyRequest, options?: RequestOptions): Promise<Applied>;
   /**
    * Maps a chat onto its game by content: `replies` are the texts of the replies the chat shows, oldest
@@ -321,12 +408,12 @@ export declare class Statecraft {
   extract(
     input: string,
     options?: { state?: Json; macros?: Record<string, string> },
-  ): Promise<{ batch: Instruction[]; valid: boolean; diagnostics: Diagnostic[]; report: Json; feedback: string }>;
+  ): Promise<Extracted>;
   convert(
     input: string | Json,
     from: "mvu" | "json" | "jsonpatch",
     to: "mvu" | "json" | "jsonpatch",
-  ): Promise<{ output: Json; diagnostics: Diagnostic[]; errors: BatchError[] }>;
-  prompt(state: Json, options?: { schema?: Json; lang?: "en" | "zh" }): Promise<{ rules: string; state: Json; text: string }>;
-  schema(options?: { schema?: Json; gbnf?: boolean }): Promise<{ schema?: Json; gbnf?: string; partial: boolean }>;
+  ): Promise<Converted>;
+  prompt(state: Json, options?: { schema?: Json; lang?: "en" | "zh" }): Promise<Prompted>;
+  schema(options?: { schema?: Json; gbnf?: boolean }): Promise<Schemas>;
 }

@@ -110,6 +110,11 @@ export async function everyCall(): Promise<void> {
   );
   await client.apply(id, { batch: [{ op: "assign", path: ["hp"], value: 5, reason: "hit" }] });
   applied.changes.length + applied.events.length + applied.warnings.length + applied.trimmed.length + applied.diagnostics.length;
+  // A commit says its step; a dry run the state it would make.
+  const where: number | Json = applied.committed ? applied.step : applied.state;
+  // @ts-expect-error only a commit has a step
+  if (!applied.committed) applied.step;
+  const score: number | undefined = applied.report?.score;
   // @ts-expect-error a misspelt policy name
   await client.apply(id, { input: "", policies: { old_mismatches: "warn" } });
   // @ts-expect-error a policy value that does not exist
@@ -150,6 +155,7 @@ export async function everyCall(): Promise<void> {
   const prompt: string = (await client.prompt(state, { schema: {}, lang: "zh" })).text;
   const grammar = await client.schema({ gbnf: true });
   const partial: boolean = grammar.partial;
+  const gbnf: string = "gbnf" in grammar ? grammar.gbnf : JSON.stringify(grammar.schema);
 
   // `request` answers JSON, or what the caller says it is; never `any`.
   const raw = await client.request("GET", "/v1/health");
@@ -171,5 +177,5 @@ export async function everyCall(): Promise<void> {
     explain(error);
   }
   void [health, reused, step0, next, byLabel, deleted, moved, feedback, converted.output, prompt, partial];
-  void [shown, delta, stat, viewLabel];
+  void [shown, delta, stat, viewLabel, where, score, gbnf];
 }
