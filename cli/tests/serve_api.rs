@@ -765,6 +765,34 @@ fn a_token_is_required_on_every_request_once_set() {
         &[("Authorization", "Bearer s3cret")],
     );
     assert_eq!(ok.status, 200);
+    // An allowed origin reads the refusal of a wrong token (a browser hides an answer without
+    // CORS headers, and the page could not tell it from a refused origin); a refused origin
+    // still gets no CORS headers.
+    let wrong = server.call_with(
+        "GET",
+        "/v1/health",
+        None,
+        &[
+            ("Origin", "http://localhost:8000"),
+            ("Authorization", "Bearer nope"),
+        ],
+    );
+    assert_error(&wrong, 401, "unauthorized");
+    assert_eq!(
+        wrong.header("access-control-allow-origin"),
+        Some("http://localhost:8000")
+    );
+    let foreign = server.call_with(
+        "GET",
+        "/v1/health",
+        None,
+        &[
+            ("Origin", "http://evil.example"),
+            ("Authorization", "Bearer nope"),
+        ],
+    );
+    assert_error(&foreign, 403, "origin_not_allowed");
+    assert_eq!(foreign.header("access-control-allow-origin"), None);
     // A preflight carries no credentials and is answered all the same.
     let preflight = server.call_with(
         "OPTIONS",

@@ -30,7 +30,14 @@ export const DEFAULTS = Object.freeze({
 
 const context = () => globalThis.SillyTavern.getContext();
 
+/**
+ * Set by the delete hook: from then on the extension is off and never writes its settings again (a
+ * sync or an event between the hook and SillyTavern's save would otherwise put them back).
+ */
+let removed = false;
+
 function settings() {
+  if (removed) return { ...DEFAULTS, enabled: false, hideCommands: false, mvuVariables: false, badge: false };
   const all = context().extensionSettings;
   all[NAME] = { ...DEFAULTS, ...(all[NAME] ?? {}) };
   return all[NAME];
@@ -472,8 +479,14 @@ function bindEvents() {
   eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
 }
 
-/** manifest.json `hooks.delete`: removes what the extension added to SillyTavern's settings. */
+/**
+ * manifest.json `hooks.delete`: stops the extension and removes what it added to SillyTavern's
+ * settings (SillyTavern then deletes the folder, saves the settings and reloads the page).
+ */
 export function onDelete() {
+  removed = true;
+  keeper?.stop();
+  context().setExtensionPrompt(PROMPT_KEY, "", 1, 0);
   const all = context().extensionSettings;
   if (Array.isArray(all.regex)) all.regex = all.regex.filter((script) => script.id !== REGEX_ID);
   delete all[NAME];

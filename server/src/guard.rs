@@ -4,11 +4,13 @@
 //! Without a token the server listens on loopback only, so it also refuses any `Host` that is not a
 //! loopback name: a web page cannot reach it by pointing its own domain at 127.0.0.1 (DNS
 //! rebinding). A browser origin is refused unless it was allowed with `--allow-origin` or is the
-//! server's own (a page it serves); an allowed origin gets the CORS headers, and its preflight is
-//! answered before the token check, because browsers never send credentials in a preflight. The token
-//! is compared in constant time. The inspector page's files (`inspector::is_page`) hold no game data and
-//! need no token, so that the page loads and asks for it; they still pass the `Host` and `Origin`
-//! checks. This module must not know the endpoints.
+//! server's own (a page it serves); an allowed origin gets the CORS headers on every answer, a refused
+//! token's 401 included (without them the browser hides that answer from the page, which then cannot
+//! tell a wrong token from a refused origin), and its preflight is answered before the token check,
+//! because browsers never send credentials in a preflight. The token is compared in constant time.
+//! The inspector page's files (`inspector::is_page`) hold no game data and need no token, so that the
+//! page loads and asks for it; they still pass the `Host` and `Origin` checks. This module must not
+//! know the endpoints.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,16 +59,16 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
     let started = Instant::now();
     async move {
         // Only an allowed origin is named back; a refused one gets no CORS headers at all.
-        let mut origin = None;
-        let mut response = match check(&app.policy, &request) {
+        let (allowed, checked) = check(&app.policy, &request);
+        let origin = if allowed {
+            request.headers().get(header::ORIGIN).cloned()
+        } else {
+            None
+        };
+        let mut response = match checked {
             Err(error) => error.into_response(),
-            Ok(checked) => {
-                origin = request.headers().get(header::ORIGIN).cloned();
-                match checked {
-                    Checked::Preflight => preflight(),
-                    Checked::Pass => next.run(request).await,
-                }
-            }
+            Ok(Checked::Preflight) => preflight(),
+            Ok(Checked::Pass) => next.run(request).await,
         };
         let headers = response.headers_mut();
         if let Ok(value) = HeaderValue::from_str(&id) {
@@ -100,7 +102,18 @@ enum Checked {
     Pass,
 }
 
-fn check(policy: &Policy, request: &Request) -> Result<Checked, ApiError> {
+/// The checks in order, and whether the request's origin (if it has one) may read the answer: once
+/// the `Host` and `Origin` checks have passed it may, whatever the token check says.
+fn check(policy: &Policy, request: &Request) -> (bool, Result<Checked, ApiError>) {
+    match check_address(policy, request) {
+        Err(error) => (false, Err(error)),
+        Ok(Some(checked)) => (true, Ok(checked)),
+        Ok(None) => (true, check_token(policy, request).map(|()| Checked::Pass)),
+    }
+}
+
+/// The `Host` and `Origin` checks; `Some(Preflight)` for an allowed preflight, which needs no token.
+fn check_address(policy: &Policy, request: &Request) -> Result<Option<Checked>, ApiError> {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)
@@ -137,9 +150,15 @@ fn check(policy: &Policy, request: &Request) -> Result<Checked, ApiError> {
         if request.method() == Method::OPTIONS
             && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
         {
-            return Ok(Checked::Preflight);
+            return Ok(Some(Checked::Preflight));
         }
     }
+    Ok(None)
+}
+
+/// The bearer token, when the server has one (the inspector page's files need none).
+fn check_token(policy: &Policy, request: &Request) -> Result<(), ApiError> {
+    let headers = request.headers();
     if let Some(token) = &policy.token
         && !inspector::is_page(request)
     {
@@ -155,7 +174,7 @@ fn check(policy: &Policy, request: &Request) -> Result<Checked, ApiError> {
             ));
         }
     }
-    Ok(Checked::Pass)
+    Ok(())
 }
 
 /// The answer to an allowed preflight (the origin itself is added by [`guard`]).

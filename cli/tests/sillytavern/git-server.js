@@ -2,7 +2,8 @@
 // HTTP server, so that SillyTavern's "Install extension" clones the repository from a URL as it would
 // from a forge (`--depth 1` needs the smart protocol). `snapshot` makes the bare repository from the
 // working tree as it is (tracked and untracked files, .gitignore respected), uncommitted changes
-// included, without touching the working tree, its index or its branches.
+// included, without touching the working tree, its index or its branches; `commitOnto` adds a commit
+// on top of it, as a new version of the extension pushed to its forge.
 
 import { spawn, execFileSync } from "node:child_process";
 import { createServer } from "node:http";
@@ -33,6 +34,38 @@ export function snapshot(source, root, name) {
   }
   git(["-C", bare, "update-server-info"]);
   return bare;
+}
+
+/**
+ * A new commit on branch `main` of the bare repository `bare`, whose parent is the branch's head: the
+ * head's tree with the files `edit(path, text)` gives for each path of `paths` (`edit` gets the file's
+ * text at the head). Made with git's plumbing in the bare repository, so no working tree is touched;
+ * a clone of `main` sees it as an update it can fast-forward to. → the new commit's hash.
+ */
+export function commitOnto(bare, paths, edit, message) {
+  const scratch = mkdtempSync(join(tmpdir(), "statecraft-index-"));
+  try {
+    const env = { ...process.env, GIT_INDEX_FILE: join(scratch, "index") };
+    const head = git(["--git-dir", bare, "rev-parse", "refs/heads/main"]);
+    git(["--git-dir", bare, "read-tree", head], { env });
+    for (const path of paths) {
+      const text = edit(path, execFileSync("git", ["--git-dir", bare, "show", `${head}:${path}`], { encoding: "utf8" }));
+      const blob = git(["--git-dir", bare, "hash-object", "-w", "--stdin"], { input: text });
+      git(["--git-dir", bare, "update-index", "--cacheinfo", `100644,${blob},${path}`], { env });
+    }
+    const tree = git(["--git-dir", bare, "write-tree"], { env });
+    const commit = git(["--git-dir", bare, "-c", "user.name=test", "-c", "user.email=test@localhost", "commit-tree", tree, "-p", head, "-m", message]);
+    git(["--git-dir", bare, "update-ref", "refs/heads/main", commit, head]);
+    git(["--git-dir", bare, "update-server-info"]);
+    return commit;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** The commit branch `main` of the bare repository `bare` is at. */
+export function head(bare) {
+  return git(["--git-dir", bare, "rev-parse", "refs/heads/main"]);
 }
 
 /** Serves every bare repository under `root` at `http://127.0.0.1:PORT/NAME.git`. */

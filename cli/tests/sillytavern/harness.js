@@ -1,9 +1,10 @@
 // The pieces of the SillyTavern browser test: SillyTavern itself (installed from npm by install.js,
 // its config switched off from everything that reaches outside the machine), started on a free port
-// with a fresh user folder, and the page helpers that read SillyTavern's own chat.
+// with a data root of the run's own, so that what one run does to it (an extension disabled or
+// deleted, characters, chats, settings) never reaches the next.
 
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, readdirSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, readdirSync, symlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 
@@ -47,16 +48,44 @@ backups:
 `;
 }
 
+/** Whether the process `pid` still runs. */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === "EPERM";
+  }
+}
+
 /**
- * Starts SillyTavern from `serverFolder` with its data under `dataRoot`. The user folders are made
- * anew (the compiled front-end cache under `_cache` is kept between runs). `settings(json)` edits the
- * default user's settings.json before any page loads. → `{url, stop(), log(), dataRoot}`.
+ * This run's data root, `root/runs/PID`, made empty; the folders of earlier runs whose process has
+ * ended (a run killed before it could remove its own) are removed. SillyTavern compiles its front-end
+ * libraries with webpack into `DATA_ROOT/_webpack` (keyed by its version, which prunes stale ones; in a
+ * container, into its own `dist/_webpack` instead); that folder is a link to `root/webpack`, shared by
+ * the runs, so only the first one compiles.
+ */
+export function runDataRoot(root) {
+  const runs = join(root, "runs");
+  mkdirSync(runs, { recursive: true });
+  for (const entry of readdirSync(runs)) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid || !alive(pid)) rmSync(join(runs, entry), { recursive: true, force: true });
+  }
+  const dataRoot = join(runs, String(process.pid));
+  mkdirSync(dataRoot);
+  mkdirSync(join(root, "webpack"), { recursive: true });
+  symlinkSync(join(root, "webpack"), join(dataRoot, "_webpack"), "dir");
+  return dataRoot;
+}
+
+/**
+ * Starts SillyTavern from `serverFolder` with its data under `dataRoot` (see `runDataRoot`; the
+ * config goes there too). `settings(json)` edits the default user's settings.json before any page
+ * loads. → `{url, stop(), log(), dataRoot, userFolder}`; `stop()` ends SillyTavern and removes the
+ * data root.
  */
 export async function startSillyTavern({ serverFolder, dataRoot, settings }) {
-  mkdirSync(dataRoot, { recursive: true });
-  for (const entry of readdirSync(dataRoot)) {
-    if (entry !== "_cache") rmSync(join(dataRoot, entry), { recursive: true, force: true });
-  }
   const port = await freePort();
   const configPath = join(dataRoot, "config.yaml");
   writeFileSync(configPath, config(dataRoot, port));
@@ -106,6 +135,7 @@ export async function startSillyTavern({ serverFolder, dataRoot, settings }) {
         await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
         if (child.exitCode === null) child.kill("SIGKILL");
       }
+      rmSync(dataRoot, { recursive: true, force: true });
     },
   };
 }

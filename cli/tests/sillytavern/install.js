@@ -1,6 +1,7 @@
 // Installs the SillyTavern the browser test drives, from the npm registry at the version pinned in
-// st/package-lock.json, under target/sillytavern/ (outside the source tree, kept between runs: a
-// second run only checks the lock). `node install.js` does it from a shell (.ci/run); the test calls
+// st/package-lock.json, under target/sillytavern-VERSION/ (outside the source tree, kept between
+// runs: a second run only checks the lock; each run's data root goes under its runs/ folder, see
+// harness.js). `node install.js` does it from a shell (.ci/run); the test calls
 // `installSillyTavern()` and gets the folder of SillyTavern's server.js.
 
 import { execFileSync } from "node:child_process";

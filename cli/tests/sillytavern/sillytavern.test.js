@@ -8,20 +8,24 @@
 // (mira.json) from import to its status bar, a refused reply, a deleted range, a branch and the way
 // back, a group chat, a chat file of 300 long replies opened for the first time, the server stopped
 // and started again, and how many prompt fetches each generation made (dry runs and quiet ones
-// included). Screenshots go to $STATECRAFT_ARTIFACTS.
+// included). The drawer's "Test connection" must name each problem (server down, origin not allowed,
+// wrong or missing token), and last the extension is turned off, on, updated to a new commit and
+// deleted in SillyTavern's "Manage extensions". SillyTavern runs on a data root of the run's own.
+// Screenshots go to $STATECRAFT_ARTIFACTS.
 
 import { test, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { Statecraft } from "../../../clients/js/statecraft.js";
 import { startServer } from "../../../clients/js/test/server.js";
 import { startFakeModel } from "./fake-model.js";
-import { snapshot, serveGit } from "./git-server.js";
+import { snapshot, serveGit, commitOnto, head } from "./git-server.js";
 import { installSillyTavern, installFolder, VERSION } from "./install.js";
-import { startSillyTavern } from "./harness.js";
+import { startSillyTavern, runDataRoot } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -31,6 +35,9 @@ let statecraft;
 let api;
 let model;
 let git;
+/** The folder of the bare repository the extension is installed from, and the repository itself. */
+let gitRoot;
+let bare;
 let tavern;
 let browser;
 let page;
@@ -43,6 +50,8 @@ const checks = [];
 const promptFetches = [];
 /** Every sync the page sent: the game, the body's size, and the request (for its answer). */
 const syncs = [];
+/** The URLs of the extension's own files the page fetched, in order. */
+const extensionFiles = [];
 /** Every generation SillyTavern started, dry runs included: `{type, dryRun}`. */
 const generations = [];
 
@@ -73,12 +82,12 @@ before(async () => {
   mkdirSync(artifacts, { recursive: true });
   const serverFolder = installSillyTavern({ log: (line) => process.stderr.write(`${line}\n`) });
   model = await startFakeModel();
-  const gitRoot = join(installFolder(), "repositories");
-  snapshot(repository, gitRoot, "statecraft");
+  gitRoot = mkdtempSync(join(tmpdir(), "statecraft-git-"));
+  bare = snapshot(repository, gitRoot, "statecraft");
   git = await serveGit(gitRoot);
   tavern = await startSillyTavern({
     serverFolder,
-    dataRoot: join(installFolder(), "data"),
+    dataRoot: runDataRoot(installFolder()),
     settings: (settings) => {
       settings.firstRun = false;
       settings.main_api = "openai";
@@ -126,6 +135,10 @@ before(async () => {
       }
       if (!context?.eventSource || !context.eventTypes) return;
       clearInterval(wait);
+      // APP_READY fires again for a listener added after it: SillyTavern has loaded its extensions.
+      context.eventSource.on(context.eventTypes.APP_READY, () => {
+        globalThis.statecraftTestReady = true;
+      });
       context.eventSource.on(context.eventTypes.GENERATION_STARTED, (type, _options, dryRun) => globalThis.statecraftTestGeneration(type ?? "normal", Boolean(dryRun)));
     }, 10);
   });
@@ -152,15 +165,20 @@ after(async () => {
   await tavern?.stop();
   await statecraft?.stop();
   await git?.close();
+  if (gitRoot) rmSync(gitRoot, { recursive: true, force: true });
   await model?.close();
   const failed = checks.filter((check) => !check.ok);
   process.stderr.write(`${checks.length} checks, ${failed.length} failed${failed.length ? `: ${failed.map((check) => check.name).join("; ")}` : ""}\n`);
 });
 
-/** Counts the page's calls to statecraft: prompt fetches (by the generation they belong to) and syncs. */
+/**
+ * Counts the page's calls to statecraft: prompt fetches (by the generation they belong to) and syncs;
+ * and keeps the extension's files the page fetched from SillyTavern.
+ */
 function watchRequests() {
   page.on("request", (request) => {
     const url = new URL(request.url());
+    if (url.pathname.startsWith(`/scripts/extensions/third-party/${EXTENSION}/`)) extensionFiles.push(url.pathname);
     if (url.origin !== new URL(statecraft.url).origin || request.method() !== "POST") return;
     // The generation a prompt belongs to is the next one the model gets.
     if (url.pathname === "/v1/prompt") promptFetches.push(model.requests.length);
@@ -171,7 +189,12 @@ function watchRequests() {
 
 async function openSillyTavern() {
   await page.goto(tavern.url);
-  await page.waitForFunction(() => globalThis.SillyTavern?.getContext && document.querySelector("#extensionsMenuButton"), null, { timeout: 120000 });
+  await pageReady();
+}
+
+/** Waits until SillyTavern has loaded (its APP_READY event, after its extensions). */
+async function pageReady() {
+  await page.waitForFunction(() => globalThis.statecraftTestReady && document.querySelector("#extensionsMenuButton"), null, { timeout: 120000 });
   await page.locator("#send_textarea").waitFor();
 }
 
@@ -286,9 +309,61 @@ async function extensionDrawer(open) {
   if ((await panel.evaluate((element) => element.classList.contains("openDrawer"))) !== open) await page.click("#extensions-settings-button .drawer-toggle");
   if (!open) return;
   await panel.locator(".statecraft-settings").waitFor();
-  const content = page.locator(".statecraft-settings .inline-drawer-content");
-  if (!(await content.isVisible())) await page.locator(".statecraft-settings .inline-drawer-toggle").click();
-  await content.waitFor({ state: "visible" });
+  // Whether the drawer is open, by its icon: while the panel slides open, an open drawer's content
+  // is not visible yet, and a click would close it.
+  if (await page.locator(".statecraft-settings .inline-drawer-header .inline-drawer-icon.down").count()) {
+    await page.locator(".statecraft-settings .inline-drawer-toggle").click();
+  }
+  await page.locator(".statecraft-settings .inline-drawer-content").waitFor({ state: "visible" });
+}
+
+/** The name SillyTavern knows the installed extension by (the clone's folder, from the URL's last segment). */
+const EXTENSION = "statecraft";
+
+/**
+ * Opens "Manage extensions" (the Extensions panel's button `#extensions_details`) and waits until the
+ * dialog has asked the server for each installed extension's version (it shows the update button of
+ * those that have one then). → the statecraft block's locator.
+ */
+async function manageExtensions() {
+  if (!(await page.locator("#rm_extensions_block.openDrawer").count())) await page.click("#extensions-settings-button .drawer-toggle");
+  await page.click("#extensions_details");
+  await page.locator(".popup .extensions_info").waitFor();
+  await page.waitForFunction(() => document.querySelectorAll(".extensions_info").length === 1 && !document.querySelector(".extensions_info .fa-spinner"), null, { timeout: 60000 });
+  return page.locator(`.extensions_info .extension_block[data-name="/${EXTENSION}"]`);
+}
+
+/**
+ * Closes "Manage extensions" with Escape. With `reload` (an extension was turned on or off in it),
+ * SillyTavern reloads the page as the dialog closes: this waits for the page to be ready again.
+ */
+async function closeManageExtensions({ reload = false } = {}) {
+  const loaded = reload ? page.waitForEvent("load", { timeout: 60000 }) : null;
+  await page.keyboard.press("Escape");
+  if (loaded) {
+    await loaded;
+    await pageReady();
+  } else {
+    await page.locator(".popup .extensions_info").waitFor({ state: "detached" });
+  }
+}
+
+/** What SillyTavern's server says of the installed extension's clone (`/api/extensions/version`). */
+function extensionVersion() {
+  return page.evaluate(async (name) => {
+    const response = await fetch("/api/extensions/version", {
+      method: "POST",
+      headers: SillyTavern.getContext().getRequestHeaders(),
+      body: JSON.stringify({ extensionName: name, global: false }),
+    });
+    if (!response.ok) throw new Error(`/api/extensions/version answered ${response.status}: ${await response.text()}`);
+    return response.json();
+  }, EXTENSION);
+}
+
+/** Whether the extension runs in the page: its drawer, its live objects. */
+function extensionRuns() {
+  return page.evaluate(() => ({ drawer: document.querySelectorAll(".statecraft-settings").length, live: Boolean(globalThis.statecraftExtension) }));
 }
 
 /** Opens the character list in the right panel. */
@@ -395,28 +470,94 @@ test("the extension installs from its repository URL and shows in Manage extensi
   await page.locator(".popup:has-text('Install a third-party extension?') .popup-button-ok").click();
   await page.locator("#statecraft_url").waitFor({ state: "attached", timeout: 60000 });
   await shot("installed");
-  await page.click("#manageExtensionsButton, .manage_extensions, #extensions_details");
-  await page.locator(".extensions_info .extension_block:has-text('statecraft')").waitFor();
+  const block = await manageExtensions();
+  await check("Manage extensions: listed, enabled, up to date, with a delete button", async () => {
+    assert.equal(await block.locator(".extension_name").textContent(), "statecraft");
+    // The manifest's version, then the clone's branch and commit.
+    const version = JSON.parse(readFileSync(join(repository, "manifest.json"), "utf8")).version;
+    assert.equal(await block.locator(".extension_version").textContent(), `${version} (main-${head(bare).slice(0, 7)})`);
+    assert.ok(await block.locator(".extension_toggle input.toggle_disable").isChecked(), "the toggle shows it enabled");
+    assert.ok(await block.locator(".btn_delete").isVisible());
+    assert.ok(await block.locator(".btn_update").isHidden(), "no update offered for the fresh clone");
+    const clone = await extensionVersion();
+    assert.equal(clone.isUpToDate, true);
+    assert.equal(clone.currentBranchName, "main");
+    assert.equal(clone.currentCommitHash, head(bare));
+  });
   await shot("manage-extensions");
-  const block = page.locator(".extensions_info .extension_block:has-text('statecraft')");
-  assert.ok(await block.locator(".btn_update, .btn_delete").count(), "it can be updated and deleted there");
-  await page.keyboard.press("Escape");
-  await page.locator(".popup:has(.extensions_info)").waitFor({ state: "detached" }).catch(() => {});
+  await closeManageExtensions();
 });
+
+/**
+ * Types a server URL and token into the drawer as a user does, presses "Test connection" and reads
+ * the verdict it shows. → `{ok, text}`.
+ */
+async function testConnection(url, token = "") {
+  for (const [field, value] of [["#statecraft_url", url], ["#statecraft_token", token]]) {
+    await page.fill(field, value);
+    await page.locator(field).dispatchEvent("change");
+  }
+  await page.click("#statecraft_test");
+  await page.waitForFunction(() => /\b(ok|bad)\b/.test(document.querySelector("#statecraft_test_result").className), null, { timeout: 30000 });
+  return page.evaluate(() => {
+    const result = document.querySelector("#statecraft_test_result");
+    return { ok: result.classList.contains("ok"), text: result.textContent };
+  });
+}
 
 test("the settings drawer connects and names the real problem", async () => {
   await page.locator(".statecraft-settings .inline-drawer-toggle").click();
-  await page.fill("#statecraft_url", "http://127.0.0.1:9");
-  await page.locator("#statecraft_url").dispatchEvent("change");
-  await page.click("#statecraft_test");
-  await page.locator("#statecraft_test_result.bad").waitFor();
-  assert.match(await page.textContent("#statecraft_test_result"), /nothing answers at http:\/\/127.0.0.1:9/);
+  // The exact flag to add: SillyTavern's origin as the browser shows it.
+  const allow = `statecraft serve --allow-origin ${tavern.url}`;
+  await check("test connection: nothing answers", async () => {
+    const { ok, text } = await testConnection("http://127.0.0.1:9");
+    assert.equal(ok, false);
+    assert.equal(text, `nothing answers at http://127.0.0.1:9: start the server (${allow})`);
+  });
   await shot("test-connection-down");
-  await page.fill("#statecraft_url", statecraft.url);
-  await page.locator("#statecraft_url").dispatchEvent("change");
-  await page.click("#statecraft_test");
-  await page.locator("#statecraft_test_result.ok").waitFor();
-  assert.match(await page.textContent("#statecraft_test_result"), /connected/);
+
+  // A server that allows another origin (localhost for 127.0.0.1, the mismatch users meet): the
+  // browser hides its refusal as a network error, the drawer still names it.
+  const elsewhere = await startServer(["--allow-origin", tavern.url.replace("127.0.0.1", "localhost")]);
+  try {
+    await check("test connection: the origin is not allowed, with the exact --allow-origin", async () => {
+      const { ok, text } = await testConnection(elsewhere.url);
+      assert.equal(ok, false);
+      assert.equal(text, `the server at ${elsewhere.url} answers, but refuses this page's origin: start it with ${allow}`);
+    });
+    await shot("test-connection-origin");
+  } finally {
+    await elsewhere.stop();
+  }
+
+  // A server started with a token: a wrong one, none, the right one.
+  const guarded = await startServer(["--allow-origin", tavern.url, "--token", "the-right-token"]);
+  try {
+    await check("test connection: a wrong token", async () => {
+      const { ok, text } = await testConnection(guarded.url, "a-wrong-token");
+      assert.equal(ok, false);
+      assert.equal(text, "the server refused the token: paste the one it was started with (--token)");
+    });
+    await shot("test-connection-bad-token");
+    await check("test connection: no token for a server that needs one", async () => {
+      const { ok, text } = await testConnection(guarded.url, "");
+      assert.equal(ok, false);
+      assert.equal(text, "the server needs a token (it was started with --token): paste it in the Token field");
+    });
+    await check("test connection: the right token", async () => {
+      const { ok, text } = await testConnection(guarded.url, "the-right-token");
+      assert.equal(ok, true, text);
+      assert.match(text, /^connected to /);
+    });
+  } finally {
+    await guarded.stop();
+  }
+
+  await check("test connection: connected", async () => {
+    const { ok, text } = await testConnection(statecraft.url);
+    assert.equal(ok, true, text);
+    assert.equal(text, `connected to ${statecraft.url} (0 games)`);
+  });
   await shot("test-connection-ok");
   await page.click("#extensions-settings-button .drawer-toggle");
 });
@@ -872,6 +1013,169 @@ test("dry runs and quiet generations fetch no prompt; a real generation at most 
     const real = generations.filter((started) => !started.dryRun).length;
     process.stderr.write(`${model.requests.length} generations (${real} real starts, ${generations.length - real} dry runs): ${promptFetches.length} prompt fetches\n`);
   });
+});
+
+/** Opens the Warden's last chat (after a reload nothing is open) and waits for it. */
+async function openWarden() {
+  await characterList();
+  await page.locator(".character_select:has-text('Warden')").first().click();
+  await page.waitForFunction(() => SillyTavern.getContext().characterId !== undefined && SillyTavern.getContext().chat.length > 0 && SillyTavern.getContext().chatMetadata.integrity, null, { timeout: 60000 });
+}
+
+test("Manage extensions: disabled there, it does not run; enabled again, it catches up", async () => {
+  // A short chat of the Warden's, so that the reloads below reopen that one (SillyTavern opens a
+  // character's last chat) rather than the long one.
+  await openChatFile("The cave");
+  await settle();
+  let block = await manageExtensions();
+  // SillyTavern saves the change at once and reloads the page when the dialog closes.
+  let saved = page.waitForResponse((response) => response.url().endsWith("/api/settings/save"));
+  await block.locator(".extension_toggle input.toggle_disable").click();
+  await saved;
+  await shot("manage-extensions-disabled");
+  let loaded = extensionFiles.length;
+  await closeManageExtensions({ reload: true });
+  await page.waitForTimeout(1000);
+  await check("disabled: not loaded after the reload (no drawer, no code fetched)", async () => {
+    assert.deepEqual(await extensionRuns(), { drawer: 0, live: false });
+    // SillyTavern still reads a disabled extension's manifest, to list it.
+    const fetched = extensionFiles.slice(loaded);
+    assert.deepEqual(fetched.filter((path) => !path.endsWith("/manifest.json")), [], "no code of the extension was fetched");
+    assert.ok(fetched.length > 0, "its manifest was read");
+    const settings = JSON.parse(readFileSync(join(tavern.userFolder, "settings.json"), "utf8"));
+    assert.ok(settings.extension_settings.disabledExtensions.includes(`third-party/${EXTENSION}`));
+  });
+  await openWarden();
+  const game = await gameId();
+  const steps = (await api.log(game)).steps.length;
+  const syncsBefore = syncs.length;
+  const fetchesBefore = promptFetches.length;
+  model.next("While nobody keeps score, a coin rolls in. _.add('gold', 4);");
+  await generating(async () => {
+    await page.fill("#send_textarea", "I wait in the dark.");
+    await page.click("#send_but");
+  });
+  await check("disabled: a new reply is neither synced nor given the state", async () => {
+    assert.equal(syncs.length, syncsBefore, "no sync");
+    assert.equal(promptFetches.length, fetchesBefore, "no prompt fetched");
+    assert.equal(promptState(), null);
+    assert.equal((await api.log(game)).steps.length, steps, "the game did not move");
+  });
+  await shot("disabled-reply");
+
+  block = await manageExtensions();
+  await check("disabled: Manage extensions shows it off", async () => {
+    assert.equal(await block.locator(".extension_toggle input").isChecked(), false);
+    assert.equal(await block.locator(".extension_disabled").count(), 1);
+  });
+  saved = page.waitForResponse((response) => response.url().endsWith("/api/settings/save"));
+  await block.locator(".extension_toggle input.toggle_enable").click();
+  await saved;
+  loaded = extensionFiles.length;
+  await closeManageExtensions({ reload: true });
+  await page.waitForFunction(() => globalThis.statecraftExtension, null, { timeout: 30000 });
+  await check("enabled again: loaded after the reload", async () => {
+    assert.deepEqual(await extensionRuns(), { drawer: 1, live: true });
+    assert.ok(extensionFiles.slice(loaded).some((url) => url.endsWith("/clients/sillytavern/index.js")));
+  });
+  await openWarden();
+  await settle();
+  await stateMatchesChat("enabled again: the reply made while it was off is applied");
+});
+
+test("Manage extensions: an update pushed to the repository is offered there and runs", async () => {
+  const clone = join(tavern.userFolder, "extensions", EXTENSION);
+  const marker = `an update made at ${new Date().toISOString()}`;
+  // A new version pushed to the repository the extension was cloned from: a new manifest version
+  // and a line of code that says it ran.
+  const commit = commitOnto(
+    bare,
+    ["manifest.json", "clients/sillytavern/index.js"],
+    (path, text) =>
+      path === "manifest.json"
+        ? `${JSON.stringify({ ...JSON.parse(text), version: "0.1.1-test" }, null, 4)}\n`
+        : `${text}\nglobalThis.statecraftTestUpdate = ${JSON.stringify(marker)};\n`,
+    "the next version",
+  );
+  const block = await manageExtensions();
+  await check("update: /api/extensions/version sees it, the dialog offers it", async () => {
+    assert.equal((await extensionVersion()).isUpToDate, false);
+    assert.ok(await block.locator(".btn_update").isVisible(), "the update button shows");
+    assert.equal(await block.locator(".extension_name.update_available").count(), 1);
+  });
+  await shot("manage-extensions-update-available");
+  const dialog = await page.locator(".popup:has(.extensions_info)").getAttribute("data-id");
+  await block.locator(".btn_update").click();
+  await check("update: SillyTavern pulls it", async () => {
+    const text = await toastText("success", /updated to/);
+    assert.match(text, new RegExp(commit.slice(0, 7)));
+    const version = await extensionVersion();
+    assert.equal(version.isUpToDate, true);
+    assert.equal(version.currentCommitHash, commit);
+    assert.equal(JSON.parse(readFileSync(join(clone, "manifest.json"), "utf8")).version, "0.1.1-test");
+  });
+  // SillyTavern closes the dialog and opens it anew after an update, and asks for a reload to run the
+  // new code.
+  await page.waitForFunction(
+    (old) => {
+      const dialogs = [...document.querySelectorAll(".popup:has(.extensions_info)")];
+      return dialogs.length === 1 && dialogs[0].dataset.id !== old && !dialogs[0].querySelector(".fa-spinner");
+    },
+    dialog,
+    { timeout: 60000 },
+  );
+  await closeManageExtensions();
+  await page.reload();
+  await pageReady();
+  await page.waitForFunction(() => globalThis.statecraftExtension, null, { timeout: 30000 });
+  await check("update: after the reload the new code runs", async () => {
+    assert.equal(await page.evaluate(() => globalThis.statecraftTestUpdate), marker);
+    assert.deepEqual(await extensionRuns(), { drawer: 1, live: true });
+    const updated = await manageExtensions();
+    assert.equal(await updated.locator(".extension_version").textContent(), `0.1.1-test (main-${commit.slice(0, 7)})`);
+    assert.ok(await updated.locator(".btn_update").isHidden(), "no update offered any more");
+    await closeManageExtensions();
+  });
+  await openWarden();
+  await settle();
+  model.next("The new version counts a torch. _.add('torches', 1);");
+  await send("I light another torch.");
+  await stateMatchesChat("update: a reply after the update");
+});
+
+test("Manage extensions: deleted there, its folder, settings and code are gone", async () => {
+  const clone = join(tavern.userFolder, "extensions", EXTENSION);
+  assert.ok(existsSync(join(clone, "manifest.json")));
+  const block = await manageExtensions();
+  const deleted = page.waitForResponse((response) => response.url().endsWith("/api/extensions/delete"));
+  // SillyTavern reloads the page a second after the deletion.
+  const reloaded = page.waitForEvent("load", { timeout: 60000 });
+  await block.locator(".btn_delete").click();
+  const confirm = page.locator(`.popup:has-text('Are you sure you want to delete /${EXTENSION}?')`);
+  await shot("manage-extensions-delete");
+  await confirm.locator(".popup-button-ok").click();
+  const answer = await deleted;
+  const loaded = extensionFiles.length;
+  await reloaded;
+  await pageReady();
+  await page.waitForTimeout(1000);
+  await check("delete: the clone is removed", async () => {
+    assert.equal(answer.status(), 200);
+    assert.equal(existsSync(clone), false, `${clone} is gone`);
+  });
+  await check("delete: the extension's settings and regex are removed (its delete hook)", async () => {
+    const settings = JSON.parse(readFileSync(join(tavern.userFolder, "settings.json"), "utf8")).extension_settings;
+    assert.equal(settings.statecraft, undefined);
+    assert.deepEqual((settings.regex ?? []).filter((script) => script.id === "statecraft-hide-update-commands"), []);
+  });
+  await check("delete: not loaded after the reload, not listed in Manage extensions", async () => {
+    assert.deepEqual(await extensionRuns(), { drawer: 0, live: false });
+    assert.deepEqual(extensionFiles.slice(loaded), [], "no file of the extension was fetched");
+    await manageExtensions();
+    assert.equal(await page.locator(`.extensions_info .extension_block[data-name="/${EXTENSION}"]`).count(), 0);
+    await closeManageExtensions();
+  });
+  await shot("deleted");
 });
 
 test("nothing went wrong in the page", () => {
