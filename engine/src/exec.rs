@@ -1,10 +1,12 @@
 //! Running one instruction on a working root, recording primitive changes.
 //!
-//! The store hands this module a working copy of the root (an O(1) clone) and discards it if anything
-//! fails, so a failing instruction may leave the copy half-changed. Each op returns its result value
-//! and appends its primitive changes to the log in the order they happened. Callbacks are not run here:
-//! the store dispatches them. This module must not validate shapes that validation already checked
-//! beyond what it needs to avoid panics.
+//! The batch runner hands this module the state a batch writes, in place, and undoes a failure by
+//! replaying the change log backwards (`run.rs`), so a failing instruction may leave the state
+//! half-changed but never with a write the log does not hold: each op appends every primitive change
+//! to the log as it makes it, in the order they happen, before anything that can fail comes after it.
+//! Each op returns its result value. Callbacks are not run here: the runner dispatches them. This
+//! module must not validate shapes that validation already checked beyond what it needs to avoid
+//! panics.
 
 use std::sync::Arc;
 

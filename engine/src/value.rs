@@ -172,7 +172,7 @@ impl Value {
     }
 
     /// Whether two values share their storage (same allocation for containers and strings, equal
-    /// scalars). Time: O(1). A rejected batch leaves the store's root `ptr_eq` to what it was.
+    /// scalars). Time: O(1).
     pub fn ptr_eq(&self, other: &Value) -> bool {
         match (self, other) {
             (Value::Null, Value::Null) => true,
