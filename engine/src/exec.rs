@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Number;
+use crate::number::Number;
 
 use crate::change::Change;
 use crate::error::ErrorKind;

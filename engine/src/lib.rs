@@ -20,6 +20,7 @@ mod exec;
 mod history;
 mod instruction;
 mod limits;
+mod number;
 mod path;
 mod pathtext;
 mod profile;
@@ -46,6 +47,7 @@ pub use instruction::{Batch, Instruction, Lenient, Op};
 pub use limits::{
     Limits, MissingParent, MissingTarget, OldMismatch, Policies, SchemaViolation, UnknownCallback,
 };
+pub use number::Number;
 pub use path::{
     Path, PointerError, Segment, decimal_index, escape_pointer_token, unescape_pointer_token,
 };

@@ -575,21 +575,16 @@ impl Run<'_> {
                 Some(Err(failure)) => return Err(vec![to_error(failure, trail)]),
             };
             let start = self.changes.len();
-            let ran = exec::run(
-                self.root,
-                instruction,
-                &self.policies,
-                &mut self.changes,
-            )
-            .and_then(|ran| {
-                budget::check(
-                    &self.changes[start..],
-                    self.rules.limits,
-                    &mut self.size,
-                    &mut self.commit_bytes,
-                )?;
-                Ok(ran)
-            });
+            let ran = exec::run(self.root, instruction, &self.policies, &mut self.changes)
+                .and_then(|ran| {
+                    budget::check(
+                        &self.changes[start..],
+                        self.rules.limits,
+                        &mut self.size,
+                        &mut self.commit_bytes,
+                    )?;
+                    Ok(ran)
+                });
             return match ran {
                 Ok(ran) => {
                     self.warnings

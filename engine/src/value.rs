@@ -1,7 +1,8 @@
 //! The persistent value tree that holds a state.
 //!
 //! Objects are `imbl::OrdMap`s (deterministic key order, O(1) clones, path copying on write) and arrays
-//! are `imbl::Vector`s. Numbers keep their JSON kind: `5` stays an integer, `5.0` stays a float. This
+//! are `imbl::Vector`s. Numbers keep their exact text (`number.rs`), so their JSON kind too: `5` stays
+//! an integer, `5.0` stays a float. This
 //! module owns conversion to and from `serde_json::Value` and the numeric equality used by old-value
 //! checks. It must not know about instructions or paths.
 
@@ -9,7 +10,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use imbl::{OrdMap, Vector};
-use serde_json::Number;
+
+use crate::number::Number;
 
 use crate::path::Segment;
 use crate::tree::{JsonTree, NodeKind};
@@ -261,7 +263,7 @@ impl Value {
         match self {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Number(n) => serde_json::Value::Number(n.clone()),
+            Value::Number(n) => serde_json::Value::Number(n.to_json()),
             Value::String(s) => serde_json::Value::String(s.to_string()),
             Value::Array(items) => {
                 serde_json::Value::Array(items.iter().map(Value::to_json).collect())
@@ -281,7 +283,7 @@ impl Value {
         match json.kind() {
             NodeKind::Null => Value::Null,
             NodeKind::Bool(b) => Value::Bool(b),
-            NodeKind::Number(n) => Value::Number(n.clone()),
+            NodeKind::Number(n) => Value::Number(Number::from(n)),
             NodeKind::String(s) => Value::String(Arc::from(s)),
             NodeKind::Array => Value::Array(json.items().map(Value::from_json).collect()),
             NodeKind::Object => Value::Object(
@@ -339,8 +341,15 @@ pub fn json_depth<'a, T: JsonTree<'a>>(json: T) -> usize {
 /// Numeric equality: `100 == 100.0`, and integers compare exactly at any size (numbers keep their
 /// exact text, so `123456789012345678901234567890` is that integer, not the nearest float).
 pub fn numbers_equal(a: &Number, b: &Number) -> bool {
-    if a.as_str() == b.as_str() {
+    // Equal texts (and so two equal inline integers) are equal numbers.
+    if a == b {
         return true;
+    }
+    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64())
+        && a.is_integer()
+        && b.is_integer()
+    {
+        return x == y;
     }
     match (exact_integer(a), exact_integer(b)) {
         (Some(x), Some(y)) => x == y,
@@ -356,7 +365,7 @@ pub fn numbers_equal(a: &Number, b: &Number) -> bool {
 
 /// Whether a number is written as an integer (no fraction, no exponent), whatever its size.
 pub(crate) fn is_integer(n: &Number) -> bool {
-    !n.as_str().contains(['.', 'e', 'E'])
+    n.is_integer()
 }
 
 /// The exact integer value of a number written as an integer, or of a float with no fraction, when
