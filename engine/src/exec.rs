@@ -17,7 +17,7 @@ use crate::error::ErrorKind;
 use crate::instruction::{Instruction, Op};
 use crate::limits::{MissingParent, MissingTarget, OldMismatch, Policies};
 use crate::path::{Path, Segment, pointer_of};
-use crate::value::{Key, Value, is_integer};
+use crate::value::{Key, Probe, Value, is_integer};
 
 /// Why an instruction could not run: a kind, the state pointer of the failing segment, and a message.
 #[derive(Debug)]
@@ -179,7 +179,7 @@ pub(crate) fn lookup<'v>(
     let mut cursor = root;
     for (depth, segment) in segments.iter().enumerate() {
         let child = match cursor {
-            Value::Object(map) => map.get(&*key_str(segment)),
+            Value::Object(map) => map.get(&Probe(&key_str(segment))),
             Value::Array(items) => match segment.as_index() {
                 Some(index) => items.get(index),
                 None => return Err(not_an_index(&segments[..=depth], segment)),
@@ -290,7 +290,7 @@ fn parent_mut<'v>(
             Value::Object(map) => {
                 let key = key_str(segment);
                 let needs = map
-                    .get(&*key)
+                    .get(&Probe(&key))
                     .is_none_or(|child| matches!(child, Value::Null));
                 if needs {
                     if !creating {
@@ -299,7 +299,7 @@ fn parent_mut<'v>(
                     let old = map.insert(key_of(segment), fresh());
                     recorder.record(canonical_path.clone(), old, Some(fresh()));
                 }
-                map.get_mut(&*key).expect("present or just inserted")
+                map.get_mut(&Probe(&key)).expect("present or just inserted")
             }
             Value::Array(items) => {
                 let Some(index) = segment.as_index() else {
@@ -376,7 +376,11 @@ fn set_slot(
 ) -> Result<Option<Value>, Failure> {
     let last = &segments[segments.len() - 1];
     match parent {
-        Value::Object(map) => Ok(map.insert(key_of(last), value)),
+        // Replacing is one search that writes the slot in place; only a new key is inserted.
+        Value::Object(map) => match map.get_mut(&Probe(&key_str(last))) {
+            Some(slot) => Ok(Some(std::mem::replace(slot, value))),
+            None => Ok(map.insert(key_of(last), value)),
+        },
         Value::Array(items) => {
             let Some(index) = last.as_index() else {
                 return Err(not_an_index(segments, last));
@@ -418,7 +422,7 @@ fn remove_slot(parent: &mut Value, segments: &[Segment]) -> Result<Value, Failur
         )
     };
     match parent {
-        Value::Object(map) => map.remove(&*key_str(last)).ok_or_else(missing),
+        Value::Object(map) => map.remove(&Probe(&key_str(last))).ok_or_else(missing),
         Value::Array(items) => match last.as_index() {
             Some(index) if index < items.len() => Ok(items.remove(index)),
             Some(_) => Err(missing()),
@@ -478,7 +482,7 @@ fn slot_mut<'v>(
 ) -> Result<Option<&'v mut Value>, Failure> {
     let last = &segments[segments.len() - 1];
     match parent {
-        Value::Object(map) => Ok(map.get_mut(&*key_str(last))),
+        Value::Object(map) => Ok(map.get_mut(&Probe(&key_str(last)))),
         Value::Array(items) => match last.as_index() {
             Some(index) => Ok(items.get_mut(index)),
             None => Err(not_an_index(segments, last)),
@@ -523,7 +527,7 @@ fn walk_mut<'v>(root: &'v mut Value, segments: &[Segment]) -> Option<&'v mut Val
     let mut cursor = root;
     for segment in segments {
         cursor = match cursor {
-            Value::Object(map) => map.get_mut(&*key_str(segment))?,
+            Value::Object(map) => map.get_mut(&Probe(&key_str(segment)))?,
             Value::Array(items) => items.get_mut(segment.as_index()?)?,
             _ => return None,
         };

@@ -145,7 +145,8 @@ pub(crate) fn batch(
         rules,
         structure,
         handler,
-        changes: Vec::new(),
+        // Most instructions make one change: room for that many spares the growing.
+        changes: Vec::with_capacity(instructions.len()),
         events: Vec::new(),
         warnings: notes.clone(),
         emitted: 0,
@@ -388,14 +389,17 @@ impl Run<'_> {
         }
         self.warnings.extend(errors);
         let mut results = Vec::with_capacity(instructions.len());
+        // One trail for the whole batch, its index set per instruction: no allocation each.
+        let mut trail = Trail(vec![0]);
         for (index, instruction) in instructions.iter().enumerate() {
             if invalid[index] {
                 results.push(None);
                 continue;
             }
+            trail.0[0] = index;
             // Only best effort needs a way back from a failing instruction.
             let checkpoint = best_effort.then(|| self.checkpoint());
-            match self.one(instruction, &Trail(vec![index]), 0) {
+            match self.one(instruction, &trail, 0) {
                 Ok(result) => results.push(result),
                 // A batch out of time stops whole: best effort only skips what fails on its own.
                 Err(errors)

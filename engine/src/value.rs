@@ -21,6 +21,35 @@ use crate::tree::{JsonTree, NodeKind};
 pub type Key = smol_str::SmolStr;
 /// An object: keys in sorted order. Clone: O(1).
 pub type Object = OrdMap<Key, Value>;
+
+/// A key to search an object for: `map.get(&Probe(key))` finds what `map.get(key)` finds, comparing
+/// bytes inline where `str`'s comparison calls `memcmp`. Keys are short and a search compares a few
+/// in every node it passes, so the call is most of a comparison's cost.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Probe<'a>(pub(crate) &'a str);
+
+impl equivalent::Equivalent<Key> for Probe<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        self.0 == key.as_str()
+    }
+}
+
+impl equivalent::Comparable<Key> for Probe<'_> {
+    #[inline]
+    fn compare(&self, key: &Key) -> std::cmp::Ordering {
+        let (a, b) = (self.0.as_bytes(), key.as_bytes());
+        // Long keys are left to `memcmp`, which is faster past a few words.
+        if a.len().min(b.len()) > 16 {
+            return a.cmp(b);
+        }
+        for (x, y) in a.iter().zip(b) {
+            if x != y {
+                return x.cmp(y);
+            }
+        }
+        a.len().cmp(&b.len())
+    }
+}
 /// An array: an `imbl::Vector` behind one shared pointer, so that a `Value` stays 32 bytes (a vector
 /// stored inline makes every map entry 80 bytes, and map nodes are copied on write). Reads go through
 /// `Deref`; writes through `DerefMut` copy the vector's spine only when it is shared. Clone: O(1).
