@@ -219,6 +219,15 @@ pub trait CallbackHandler {
         let _ = call;
         Ok(Response::default())
     }
+
+    /// Whether [`CallbackHandler::after`] may do anything. When it says no, the store does not call
+    /// `after` and keeps no copy of the state as the batch began for [`AfterCall::before`]: that copy
+    /// is an O(1) clone, but while it lives every write of the batch copies the nodes it touches
+    /// instead of writing them in place. The default says yes; a handler whose `after` does nothing
+    /// should say no.
+    fn has_after_hooks(&self) -> bool {
+        true
+    }
 }
 
 /// No handlers at all: every callback is unknown.
@@ -228,5 +237,9 @@ pub struct NoHandlers;
 impl CallbackHandler for NoHandlers {
     fn call(&mut self, _call: CallbackCall<'_>) -> Result<Response, HandlerError> {
         Err(HandlerError::Unknown)
+    }
+
+    fn has_after_hooks(&self) -> bool {
+        false
     }
 }

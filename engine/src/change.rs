@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::instruction::Op;
 use crate::path::{Path, Segment};
-use crate::value::{Key, Value};
+use crate::value::{Key, Probe, Value};
 
 /// One primitive change.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -118,12 +118,18 @@ fn put(
         };
     }
     match (cursor, last) {
-        (Value::Object(map), Segment::Key(key)) => {
-            match value {
-                Some(value) => map.insert(Key::clone(key), value),
-                None => map.remove(key),
-            };
-        }
+        (Value::Object(map), Segment::Key(key)) => match value {
+            // Replacing is one search that writes the slot in place.
+            Some(value) => match map.get_mut(&Probe(key)) {
+                Some(slot) => *slot = value,
+                None => {
+                    map.insert(Key::clone(key), value);
+                }
+            },
+            None => {
+                map.remove(&Probe(key));
+            }
+        },
         (Value::Array(items), Segment::Index(index)) => {
             let index = *index;
             match (occupied, value) {

@@ -1,21 +1,23 @@
 //! Running one instruction on a working root, recording primitive changes.
 //!
-//! The store hands this module a working copy of the root (an O(1) clone) and discards it if anything
-//! fails, so a failing instruction may leave the copy half-changed. Each op returns its result value
-//! and appends its primitive changes to the log in the order they happened. Callbacks are not run here:
-//! the store dispatches them. This module must not validate shapes that validation already checked
-//! beyond what it needs to avoid panics.
+//! The batch runner hands this module the state a batch writes, in place, and undoes a failure by
+//! replaying the change log backwards (`run.rs`), so a failing instruction may leave the state
+//! half-changed but never with a write the log does not hold: each op appends every primitive change
+//! to the log as it makes it, in the order they happen, before anything that can fail comes after it.
+//! Each op returns its result value. Callbacks are not run here: the runner dispatches them. This
+//! module must not validate shapes that validation already checked beyond what it needs to avoid
+//! panics.
 
 use std::sync::Arc;
 
-use serde_json::Number;
+use crate::number::Number;
 
 use crate::change::Change;
 use crate::error::ErrorKind;
 use crate::instruction::{Instruction, Op};
 use crate::limits::{MissingParent, MissingTarget, OldMismatch, Policies};
 use crate::path::{Path, Segment, pointer_of};
-use crate::value::{Key, Value, is_integer};
+use crate::value::{Key, Probe, Value, is_integer};
 
 /// Why an instruction could not run: a kind, the state pointer of the failing segment, and a message.
 #[derive(Debug)]
@@ -177,7 +179,7 @@ pub(crate) fn lookup<'v>(
     let mut cursor = root;
     for (depth, segment) in segments.iter().enumerate() {
         let child = match cursor {
-            Value::Object(map) => map.get(&*key_str(segment)),
+            Value::Object(map) => map.get(&Probe(&key_str(segment))),
             Value::Array(items) => match segment.as_index() {
                 Some(index) => items.get(index),
                 None => return Err(not_an_index(&segments[..=depth], segment)),
@@ -258,9 +260,52 @@ fn canonical(container: &Value, segment: &Segment) -> Segment {
     }
 }
 
+/// Runs `then` on the container that holds the last segment, with the canonical path of the slot,
+/// creating missing (or `null`) parents first when the policy allows: an integer segment creates an
+/// array, a string segment an object. Most writes go where every parent exists, and find it with one
+/// search a level; only a missing parent takes the walk that looks before it writes. (The parent is
+/// handed to a closure, not returned: a reference returned from the first walk would keep the state
+/// borrowed for the second.)
+fn with_parent<R>(
+    root: &mut Value,
+    segments: &[Segment],
+    create: Option<MissingParent>,
+    recorder: &mut Recorder<'_>,
+    then: impl FnOnce(&mut Value, Path, &mut Recorder<'_>) -> Result<R, Failure>,
+) -> Result<R, Failure> {
+    if let Some((parent, path)) = existing_parent(root, segments) {
+        return then(parent, path, recorder);
+    }
+    let (parent, path) = parent_mut(root, segments, create, recorder)?;
+    then(parent, path, recorder)
+}
+
+/// The container that holds the last segment and the canonical path of the slot, when every parent
+/// on the way exists and is not `null`; `None` otherwise, for [`parent_mut`] to create or report.
+fn existing_parent<'v>(root: &'v mut Value, segments: &[Segment]) -> Option<(&'v mut Value, Path)> {
+    let (last, parents) = segments
+        .split_last()
+        .expect("callers pass a non-empty path");
+    let mut canonical_path = Path::from(Vec::with_capacity(segments.len()));
+    let mut cursor = root;
+    for segment in parents {
+        canonical_path.push(canonical(cursor, segment));
+        let child = match cursor {
+            Value::Object(map) => map.get_mut(&Probe(&key_str(segment)))?,
+            Value::Array(items) => items.get_mut(segment.as_index()?)?,
+            _ => return None,
+        };
+        if matches!(child, Value::Null) {
+            return None;
+        }
+        cursor = child;
+    }
+    canonical_path.push(canonical(cursor, last));
+    Some((cursor, canonical_path))
+}
+
 /// Walks to the container that holds the last segment, creating missing (or `null`) parents when the
-/// policy allows: an integer segment creates an array, a string segment an object. Returns the parent
-/// and the canonical path of the slot.
+/// policy allows, as [`with_parent`] says. Returns the parent and the canonical path of the slot.
 fn parent_mut<'v>(
     root: &'v mut Value,
     segments: &[Segment],
@@ -288,7 +333,7 @@ fn parent_mut<'v>(
             Value::Object(map) => {
                 let key = key_str(segment);
                 let needs = map
-                    .get(&*key)
+                    .get(&Probe(&key))
                     .is_none_or(|child| matches!(child, Value::Null));
                 if needs {
                     if !creating {
@@ -297,7 +342,7 @@ fn parent_mut<'v>(
                     let old = map.insert(key_of(segment), fresh());
                     recorder.record(canonical_path.clone(), old, Some(fresh()));
                 }
-                map.get_mut(&*key).expect("present or just inserted")
+                map.get_mut(&Probe(&key)).expect("present or just inserted")
             }
             Value::Array(items) => {
                 let Some(index) = segment.as_index() else {
@@ -357,10 +402,18 @@ fn assign(
     policies: &Policies,
     recorder: &mut Recorder<'_>,
 ) -> Result<Option<Value>, Failure> {
-    let (parent, path) = parent_mut(root, segments, Some(policies.missing_parent), recorder)?;
-    let old = set_slot(parent, segments, value.clone(), false)?;
-    recorder.record(path, old.clone(), Some(value));
-    Ok(old)
+    let create = Some(policies.missing_parent);
+    with_parent(
+        root,
+        segments,
+        create,
+        recorder,
+        |parent, path, recorder| {
+            let old = set_slot(parent, segments, value.clone(), false)?;
+            recorder.record(path, old.clone(), Some(value));
+            Ok(old)
+        },
+    )
 }
 
 /// Puts `value` in the last segment's slot of `parent`: replaces an existing key or element, appends
@@ -374,7 +427,11 @@ fn set_slot(
 ) -> Result<Option<Value>, Failure> {
     let last = &segments[segments.len() - 1];
     match parent {
-        Value::Object(map) => Ok(map.insert(key_of(last), value)),
+        // Replacing is one search that writes the slot in place; only a new key is inserted.
+        Value::Object(map) => match map.get_mut(&Probe(&key_str(last))) {
+            Some(slot) => Ok(Some(std::mem::replace(slot, value))),
+            None => Ok(map.insert(key_of(last), value)),
+        },
         Value::Array(items) => {
             let Some(index) = last.as_index() else {
                 return Err(not_an_index(segments, last));
@@ -399,10 +456,11 @@ fn delete(
     segments: &[Segment],
     recorder: &mut Recorder<'_>,
 ) -> Result<Option<Value>, Failure> {
-    let (parent, path) = parent_mut(root, segments, None, recorder)?;
-    let removed = remove_slot(parent, segments)?;
-    recorder.record(path, Some(removed.clone()), None);
-    Ok(Some(removed))
+    with_parent(root, segments, None, recorder, |parent, path, recorder| {
+        let removed = remove_slot(parent, segments)?;
+        recorder.record(path, Some(removed.clone()), None);
+        Ok(Some(removed))
+    })
 }
 
 /// Removes the last segment's slot from `parent`; absent is `MissingTarget`.
@@ -416,7 +474,7 @@ fn remove_slot(parent: &mut Value, segments: &[Segment]) -> Result<Value, Failur
         )
     };
     match parent {
-        Value::Object(map) => map.remove(&*key_str(last)).ok_or_else(missing),
+        Value::Object(map) => map.remove(&Probe(&key_str(last))).ok_or_else(missing),
         Value::Array(items) => match last.as_index() {
             Some(index) if index < items.len() => Ok(items.remove(index)),
             Some(_) => Err(missing()),
@@ -451,22 +509,28 @@ fn merge(
             other => Err(cannot_merge_into(segments, other)),
         };
     }
-    let (parent, path) = parent_mut(root, segments, Some(policies.missing_parent), recorder)?;
-    match slot_mut(parent, segments)?.cloned() {
-        None | Some(Value::Null) => {
-            let new = Value::Object(patch);
-            let old = set_slot(parent, segments, new.clone(), false)?;
-            recorder.record(path, old.clone(), Some(new));
-            Ok(old)
-        }
-        Some(previous @ Value::Object(_)) => {
-            if let Some(slot) = slot_mut(parent, segments)? {
-                merge_into(slot, path, patch, recorder);
+    let create = Some(policies.missing_parent);
+    with_parent(
+        root,
+        segments,
+        create,
+        recorder,
+        |parent, path, recorder| match slot_mut(parent, segments)?.cloned() {
+            None | Some(Value::Null) => {
+                let new = Value::Object(patch);
+                let old = set_slot(parent, segments, new.clone(), false)?;
+                recorder.record(path, old.clone(), Some(new));
+                Ok(old)
             }
-            Ok(Some(previous))
-        }
-        Some(other) => Err(cannot_merge_into(segments, &other)),
-    }
+            Some(previous @ Value::Object(_)) => {
+                if let Some(slot) = slot_mut(parent, segments)? {
+                    merge_into(slot, path, patch, recorder);
+                }
+                Ok(Some(previous))
+            }
+            Some(other) => Err(cannot_merge_into(segments, &other)),
+        },
+    )
 }
 
 /// The existing child of `parent` at the last segment, if any.
@@ -476,7 +540,7 @@ fn slot_mut<'v>(
 ) -> Result<Option<&'v mut Value>, Failure> {
     let last = &segments[segments.len() - 1];
     match parent {
-        Value::Object(map) => Ok(map.get_mut(&*key_str(last))),
+        Value::Object(map) => Ok(map.get_mut(&Probe(&key_str(last)))),
         Value::Array(items) => match last.as_index() {
             Some(index) => Ok(items.get_mut(index)),
             None => Err(not_an_index(segments, last)),
@@ -521,7 +585,7 @@ fn walk_mut<'v>(root: &'v mut Value, segments: &[Segment]) -> Option<&'v mut Val
     let mut cursor = root;
     for segment in segments {
         cursor = match cursor {
-            Value::Object(map) => map.get_mut(&*key_str(segment))?,
+            Value::Object(map) => map.get_mut(&Probe(&key_str(segment)))?,
             Value::Array(items) => items.get_mut(segment.as_index()?)?,
             _ => return None,
         };
@@ -536,40 +600,53 @@ fn push(
     policies: &Policies,
     recorder: &mut Recorder<'_>,
 ) -> Result<Option<Value>, Failure> {
-    let (parent, path) = parent_mut(root, segments, Some(policies.missing_parent), recorder)?;
-    match slot_mut(parent, segments)? {
-        None | Some(Value::Null) => {
-            let new = Value::Array(std::iter::once(value).collect());
-            let old = set_slot(parent, segments, new.clone(), false)?;
-            recorder.record(path, old, Some(new));
-            Ok(Some(Value::from(1)))
-        }
-        Some(Value::Array(items)) => {
-            let index = items.len();
-            items.push_back(value.clone());
-            recorder.record(path.child(Segment::Index(index)), None, Some(value));
-            Ok(Some(Value::Number(Number::from(index + 1))))
-        }
-        Some(other) => Err(wrong_type(segments, "push needs an array", other)),
-    }
+    let create = Some(policies.missing_parent);
+    with_parent(
+        root,
+        segments,
+        create,
+        recorder,
+        |parent, path, recorder| match slot_mut(parent, segments)? {
+            None | Some(Value::Null) => {
+                let new = Value::Array(std::iter::once(value).collect());
+                let old = set_slot(parent, segments, new.clone(), false)?;
+                recorder.record(path, old, Some(new));
+                Ok(Some(Value::from(1)))
+            }
+            Some(Value::Array(items)) => {
+                let index = items.len();
+                items.push_back(value.clone());
+                recorder.record(path.child(Segment::Index(index)), None, Some(value));
+                Ok(Some(Value::Number(Number::from(index + 1))))
+            }
+            Some(other) => Err(wrong_type(segments, "push needs an array", other)),
+        },
+    )
 }
 
-fn existing_array<'v>(
-    root: &'v mut Value,
+/// Runs `then` on the existing array at `segments`, with its canonical path.
+fn with_array<R>(
+    root: &mut Value,
     segments: &[Segment],
     op: Op,
     recorder: &mut Recorder<'_>,
-) -> Result<(&'v mut crate::value::Array, Path), Failure> {
-    let (parent, path) = parent_mut(root, segments, None, recorder)?;
-    match slot_mut(parent, segments)? {
-        Some(Value::Array(items)) => Ok((items, path)),
-        None | Some(Value::Null) => Err(failure(
-            ErrorKind::MissingTarget,
-            segments,
-            "nothing exists at this path",
-        )),
-        Some(other) => Err(wrong_type(segments, &format!("{op} needs an array"), other)),
-    }
+    then: impl FnOnce(&mut crate::value::Array, Path, &mut Recorder<'_>) -> Result<R, Failure>,
+) -> Result<R, Failure> {
+    with_parent(
+        root,
+        segments,
+        None,
+        recorder,
+        |parent, path, recorder| match slot_mut(parent, segments)? {
+            Some(Value::Array(items)) => then(items, path, recorder),
+            None | Some(Value::Null) => Err(failure(
+                ErrorKind::MissingTarget,
+                segments,
+                "nothing exists at this path",
+            )),
+            Some(other) => Err(wrong_type(segments, &format!("{op} needs an array"), other)),
+        },
+    )
 }
 
 fn pop(
@@ -577,17 +654,24 @@ fn pop(
     segments: &[Segment],
     recorder: &mut Recorder<'_>,
 ) -> Result<Option<Value>, Failure> {
-    let (items, path) = existing_array(root, segments, Op::Pop, recorder)?;
-    let Some(last) = items.pop_back() else {
-        return Err(failure(
-            ErrorKind::MissingTarget,
-            segments,
-            "the array is empty",
-        ));
-    };
-    let index = items.len();
-    recorder.record(path.child(Segment::Index(index)), Some(last.clone()), None);
-    Ok(Some(last))
+    with_array(
+        root,
+        segments,
+        Op::Pop,
+        recorder,
+        |items, path, recorder| {
+            let Some(last) = items.pop_back() else {
+                return Err(failure(
+                    ErrorKind::MissingTarget,
+                    segments,
+                    "the array is empty",
+                ));
+            };
+            let index = items.len();
+            recorder.record(path.child(Segment::Index(index)), Some(last.clone()), None);
+            Ok(Some(last))
+        },
+    )
 }
 
 /// The arguments of `splice`, checked by validation.
@@ -664,29 +748,36 @@ fn splice(
 ) -> Result<Option<Value>, Failure> {
     let args = splice_args(value)
         .map_err(|message| failure(ErrorKind::InvalidField, segments, message))?;
-    let (items, path) = existing_array(root, segments, Op::Splice, recorder)?;
-    // JavaScript semantics: a negative start counts from the end; both ends clamp.
-    let len = items.len() as i64;
-    let start = if args.start < 0 {
-        (len + args.start).max(0)
-    } else {
-        args.start.min(len)
-    };
-    let delete_count = args
-        .delete_count
-        .map_or(len - start, |count| count.clamp(0, len - start));
-    let start = start as usize;
-    let mut removed = crate::value::Array::new();
-    for _ in 0..delete_count {
-        let gone = items.remove(start);
-        recorder.record(path.child(Segment::Index(start)), Some(gone.clone()), None);
-        removed.push_back(gone);
-    }
-    for (offset, item) in args.items.into_iter().enumerate() {
-        items.insert(start + offset, item.clone());
-        recorder.record(path.child(Segment::Index(start + offset)), None, Some(item));
-    }
-    Ok(Some(Value::Array(removed)))
+    with_array(
+        root,
+        segments,
+        Op::Splice,
+        recorder,
+        |items, path, recorder| {
+            // JavaScript semantics: a negative start counts from the end; both ends clamp.
+            let len = items.len() as i64;
+            let start = if args.start < 0 {
+                (len + args.start).max(0)
+            } else {
+                args.start.min(len)
+            };
+            let delete_count = args
+                .delete_count
+                .map_or(len - start, |count| count.clamp(0, len - start));
+            let start = start as usize;
+            let mut removed = crate::value::Array::new();
+            for _ in 0..delete_count {
+                let gone = items.remove(start);
+                recorder.record(path.child(Segment::Index(start)), Some(gone.clone()), None);
+                removed.push_back(gone);
+            }
+            for (offset, item) in args.items.into_iter().enumerate() {
+                items.insert(start + offset, item.clone());
+                recorder.record(path.child(Segment::Index(start + offset)), None, Some(item));
+            }
+            Ok(Some(Value::Array(removed)))
+        },
+    )
 }
 
 fn increment(
@@ -702,29 +793,30 @@ fn increment(
             "increment needs a number value",
         ));
     };
-    let (parent, path) = parent_mut(root, segments, None, recorder)?;
-    let current = match slot_mut(parent, segments)? {
-        Some(Value::Number(n)) => n.clone(),
-        None => {
-            return Err(failure(
-                ErrorKind::MissingTarget,
+    with_parent(root, segments, None, recorder, |parent, path, recorder| {
+        let current = match slot_mut(parent, segments)? {
+            Some(Value::Number(n)) => n.clone(),
+            None => {
+                return Err(failure(
+                    ErrorKind::MissingTarget,
+                    segments,
+                    "nothing exists at this path to increment",
+                ));
+            }
+            Some(other) => return Err(wrong_type(segments, "increment needs a number", other)),
+        };
+        let sum = add_numbers(&current, delta).ok_or_else(|| {
+            failure(
+                ErrorKind::Overflow,
                 segments,
-                "nothing exists at this path to increment",
-            ));
-        }
-        Some(other) => return Err(wrong_type(segments, "increment needs a number", other)),
-    };
-    let sum = add_numbers(&current, delta).ok_or_else(|| {
-        failure(
-            ErrorKind::Overflow,
-            segments,
-            format!("{current} + {delta} overflows"),
-        )
-    })?;
-    let new = Value::Number(sum);
-    set_slot(parent, segments, new.clone(), false)?;
-    recorder.record(path, Some(Value::Number(current)), Some(new.clone()));
-    Ok(Some(new))
+                format!("{current} + {delta} overflows"),
+            )
+        })?;
+        let new = Value::Number(sum);
+        set_slot(parent, segments, new.clone(), false)?;
+        recorder.record(path, Some(Value::Number(current)), Some(new.clone()));
+        Ok(Some(new))
+    })
 }
 
 /// Integer + integer stays an integer within 64 bits (beyond, at any size, is `None`: an overflow,
@@ -744,17 +836,23 @@ fn add_numbers(a: &Number, b: &Number) -> Option<Number> {
 // RFC 6902 semantics: parents must exist, `add` inserts into arrays, "-" appends, `replace` and
 // `remove` need an existing target.
 
-fn rfc_slot<'v>(
-    root: &'v mut Value,
+/// Runs `then` on the parent of the slot at `segments`, which must exist (RFC 6902 creates none).
+fn with_rfc_slot<R>(
+    root: &mut Value,
     segments: &[Segment],
     recorder: &mut Recorder<'_>,
-) -> Result<(&'v mut Value, Path), Failure> {
-    parent_mut(root, segments, None, recorder).map_err(|mut failure| {
+    then: impl FnOnce(&mut Value, Path, &mut Recorder<'_>) -> Result<R, Failure>,
+) -> Result<R, Failure> {
+    if let Some((parent, path)) = existing_parent(root, segments) {
+        return then(parent, path, recorder);
+    }
+    let (parent, path) = parent_mut(root, segments, None, recorder).map_err(|mut failure| {
         if failure.kind == ErrorKind::MissingTarget {
             failure.message = "the parent of this location does not exist".into();
         }
         failure
-    })
+    })?;
+    then(parent, path, recorder)
 }
 
 /// Reads a JSON Pointer array token strictly: `-` means the end only where `allow_end` is set.
@@ -784,26 +882,29 @@ fn rfc_add(
         recorder.record(Path::root(), Some(old.clone()), Some(value));
         return Ok(Some(old));
     }
-    let (parent, mut path) = rfc_slot(root, segments, recorder)?;
-    match parent {
-        Value::Array(items) => {
-            let index = rfc_index(segments, items.len(), true)?;
-            if index > items.len() {
-                return Err(out_of_range(segments, index, items.len()));
+    with_rfc_slot(
+        root,
+        segments,
+        recorder,
+        |parent, path, recorder| match parent {
+            Value::Array(items) => {
+                let index = rfc_index(segments, items.len(), true)?;
+                if index > items.len() {
+                    return Err(out_of_range(segments, index, items.len()));
+                }
+                items.insert(index, value.clone());
+                let mut canonical: Vec<Segment> = path.segments().to_vec();
+                *canonical.last_mut().expect("non-empty") = Segment::Index(index);
+                recorder.record(Path::from(canonical), None, Some(value));
+                Ok(None)
             }
-            items.insert(index, value.clone());
-            let mut canonical: Vec<Segment> = path.segments().to_vec();
-            *canonical.last_mut().expect("non-empty") = Segment::Index(index);
-            path = Path::from(canonical);
-            recorder.record(path, None, Some(value));
-            Ok(None)
-        }
-        parent => {
-            let old = set_slot(parent, segments, value.clone(), false)?;
-            recorder.record(path, old.clone(), Some(value));
-            Ok(old)
-        }
-    }
+            parent => {
+                let old = set_slot(parent, segments, value.clone(), false)?;
+                recorder.record(path, old.clone(), Some(value));
+                Ok(old)
+            }
+        },
+    )
 }
 
 fn rfc_remove(
@@ -818,20 +919,21 @@ fn rfc_remove(
             "the whole document cannot be removed",
         ));
     }
-    let (parent, path) = rfc_slot(root, segments, recorder)?;
-    if let Value::Array(items) = parent {
-        let index = rfc_index(segments, items.len(), false)?;
-        if index >= items.len() {
-            return Err(failure(
-                ErrorKind::MissingTarget,
-                segments,
-                "nothing exists at this path",
-            ));
+    with_rfc_slot(root, segments, recorder, |parent, path, recorder| {
+        if let Value::Array(items) = parent {
+            let index = rfc_index(segments, items.len(), false)?;
+            if index >= items.len() {
+                return Err(failure(
+                    ErrorKind::MissingTarget,
+                    segments,
+                    "nothing exists at this path",
+                ));
+            }
         }
-    }
-    let removed = remove_slot(parent, segments)?;
-    recorder.record(path, Some(removed.clone()), None);
-    Ok(removed)
+        let removed = remove_slot(parent, segments)?;
+        recorder.record(path, Some(removed.clone()), None);
+        Ok(removed)
+    })
 }
 
 fn rfc_replace(
@@ -845,20 +947,21 @@ fn rfc_replace(
         recorder.record(Path::root(), Some(old.clone()), Some(value));
         return Ok(old);
     }
-    let (parent, path) = rfc_slot(root, segments, recorder)?;
-    if let Value::Array(items) = parent {
-        rfc_index(segments, items.len(), false)?;
-    }
-    if slot_mut(parent, segments)?.is_none() {
-        return Err(failure(
-            ErrorKind::MissingTarget,
-            segments,
-            "nothing exists at this path to replace",
-        ));
-    }
-    let old = set_slot(parent, segments, value.clone(), false)?.expect("checked present");
-    recorder.record(path, Some(old.clone()), Some(value));
-    Ok(old)
+    with_rfc_slot(root, segments, recorder, |parent, path, recorder| {
+        if let Value::Array(items) = parent {
+            rfc_index(segments, items.len(), false)?;
+        }
+        if slot_mut(parent, segments)?.is_none() {
+            return Err(failure(
+                ErrorKind::MissingTarget,
+                segments,
+                "nothing exists at this path to replace",
+            ));
+        }
+        let old = set_slot(parent, segments, value.clone(), false)?.expect("checked present");
+        recorder.record(path, Some(old.clone()), Some(value));
+        Ok(old)
+    })
 }
 
 fn rfc_move_or_copy(

@@ -604,9 +604,19 @@ impl History {
         self.labels.get(label).copied()
     }
 
-    /// Records a new step with id `id` as a child of the current step and makes it current; `parent_state`
-    /// is the state at the current step (which the new step's changes were made on) and `size` the new
-    /// step's estimated size. Reusing a label moves it: the step that had it is returned. Does not trim.
+    /// Whether a step committed on `id` now would make `id` keep its state as a checkpoint: then
+    /// [`History::push`] needs that state. Time: O(log n).
+    pub(crate) fn takes_checkpoint(&self, id: StepId) -> bool {
+        self.steps
+            .get(&id)
+            .is_some_and(|step| step.replayed >= self.checkpoint_every)
+    }
+
+    /// Records a new step with id `id` as a child of the current step and makes it current;
+    /// `parent_state` is the state at the current step (which the new step's changes were made on),
+    /// needed only when the current step [takes a checkpoint](History::takes_checkpoint), and `size`
+    /// the new step's estimated size. Reusing a label moves it: the step that had it is returned.
+    /// Does not trim.
     /// Time: O(log n), plus, once every `checkpoint_every` steps down a line, estimating what the
     /// parent's new checkpoint keeps alive (the changes of those steps).
     pub(crate) fn push(
@@ -614,7 +624,7 @@ impl History {
         id: StepId,
         marks: StepMarks,
         changes: Arc<[Change]>,
-        parent_state: &Value,
+        parent_state: Option<&Value>,
         size: usize,
     ) -> Option<StepId> {
         debug_assert!(id.0 >= self.next_id, "ids only grow");
@@ -672,14 +682,20 @@ impl History {
     /// the steps beside them (the swipes of a chat): moving back from a step beside the line replays its
     /// changes backwards, which copies its paths again in the line's state. Returns the steps a read of
     /// `id` replays from then on (0 for the root).
+    /// Without the state (a caller's mistake, which tests catch) the step keeps none, and the next
+    /// step committed below it takes one instead.
     /// Time: O(1), or the changes of those steps and their siblings when the checkpoint is taken.
-    fn keep_if_far(&mut self, id: StepId, state: &Value) -> u64 {
+    fn keep_if_far(&mut self, id: StepId, state: Option<&Value>) -> u64 {
         let Some(step) = self.steps.get(&id) else {
             return 0;
         };
         if step.replayed < self.checkpoint_every {
             return step.replayed;
         }
+        debug_assert!(state.is_some(), "a checkpoint needs the state");
+        let Some(state) = state else {
+            return step.replayed;
+        };
         // The parents of the steps between the kept state and `id`: their children are those steps
         // and the steps beside them.
         let mut parents = Vec::new();
@@ -956,7 +972,13 @@ mod tests {
         let changes = set(n);
         let parent_state = live.clone();
         replay_forward(live, &changes).unwrap();
-        let _ = history.push(StepId(id), StepMarks::default(), changes, &parent_state, 0);
+        let _ = history.push(
+            StepId(id),
+            StepMarks::default(),
+            changes,
+            Some(&parent_state),
+            0,
+        );
     }
 
     fn counted(history: &History) -> usize {
@@ -1061,10 +1083,22 @@ mod tests {
         let mut history = History::new(Value::Null, HistoryLimits::default(), 100);
         // 1 - 2 - 3 and 1 - 4: steps 3 and 4 meet at 1.
         for id in 1..=3 {
-            let _ = history.push(StepId(id), StepMarks::default(), set(1), &Value::Null, 0);
+            let _ = history.push(
+                StepId(id),
+                StepMarks::default(),
+                set(1),
+                Some(&Value::Null),
+                0,
+            );
         }
         history.move_to(StepId(1));
-        let _ = history.push(StepId(4), StepMarks::default(), set(1), &Value::Null, 0);
+        let _ = history.push(
+            StepId(4),
+            StepMarks::default(),
+            set(1),
+            Some(&Value::Null),
+            0,
+        );
         let route = history.route(StepId(3), StepId(4), usize::MAX).unwrap();
         assert_eq!(route.up, [StepId(3), StepId(2)]);
         assert_eq!(route.down, [StepId(4)]);

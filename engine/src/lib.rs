@@ -1,8 +1,10 @@
 //! The statecraft engine: a state store that runs validated instructions in atomic batches.
 //!
 //! The state is one JSON value on persistent data structures ([`Value`]). A [`Store`] owns the current
-//! root and applies a [`Batch`] all-or-nothing: it works on an O(1) clone and commits by swapping the
-//! root, so a rejected batch leaves the state untouched. Every commit is a history step that undo and
+//! root and applies a [`Batch`] all-or-nothing: it writes the root in place, logging every change,
+//! and undoes a rejected batch by replaying the log backwards, so the state is then exactly what it
+//! was (snapshots share the root's nodes, which are copied before they are written, so they never
+//! change). Every commit is a history step that undo and
 //! redo replay from its change log. The engine never does IO, never links a script interpreter and
 //! never guesses at text: it takes instructions that are already structured. The rules every crate
 //! shares live here too, so that they exist once: JSON Pointer escaping ([`escape_pointer_token`]),
@@ -18,6 +20,7 @@ mod exec;
 mod history;
 mod instruction;
 mod limits;
+mod number;
 mod path;
 mod pathtext;
 mod profile;
@@ -44,6 +47,7 @@ pub use instruction::{Batch, Instruction, Lenient, Op};
 pub use limits::{
     Limits, MissingParent, MissingTarget, OldMismatch, Policies, SchemaViolation, UnknownCallback,
 };
+pub use number::Number;
 pub use path::{
     Path, PointerError, Segment, decimal_index, escape_pointer_token, unescape_pointer_token,
 };

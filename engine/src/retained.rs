@@ -149,10 +149,14 @@ fn tree_bytes(len: usize, written: usize, fill: usize, node_bytes: usize) -> usi
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
     use super::*;
     use crate::instruction::Op;
     use crate::path::Path;
-    use serde_json::json;
 
     fn write(path: &[&str]) -> Change {
         Change {
@@ -224,6 +228,82 @@ mod tests {
             copied_bytes(&[&[write(&["gone", "x"]), write(&["gone"])]], &state),
             MAP_NODE_BYTES
         );
+    }
+
+    /// What the estimate must equal, counted the plain way: every container's distinct children in a
+    /// set (no hashes), and each container looked up from the root.
+    fn counted_naively(logs: &[&[Change]], state: &Value) -> usize {
+        let mut children: BTreeMap<Vec<Segment>, BTreeSet<Segment>> = BTreeMap::new();
+        for change in logs.iter().flat_map(|log| log.iter()) {
+            let path = change.path.segments();
+            for end in 1..=path.len() {
+                children
+                    .entry(path[..end - 1].to_vec())
+                    .or_default()
+                    .insert(path[end - 1].clone());
+            }
+        }
+        children
+            .iter()
+            .map(|(container, written)| match state.lookup(container) {
+                Some(Value::Object(object)) => {
+                    tree_bytes(object.len(), written.len(), MAP_FILL, MAP_NODE_BYTES)
+                }
+                Some(Value::Array(array)) => {
+                    tree_bytes(array.len(), written.len(), VECTOR_FILL, VECTOR_NODE_BYTES)
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+
+    fn segment() -> impl Strategy<Value = Segment> {
+        prop_oneof![
+            prop::sample::select(vec!["a", "b", "c", "0", "1", "long key"]).prop_map(Segment::key),
+            (0usize..3).prop_map(Segment::Index),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+            )),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn hashed_paths_count_what_a_map_of_containers_counts(
+            logs in prop::collection::vec(
+                prop::collection::vec(prop::collection::vec(segment(), 0..5), 0..12),
+                0..4,
+            ),
+            big in 0usize..300,
+        ) {
+            let list: Vec<i64> = (0..big as i64).collect();
+            let state = Value::from(json!({
+                "a": {"a": {"b": 1}, "b": list, "c": [[1], {"a": 2}]},
+                "b": [{"a": 1}, list, null],
+                "0": {"1": {"long key": {}}},
+                "c": 3,
+            }));
+            let logs: Vec<Vec<Change>> = logs
+                .into_iter()
+                .map(|log| {
+                    log.into_iter()
+                        .map(|path| Change {
+                            path: Path::from(path),
+                            old: None,
+                            new: Some(Value::from(1)),
+                            reason: None,
+                            op: Op::Assign,
+                        })
+                        .collect()
+                })
+                .collect();
+            let logs: Vec<&[Change]> = logs.iter().map(Vec::as_slice).collect();
+            prop_assert_eq!(copied_bytes(&logs, &state), counted_naively(&logs, &state));
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The batch runner: one batch, from the `before` hooks to the schema check, on an O(1) clone of the
-//! state it starts from.
+//! The batch runner: one batch, from the `before` hooks to the schema check, in place on the state it
+//! starts from.
 //!
 //! [`batch`] hands the batch to the `before` hooks (which may return another), validates it and runs
 //! it: each instruction (`exec.rs`) with its callbacks' emitted instructions right after it, or, for
@@ -7,7 +7,14 @@
 //! skipped alone when it fails. Then the watchers, the `after` hooks and the incremental schema check
 //! (mending under `schema_violation = repair`), reading the clock against the deadline as it goes. It
 //! returns what the batch made ([`Ran`]) or every error that rejects it; the store (`store.rs`) decides
-//! what a commit is. This module must not touch the history or the store's root.
+//! what a commit is. This module must not touch the history.
+//!
+//! The batch writes the state it is given in place, so that the nodes it alone holds are changed
+//! without a copy (persistent nodes shared with anything else, a checkpoint or a reader's snapshot,
+//! are still copied on write and never change). Every write is in the change log as it happens, so a
+//! batch that fails, and a command or a best-effort instruction that fails alone, is undone by
+//! replaying the log backwards from where it stood: the state is then equal to what it was, though
+//! the nodes written are new ones.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -18,7 +25,7 @@ use crate::callback::{
     AfterCall, BeforeCall, CallbackCall, CallbackHandler, HandlerError, HostEvent, Response,
     Rewrite, RewriteNote, WatchCall,
 };
-use crate::change::Change;
+use crate::change::{self, Change};
 use crate::error::{BatchError, ErrorKind, Trail};
 use crate::exec::{self, Failure};
 use crate::instruction::{Instruction, Op};
@@ -47,10 +54,9 @@ pub(crate) struct Setting<'s> {
     pub(crate) one_by_one: bool,
 }
 
-/// What a batch that ran to its end made: the new root and the parts of its commit.
+/// What a batch that ran to its end made, besides the new state: the parts of its commit.
 pub(crate) struct Ran {
-    pub(crate) root: Value,
-    /// The estimated size of `root`.
+    /// The estimated size of the new state.
     pub(crate) size: usize,
     pub(crate) changes: Vec<Change>,
     /// One per instruction of the batch that ran (the one the `before` hooks returned).
@@ -61,15 +67,19 @@ pub(crate) struct Ran {
     pub(crate) random: Random,
 }
 
-/// Runs `instructions` on `start` (whose estimated size is `size`), drawing from `random`, with
-/// `resolver` deciding each command again when the batch applies commands one by one: what it made,
-/// or every error that rejects it. `start` itself is never changed.
-/// Time: the batch's own work (its instructions, handlers and schema check), plus the resolver's.
+/// Runs `instructions` in place on `root` (whose estimated size is `size`), drawing from `random`,
+/// with `resolver` deciding each command again when the batch applies commands one by one: what it
+/// made, or every error that rejects it, and then `root` equals what it was. `before` is the state
+/// as the batch began, for the `after` hooks; without it (the handler has none) they are not called.
+/// Time: the batch's own work (its instructions, handlers and schema check), plus the resolver's;
+/// a rejected batch adds the replay of the changes it had made.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn batch(
     setting: Setting<'_>,
     instructions: &[Instruction],
     options: &ApplyOptions,
-    start: &Value,
+    root: &mut Value,
+    before: Option<&Value>,
     size: usize,
     mut random: Random,
     mut resolver: Option<&mut dyn Resolve>,
@@ -87,7 +97,7 @@ pub(crate) fn batch(
         &rules,
         instructions,
         options,
-        start,
+        root,
         &mut random,
     )
     .map_err(|error| vec![error])?;
@@ -129,13 +139,14 @@ pub(crate) fn batch(
         )]));
     }
     let mut run = Run {
-        root: start.clone(),
+        root,
         size,
         policies,
         rules,
         structure,
         handler,
-        changes: Vec::new(),
+        // Most instructions make one change: room for that many spares the growing.
+        changes: Vec::with_capacity(instructions.len()),
         events: Vec::new(),
         warnings: notes.clone(),
         emitted: 0,
@@ -144,37 +155,68 @@ pub(crate) fn batch(
         deadline: options.deadline,
         ticks: 0,
     };
-    let (results, units_end) = if one_by_one {
-        run.one_by_one(&instructions, errors, resolver, schema)
-            .map_err(reject)?
-    } else {
-        let results = run
-            .all(&instructions, errors, options.best_effort)
-            .map_err(reject)?;
-        (results, 0)
-    };
-    run.watch().map_err(reject)?;
-    run.after(start).map_err(reject)?;
-    // One by one, every command's changes were checked as it ran; what watchers and hooks did
-    // after them is checked here.
-    if let Some(schema) = schema
-        && (!one_by_one || run.changes.len() > units_end)
-    {
-        run.schema(schema, units_end).map_err(reject)?;
+    let ran = run.whole(
+        &instructions,
+        errors,
+        options,
+        before,
+        resolver,
+        schema,
+        one_by_one,
+    );
+    match ran {
+        Ok(results) => Ok(Ran {
+            size: run.size,
+            changes: run.changes,
+            results,
+            events: run.events,
+            warnings: run.warnings,
+            random: run.random,
+        }),
+        Err(errors) => {
+            run.roll_back(0);
+            Err(reject(errors))
+        }
     }
-    // The last reading: a batch that ran out of time in its schema check commits nothing either.
-    if let Some(late) = late(options.deadline) {
-        return Err(reject(vec![late]));
+}
+
+impl Run<'_> {
+    /// Everything of the batch after validation: its instructions (or commands), the watchers, the
+    /// `after` hooks and the schema check. Returns the results, one per instruction; on an error the
+    /// caller rolls the changes back.
+    #[allow(clippy::too_many_arguments)]
+    fn whole(
+        &mut self,
+        instructions: &[Instruction],
+        errors: Vec<BatchError>,
+        options: &ApplyOptions,
+        before: Option<&Value>,
+        resolver: Option<&mut dyn Resolve>,
+        schema: Option<&StateSchema>,
+        one_by_one: bool,
+    ) -> Result<Vec<Option<Value>>, Vec<BatchError>> {
+        let (results, units_end) = if one_by_one {
+            self.one_by_one(instructions, errors, resolver, schema)?
+        } else {
+            (self.all(instructions, errors, options.best_effort)?, 0)
+        };
+        self.watch()?;
+        if let Some(before) = before {
+            self.after(before)?;
+        }
+        // One by one, every command's changes were checked as it ran; what watchers and hooks did
+        // after them is checked here.
+        if let Some(schema) = schema
+            && (!one_by_one || self.changes.len() > units_end)
+        {
+            self.schema(schema, units_end)?;
+        }
+        // The last reading: a batch that ran out of time in its schema check commits nothing either.
+        if let Some(late) = late(options.deadline) {
+            return Err(vec![late]);
+        }
+        Ok(results)
     }
-    Ok(Ran {
-        root: run.root,
-        size: run.size,
-        changes: run.changes,
-        results,
-        events: run.events,
-        warnings: run.warnings,
-        random: run.random,
-    })
 }
 
 /// The batch the `before` hooks hand back (`instructions` when they changed nothing) and their edits,
@@ -217,7 +259,8 @@ fn before_hooks<'i>(
 
 /// The working state of one `apply`.
 struct Run<'s> {
-    root: Value,
+    /// The state being written, in place.
+    root: &'s mut Value,
     /// The estimated size of `root`, kept by [`budget::check`] after every instruction.
     size: usize,
     policies: Policies,
@@ -271,10 +314,9 @@ fn rewritten(note: &RewriteNote) -> BatchError {
 const REPAIR_ROUNDS: usize = 4;
 
 /// Where a run stood, to go back to when a command (or, in best effort, an instruction) fails on its
-/// own: the root (an O(1) clone), the budget, and how many changes, events and emitted instructions
-/// there were.
+/// own: the budget, and how many changes (the state goes back by replaying the later ones backwards),
+/// events and emitted instructions there were.
 struct Checkpoint {
-    root: Value,
     size: usize,
     commit_bytes: usize,
     changes: usize,
@@ -297,7 +339,6 @@ fn covers(units: &[Range<usize>], len: usize) -> bool {
 impl Run<'_> {
     fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
-            root: self.root.clone(),
             size: self.size,
             commit_bytes: self.commit_bytes,
             changes: self.changes.len(),
@@ -307,12 +348,24 @@ impl Run<'_> {
     }
 
     fn restore(&mut self, checkpoint: Checkpoint) {
-        self.root = checkpoint.root;
+        self.roll_back(checkpoint.changes);
         self.size = checkpoint.size;
         self.commit_bytes = checkpoint.commit_bytes;
-        self.changes.truncate(checkpoint.changes);
         self.events.truncate(checkpoint.events);
         self.emitted = checkpoint.emitted;
+    }
+
+    /// Undoes the changes after the first `keep` by replaying them backwards, and drops them from the
+    /// log. Time: O(changes undone × depth × log n).
+    fn roll_back(&mut self, keep: usize) {
+        let undone = change::replay_backward(self.root, &self.changes[keep..]);
+        // Every change in the log was made on this very state, in this order (`exec.rs` records a
+        // write before anything can fail), so replaying it backwards always fits: an error here is
+        // a bug in the recording, and going on would commit a state that is not what it says.
+        if let Err(error) = undone {
+            panic!("a batch's own changes do not roll back: {error}");
+        }
+        self.changes.truncate(keep);
     }
 
     /// Runs the batch's instructions in order, one result each. `errors` are validation's: in best
@@ -336,14 +389,17 @@ impl Run<'_> {
         }
         self.warnings.extend(errors);
         let mut results = Vec::with_capacity(instructions.len());
+        // One trail for the whole batch, its index set per instruction: no allocation each.
+        let mut trail = Trail(vec![0]);
         for (index, instruction) in instructions.iter().enumerate() {
             if invalid[index] {
                 results.push(None);
                 continue;
             }
-            // Only best effort needs a way back from a failing instruction; the clone is O(1) anyway.
+            trail.0[0] = index;
+            // Only best effort needs a way back from a failing instruction.
             let checkpoint = best_effort.then(|| self.checkpoint());
-            match self.one(instruction, &Trail(vec![index]), 0) {
+            match self.one(instruction, &trail, 0) {
                 Ok(result) => results.push(result),
                 // A batch out of time stops whole: best effort only skips what fails on its own.
                 Err(errors)
@@ -414,7 +470,7 @@ impl Run<'_> {
             let checkpoint = self.checkpoint();
             let resolved = resolver
                 .as_mut()
-                .and_then(|resolver| resolver.resolve(unit, &self.root));
+                .and_then(|resolver| resolver.resolve(unit, self.root));
             let trail = |j: usize| match range.len() {
                 0 => Trail(vec![range.start]),
                 len => Trail(vec![range.start + j.min(len - 1)]),
@@ -514,7 +570,7 @@ impl Run<'_> {
         }
         if instruction.op != Op::Callback {
             let admitted;
-            let instruction = match self.structure.map(|s| s.admit(&self.root, instruction)) {
+            let instruction = match self.structure.map(|s| s.admit(self.root, instruction)) {
                 None | Some(Ok(None)) => instruction,
                 Some(Ok(Some(templated))) => {
                     admitted = templated;
@@ -523,21 +579,16 @@ impl Run<'_> {
                 Some(Err(failure)) => return Err(vec![to_error(failure, trail)]),
             };
             let start = self.changes.len();
-            let ran = exec::run(
-                &mut self.root,
-                instruction,
-                &self.policies,
-                &mut self.changes,
-            )
-            .and_then(|ran| {
-                budget::check(
-                    &self.changes[start..],
-                    self.rules.limits,
-                    &mut self.size,
-                    &mut self.commit_bytes,
-                )?;
-                Ok(ran)
-            });
+            let ran = exec::run(self.root, instruction, &self.policies, &mut self.changes)
+                .and_then(|ran| {
+                    budget::check(
+                        &self.changes[start..],
+                        self.rules.limits,
+                        &mut self.size,
+                        &mut self.commit_bytes,
+                    )?;
+                    Ok(ran)
+                });
             return match ran {
                 Ok(ran) => {
                     self.warnings
@@ -566,7 +617,7 @@ impl Run<'_> {
         let call = CallbackCall {
             name: &name,
             args: &args,
-            state: &self.root,
+            state: self.root,
             depth,
             limits: self.rules.limits,
             forbidden: self.rules.forbidden,
@@ -710,7 +761,7 @@ impl Run<'_> {
             seen = self.changes.len();
             let call = WatchCall {
                 changes: &self.changes[fresh],
-                state: &self.root,
+                state: self.root,
                 depth,
                 limits: self.rules.limits,
                 forbidden: self.rules.forbidden,
@@ -754,7 +805,7 @@ impl Run<'_> {
         let call = AfterCall {
             changes: &self.changes,
             before,
-            state: &self.root,
+            state: self.root,
             limits: self.rules.limits,
             forbidden: self.rules.forbidden,
             random: &mut self.random,
@@ -789,7 +840,7 @@ impl Run<'_> {
     /// says how to mend are repaired (each a change of this batch and a `schema_repaired` warning)
     /// and the check runs again on what changed, up to [`REPAIR_ROUNDS`] times.
     fn schema(&mut self, schema: &StateSchema, from: usize) -> Result<(), Vec<BatchError>> {
-        let mut errors = schema.check_changes(&self.root, &self.changes[from..]);
+        let mut errors = schema.check_changes(self.root, &self.changes[from..]);
         if self.policies.schema_violation == SchemaViolation::Reject {
             return if errors.is_empty() {
                 Ok(())
@@ -801,7 +852,7 @@ impl Run<'_> {
             if errors.is_empty() {
                 return Ok(());
             }
-            let repairs = schema.repairs(&self.root, &errors);
+            let repairs = schema.repairs(self.root, &errors);
             if repairs.is_empty() {
                 return Err(errors);
             }
@@ -810,7 +861,7 @@ impl Run<'_> {
                 let instruction =
                     Instruction::assign(repair.path.clone(), repair.value).with_reason(reason);
                 let ran = exec::run(
-                    &mut self.root,
+                    self.root,
                     &instruction,
                     &Policies::default(),
                     &mut self.changes,
@@ -836,7 +887,7 @@ impl Run<'_> {
                     ),
                 ));
             }
-            errors = schema.check_changes(&self.root, &self.changes[from..]);
+            errors = schema.check_changes(self.root, &self.changes[from..]);
         }
         if errors.is_empty() {
             Ok(())

@@ -1,13 +1,16 @@
 //! The store: the mutable host that owns the current state, its history and its rules.
 //!
-//! `apply` runs a batch on an O(1) clone of the root (or of the state at the step named by `at`)
-//! through the batch runner (`run.rs`: hooks, validation, callbacks, watchers, the schema check) and
-//! commits by swapping the root. Any failure drops the clone, so a rejected batch leaves the root exactly as it
-//! was (`Value::ptr_eq`) and the current step where it was. Every commit becomes a step of the history
-//! tree (`history.rs`); undo, redo and checkout move along the tree by replaying change logs on the
-//! root in place. Readers keep [`Snapshot`]s, which are O(1) clones and never see later changes. A
-//! batch given a deadline reads the clock as it runs and, past it, is rejected like any failing batch.
-//! This module must not do IO or parse text.
+//! `apply` runs a batch in place on the root (or on the state rebuilt at the step named by `at`, which
+//! becomes the root on commit) through the batch runner (`run.rs`: hooks, validation, callbacks,
+//! watchers, the schema check), which undoes a failing batch by replaying its changes backwards: a
+//! rejected batch leaves the state equal to what it was (the nodes it wrote are new ones), the
+//! history and the current step as they were, and delivers no event. Every commit becomes a step of
+//! the history tree (`history.rs`); undo, redo and checkout move along the tree by replaying change
+//! logs on the root in place. Writing in place is safe for everything else that holds the state:
+//! readers' [`Snapshot`]s, the history's checkpoints and the state a batch began with are O(1) clones
+//! whose nodes the root shares, and a shared node is copied before it is written, so they never see
+//! later changes. A batch given a deadline reads the clock as it runs and, past it, is rejected like
+//! any failing batch. This module must not do IO or parse text.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -473,10 +476,12 @@ impl Store {
         options: &ApplyOptions,
         resolver: Option<&mut dyn Resolve>,
     ) -> Outcome {
-        let (at, start) = match self.start_at(options.at.as_ref()) {
-            Ok(start) => start,
+        // The state at `at`, when the batch runs elsewhere than on the current step.
+        let mut elsewhere = match self.start_at(options.at.as_ref()) {
+            Ok(elsewhere) => elsewhere,
             Err(error) => return Outcome::rejected_by(vec![error]),
         };
+        let at = elsewhere.as_ref().map(|(id, _)| *id);
         if let Some(label) = &options.label
             && label.len() > self.limits.max_label_bytes
         {
@@ -520,28 +525,48 @@ impl Store {
             one_by_one: profile.one_by_one(),
         };
         // Every step knows its state's estimated size, so the budget starts from it without a walk.
-        let size = self.history.size_at(at.unwrap_or(self.history.current()));
+        let parent = at.unwrap_or(self.history.current());
+        let size = self.history.size_at(parent);
+        // The batch writes its state in place (the root, or the state rebuilt at `at`), and keeps
+        // the state as it began only when something will read it: the `after` hooks, or the history
+        // when the new step makes its parent a checkpoint. Only then do the batch's writes copy the
+        // nodes they touch.
+        let state = match &mut elsewhere {
+            Some((_, state)) => state,
+            None => &mut self.root,
+        };
+        let keeps = self.history.limits().max_steps > 0 && self.history.takes_checkpoint(parent);
+        let before = (keeps || setting.handler.has_after_hooks()).then(|| state.clone());
         let ran = run::batch(
             setting,
             &batch.instructions,
             options,
-            &start,
+            state,
+            before.as_ref(),
             size,
             unused_random,
             resolver,
         );
         match ran {
-            Ok(ran) => Outcome::Committed(self.commit(at, &start, ran, options, unused_random)),
+            Ok(ran) => {
+                if let Some((_, state)) = elsewhere {
+                    self.root = state;
+                }
+                let before = if keeps { before.as_ref() } else { None };
+                Outcome::Committed(self.commit(at, before, ran, options, unused_random))
+            }
             Err(errors) => Outcome::rejected_by(errors),
         }
     }
 
-    /// Makes what a batch made the current state and, unless it left no trace, a step of the history
-    /// on `at` (or on the current step). `unused_random` is the generator the batch started with.
+    /// Records what a batch made, now the current state, as a step of the history on `at` (or on the
+    /// current step) unless it left no trace. `before` is the state it started from, which the
+    /// history needs when the step makes its parent a checkpoint. `unused_random` is the generator
+    /// the batch started with.
     fn commit(
         &mut self,
         at: Option<StepId>,
-        start: &Value,
+        before: Option<&Value>,
         ran: Ran,
         options: &ApplyOptions,
         unused_random: Random,
@@ -550,7 +575,6 @@ impl Store {
         if let Some(at) = at {
             self.history.move_to(at);
         }
-        self.root = ran.root;
         let changes: Arc<[Change]> = Arc::from(ran.changes);
         let mut commit = Commit {
             step: None,
@@ -585,7 +609,7 @@ impl Store {
                     refusal: None,
                 },
                 Arc::clone(&commit.changes),
-                start,
+                before,
                 ran.size,
             );
             commit.step = Some(id);
@@ -594,11 +618,11 @@ impl Store {
         commit
     }
 
-    /// The step a batch runs on and an O(1) clone of its state: the current step, or the one `at`
-    /// names (then returned, so that the commit moves there).
-    fn start_at(&self, at: Option<&StepRef>) -> Result<(Option<StepId>, Value), BatchError> {
+    /// The step `at` names and its state, when it is not the current step (the batch then runs on
+    /// that state, and the commit moves there); `None` for the current step, whose state is the root.
+    fn start_at(&self, at: Option<&StepRef>) -> Result<Option<(StepId, Value)>, BatchError> {
         let Some(at) = at else {
-            return Ok((None, self.root.clone()));
+            return Ok(None);
         };
         let id = self.history.resolve(at).map_err(|error| {
             BatchError::whole_batch(
@@ -608,7 +632,7 @@ impl Store {
             )
         })?;
         if id == self.history.current() {
-            return Ok((None, self.root.clone()));
+            return Ok(None);
         }
         let state = self.history.state_at(&self.root, id).map_err(|error| {
             BatchError::whole_batch(
@@ -617,7 +641,7 @@ impl Store {
                 format!("cannot rebuild the state at {at}: {error}"),
             )
         })?;
-        Ok((Some(id), state))
+        Ok(Some((id, state)))
     }
 
     /// The current step; [`StepId::ROOT`] before the first commit or after undoing every step.
@@ -774,10 +798,16 @@ impl Store {
             return Err(TimelineError::UnknownStep(parent));
         }
         self.history.checkout(&mut self.root, parent)?;
-        let parent_state = self.root.clone();
+        // The changes replay in place; the state before them is kept only for a checkpoint.
+        let parent_state = self
+            .history
+            .takes_checkpoint(parent)
+            .then(|| self.root.clone());
         replay_forward(&mut self.root, &changes)?;
         let size = budget::size_after(self.history.size_at(parent), &changes);
-        let _ = self.history.push(id, marks, changes, &parent_state, size);
+        let _ = self
+            .history
+            .push(id, marks, changes, parent_state.as_ref(), size);
         Ok(())
     }
 
@@ -820,7 +850,7 @@ impl Store {
                 refusal: Some(refusal),
             },
             Arc::clone(&changes),
-            &state,
+            Some(&state),
             size,
         );
         Ok(Commit {

@@ -452,7 +452,11 @@ impl Store {
                 .value()
                 .clone()
         };
-        let feedback = match reader.read(text, &state) {
+        let read = reader.read(text, &state);
+        // The batch writes the state in place where nothing else holds it: this copy must not
+        // outlive the reading.
+        drop(state);
+        let feedback = match read {
             Ok((batch, options)) => {
                 let options = ApplyOptions {
                     label: None,

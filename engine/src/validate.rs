@@ -74,8 +74,11 @@ impl Rules<'_> {
             ));
             return errors;
         }
+        // One trail for the whole batch, its index set per instruction: no allocation each.
+        let mut trail = Trail(vec![0]);
         for (index, instruction) in instructions.iter().enumerate() {
-            self.instruction(instruction, &Trail(vec![index]), &mut errors);
+            trail.0[0] = index;
+            self.instruction(instruction, &trail, &mut errors);
         }
         errors
     }

@@ -1,7 +1,8 @@
 //! The persistent value tree that holds a state.
 //!
 //! Objects are `imbl::OrdMap`s (deterministic key order, O(1) clones, path copying on write) and arrays
-//! are `imbl::Vector`s. Numbers keep their JSON kind: `5` stays an integer, `5.0` stays a float. This
+//! are `imbl::Vector`s. Numbers keep their exact text (`number.rs`), so their JSON kind too: `5` stays
+//! an integer, `5.0` stays a float. This
 //! module owns conversion to and from `serde_json::Value` and the numeric equality used by old-value
 //! checks. It must not know about instructions or paths.
 
@@ -9,7 +10,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use imbl::{OrdMap, Vector};
-use serde_json::Number;
+
+use crate::number::Number;
 
 use crate::path::Segment;
 use crate::tree::{JsonTree, NodeKind};
@@ -19,6 +21,35 @@ use crate::tree::{JsonTree, NodeKind};
 pub type Key = smol_str::SmolStr;
 /// An object: keys in sorted order. Clone: O(1).
 pub type Object = OrdMap<Key, Value>;
+
+/// A key to search an object for: `map.get(&Probe(key))` finds what `map.get(key)` finds, comparing
+/// bytes inline where `str`'s comparison calls `memcmp`. Keys are short and a search compares a few
+/// in every node it passes, so the call is most of a comparison's cost.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Probe<'a>(pub(crate) &'a str);
+
+impl equivalent::Equivalent<Key> for Probe<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        self.0 == key.as_str()
+    }
+}
+
+impl equivalent::Comparable<Key> for Probe<'_> {
+    #[inline]
+    fn compare(&self, key: &Key) -> std::cmp::Ordering {
+        let (a, b) = (self.0.as_bytes(), key.as_bytes());
+        // Long keys are left to `memcmp`, which is faster past a few words.
+        if a.len().min(b.len()) > 16 {
+            return a.cmp(b);
+        }
+        for (x, y) in a.iter().zip(b) {
+            if x != y {
+                return x.cmp(y);
+            }
+        }
+        a.len().cmp(&b.len())
+    }
+}
 /// An array: an `imbl::Vector` behind one shared pointer, so that a `Value` stays 32 bytes (a vector
 /// stored inline makes every map entry 80 bytes, and map nodes are copied on write). Reads go through
 /// `Deref`; writes through `DerefMut` copy the vector's spine only when it is shared. Clone: O(1).
@@ -172,7 +203,7 @@ impl Value {
     }
 
     /// Whether two values share their storage (same allocation for containers and strings, equal
-    /// scalars). Time: O(1). A rejected batch leaves the store's root `ptr_eq` to what it was.
+    /// scalars). Time: O(1).
     pub fn ptr_eq(&self, other: &Value) -> bool {
         match (self, other) {
             (Value::Null, Value::Null) => true,
@@ -261,7 +292,7 @@ impl Value {
         match self {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Number(n) => serde_json::Value::Number(n.clone()),
+            Value::Number(n) => serde_json::Value::Number(n.to_json()),
             Value::String(s) => serde_json::Value::String(s.to_string()),
             Value::Array(items) => {
                 serde_json::Value::Array(items.iter().map(Value::to_json).collect())
@@ -281,7 +312,7 @@ impl Value {
         match json.kind() {
             NodeKind::Null => Value::Null,
             NodeKind::Bool(b) => Value::Bool(b),
-            NodeKind::Number(n) => Value::Number(n.clone()),
+            NodeKind::Number(n) => Value::Number(Number::from(n)),
             NodeKind::String(s) => Value::String(Arc::from(s)),
             NodeKind::Array => Value::Array(json.items().map(Value::from_json).collect()),
             NodeKind::Object => Value::Object(
@@ -339,8 +370,15 @@ pub fn json_depth<'a, T: JsonTree<'a>>(json: T) -> usize {
 /// Numeric equality: `100 == 100.0`, and integers compare exactly at any size (numbers keep their
 /// exact text, so `123456789012345678901234567890` is that integer, not the nearest float).
 pub fn numbers_equal(a: &Number, b: &Number) -> bool {
-    if a.as_str() == b.as_str() {
+    // Equal texts (and so two equal inline integers) are equal numbers.
+    if a == b {
         return true;
+    }
+    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64())
+        && a.is_integer()
+        && b.is_integer()
+    {
+        return x == y;
     }
     match (exact_integer(a), exact_integer(b)) {
         (Some(x), Some(y)) => x == y,
@@ -356,7 +394,7 @@ pub fn numbers_equal(a: &Number, b: &Number) -> bool {
 
 /// Whether a number is written as an integer (no fraction, no exponent), whatever its size.
 pub(crate) fn is_integer(n: &Number) -> bool {
-    !n.as_str().contains(['.', 'e', 'E'])
+    n.is_integer()
 }
 
 /// The exact integer value of a number written as an integer, or of a float with no fraction, when

@@ -2,8 +2,9 @@
 //! tree (apply, apply at a step, undo, redo, checkout, undo_to, new bounds) run on the store and on a
 //! naive model written independently from the SPEC: `serde_json` states, and a history that keeps a full
 //! copy of the state for every step. Invariants: the store matches the model, every retained step's
-//! state (read with `state_at`) is the model's copy, a failed batch changes nothing (the root stays
-//! pointer-equal and the current step stays), undo restores the exact previous state, redo re-applies
+//! state (read with `state_at`) is the model's copy, a failed batch changes nothing (the state, the
+//! current step and the whole history stay exactly as they were), snapshots readers took at any
+//! point never change, undo restores the exact previous state, redo re-applies
 //! it, labels are unique, and trimming drops exactly the steps the model drops, in the same order. The
 //! model cannot know the store's byte estimate, so with a small byte bound it checks the order, not the
 //! count: the steps the store dropped are the model's next ones to drop, at least as many as the step
@@ -15,8 +16,14 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, HistoryLimits, Outcome, StepId, StepRef, Store, TimelineError, Value,
+    ApplyOptions, Batch, HistoryLimits, Outcome, Snapshot, StepId, StepRef, Store, TimelineError,
+    Value,
 };
+
+#[path = "common/unchanged.rs"]
+mod unchanged;
+
+use unchanged::Unchanged;
 
 #[derive(Clone, Debug)]
 enum Seg {
@@ -661,7 +668,13 @@ proptest! {
             max_steps,
             max_bytes,
         };
-        for action in &actions {
+        // Snapshots a reader took along the way, with the state each showed: persistent nodes they
+        // share with the store are copied before the store writes them, so they never change.
+        let mut readers: Vec<(Snapshot, Json)> = Vec::new();
+        for (index, action) in actions.iter().enumerate() {
+            if index % 3 == 0 {
+                readers.push((store.snapshot(), store.state().to_json()));
+            }
             match action {
                 Action::Apply(ops, l) | Action::ApplyAt(_, ops, l) => {
                     let (at, at_model) = match action {
@@ -673,7 +686,7 @@ proptest! {
                     };
                     let batch = Batch::from_json(&Json::Array(ops.iter().map(Op::to_json).collect())).unwrap();
                     let options = ApplyOptions { label: l.map(label), at, ..ApplyOptions::default() };
-                    let before = store.snapshot();
+                    let unchanged = Unchanged::of(&store);
                     let position = store.current_step();
                     let base = match at_model {
                         Some(None) => None,
@@ -715,7 +728,8 @@ proptest! {
                             }
                         }
                         (Outcome::Rejected(rejection), None) => {
-                            prop_assert!(store.state().ptr_eq(before.value()), "a rejected batch changed the state: {:?}", rejection);
+                            let difference = unchanged.differs(&store);
+                            prop_assert!(difference.is_none(), "{:?}: {}", rejection, difference.unwrap_or_default());
                             prop_assert_eq!(store.current_step(), position, "a rejected batch moved the current step");
                         }
                         (Outcome::Committed(_), None) => prop_assert!(false, "store accepted what the model refused: {:?}", action),
@@ -773,6 +787,9 @@ proptest! {
                 }
             }
             check(&store, &model)?;
+            for (snapshot, shown) in &readers {
+                prop_assert_eq!(&snapshot.value().to_json(), shown, "a reader's snapshot changed");
+            }
             prop_assert!(store.history_len() <= model.max_steps.max(1));
             prop_assert!(store.history_bytes() <= model.max_bytes || store.history_len() <= 1);
         }

@@ -6,32 +6,56 @@ use statecraft_engine::{
     ApplyOptions, Batch, MissingParent, MissingTarget, OldMismatch, Outcome, Policies, Store, Value,
 };
 
-/// Applies `batch` to `state` and returns the new state and the results, or the rendered errors.
+#[path = "common/unchanged.rs"]
+mod unchanged;
+
+use unchanged::Unchanged;
+
+/// Applies `batch` to `state` and returns the new state and the results, or the rendered errors. The
+/// batch runs twice, on a store whose state nothing else holds (so it writes in place) and on one
+/// whose state a reader's snapshot holds (so every node it writes is copied first): both must agree,
+/// a rejection must leave each store exactly as it was, and the snapshot must never change.
 fn apply(state: Json, batch: Json, policies: Policies) -> Result<(Json, Vec<Json>), Vec<String>> {
     let batch = Batch::from_json(&batch)
         .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-    let mut store = Store::builder(Value::from(state))
-        .policies(policies)
-        .build()
-        .unwrap();
-    let before = store.snapshot();
-    match store.apply(&batch) {
-        Outcome::Committed(commit) => Ok((
-            store.state().to_json(),
-            commit
-                .results
-                .iter()
-                .map(|r| r.as_ref().map_or(json!("<absent>"), Value::to_json))
-                .collect(),
-        )),
-        Outcome::Rejected(rejection) => {
-            assert!(
-                store.state().ptr_eq(before.value()),
-                "a rejected batch must leave the root untouched"
-            );
-            Err(rejection.errors.iter().map(ToString::to_string).collect())
-        }
-    }
+    let outcomes: Vec<_> = [false, true]
+        .into_iter()
+        .map(|held| {
+            let mut store = Store::builder(Value::from(state.clone()))
+                .policies(policies)
+                .build()
+                .unwrap();
+            let unchanged = Unchanged::of(&store);
+            let snapshot = held.then(|| store.snapshot());
+            let outcome = match store.apply(&batch) {
+                Outcome::Committed(commit) => Ok((
+                    store.state().to_json(),
+                    commit
+                        .results
+                        .iter()
+                        .map(|r| r.as_ref().map_or(json!("<absent>"), Value::to_json))
+                        .collect(),
+                )),
+                Outcome::Rejected(rejection) => {
+                    unchanged.assert(&store, "a rejected batch");
+                    Err(rejection.errors.iter().map(ToString::to_string).collect())
+                }
+            };
+            if let Some(snapshot) = snapshot {
+                assert_eq!(
+                    snapshot.value().to_json(),
+                    state,
+                    "a reader's snapshot changed"
+                );
+            }
+            outcome
+        })
+        .collect();
+    assert_eq!(
+        outcomes[0], outcomes[1],
+        "in place and copied on write differ"
+    );
+    outcomes.into_iter().next().expect("two runs")
 }
 
 fn check(state: Json, batch: Json, expected_state: Json, expected_results: Json) {

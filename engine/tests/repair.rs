@@ -9,6 +9,11 @@ use statecraft_engine::{
     ApplyOptions, Batch, ErrorKind, Outcome, Policies, SchemaViolation, StateSchema, Store, Value,
 };
 
+#[path = "common/unchanged.rs"]
+mod unchanged;
+
+use unchanged::Unchanged;
+
 fn schema() -> StateSchema {
     StateSchema::new(json!({
         "type": "object",
@@ -116,7 +121,7 @@ fn repairs_mend_what_the_schema_says_how_and_each_is_a_change_and_a_warning() {
 #[test]
 fn what_no_rule_mends_still_rejects_with_every_violation_and_changes_nothing() {
     let mut store = store(SchemaViolation::Repair);
-    let before = store.state().clone();
+    let unchanged = Unchanged::of(&store);
     let outcome = apply(
         &mut store,
         vec![
@@ -136,7 +141,7 @@ fn what_no_rule_mends_still_rejects_with_every_violation_and_changes_nothing() {
     paths.sort_unstable();
     paths.dedup();
     assert_eq!(paths, ["", "/hp", "/mood", "/name"], "{errors:?}");
-    assert!(store.state().ptr_eq(&before));
+    unchanged.assert(&store, "a schema violation");
 }
 
 #[test]
@@ -228,7 +233,7 @@ proptest! {
         let repairable = writes.iter().all(|(_, ok)| *ok);
         let instructions: Vec<Json> = writes.into_iter().map(|(w, _)| w).collect();
         let mut store = store(SchemaViolation::Repair);
-        let before = store.state().clone();
+        let unchanged = Unchanged::of(&store);
         match apply(&mut store, instructions) {
             Outcome::Committed(_) => {
                 let errors = schema().check_full(store.state());
@@ -236,7 +241,8 @@ proptest! {
             }
             Outcome::Rejected(rejection) => {
                 prop_assert!(!repairable, "rejected a repairable batch: {:?}", rejection.errors);
-                prop_assert!(store.state().ptr_eq(&before));
+                let difference = unchanged.differs(&store);
+                prop_assert!(difference.is_none(), "{}", difference.unwrap_or_default());
             }
         }
     }

@@ -7,6 +7,11 @@ use statecraft_engine::{
     UnknownCallback, Value, WatchCall, path,
 };
 
+#[path = "common/unchanged.rs"]
+mod unchanged;
+
+use unchanged::Unchanged;
+
 fn store(state: Json) -> Store {
     Store::new(Value::from(state))
 }
@@ -141,7 +146,7 @@ fn copies(n: usize, from: &str, to: impl Fn(usize) -> String) -> Batch {
 fn state_depth_limit_covers_what_copies_build() {
     // Each copy of /x into /x/x nests the state one level deeper while every instruction stays small.
     let mut store = store(json!({"x": {"x": 1}}));
-    let before = store.state().clone();
+    let unchanged = Unchanged::of(&store);
     let outcome = store.apply(&copies(200, "/x", |_| "/x/x".to_owned()));
     let errors = outcome.rejected().expect("rejected");
     assert_eq!(errors.len(), 1);
@@ -153,7 +158,7 @@ fn state_depth_limit_covers_what_copies_build() {
         "{}",
         errors[0]
     );
-    assert!(store.state().ptr_eq(&before));
+    unchanged.assert(&store, "a state too deep");
     // Up to the limit it commits, and the result is as deep as the limit allows.
     assert!(
         store
@@ -196,7 +201,7 @@ fn state_size_limit() {
     .limits(limits.clone())
     .build()
     .unwrap();
-    let before = store.state().clone();
+    let unchanged = Unchanged::of(&store);
     // Each copy of /x into /x/yN doubles the state.
     let outcome = store.apply(&copies(26, "/x", |i| format!("/x/y{i}")));
     let errors = outcome.rejected().expect("rejected");
@@ -212,7 +217,7 @@ fn state_size_limit() {
         "{}",
         errors[0]
     );
-    assert!(store.state().ptr_eq(&before));
+    unchanged.assert(&store, "a state too large");
     // Removing from the state, or changing it without growing it, is never refused by the size.
     let mut store = Store::builder(Value::from(json!({"big": "x".repeat(30_000), "n": 1})))
         .limits(limits)
@@ -454,7 +459,7 @@ fn events_of_a_rejected_batch_never_arrive_and_the_state_is_untouched() {
         .handler(Game::default())
         .build()
         .unwrap();
-    let before = store.snapshot();
+    let unchanged = Unchanged::of(&store);
     let errors = store
         .apply(&batch(json!([
             {"op": "callback", "path": ["levelUp"], "value": "Level up!"},
@@ -466,7 +471,7 @@ fn events_of_a_rejected_batch_never_arrive_and_the_state_is_untouched() {
         errors[0].to_string(),
         "instruction 1, field (whole): callback \"boom\" failed: script.lua:3: attempt to index nil"
     );
-    assert!(store.state().ptr_eq(before.value()));
+    unchanged.assert(&store, "a callback failed");
 }
 
 #[test]

@@ -8,6 +8,11 @@ use statecraft_engine::{
     ApplyOptions, Batch, ErrorKind, HistoryLimits, StepId, StepRef, Store, TimelineError, Value,
 };
 
+#[path = "common/unchanged.rs"]
+mod unchanged;
+
+use unchanged::Unchanged;
+
 fn batch(json: Json) -> Batch {
     Batch::from_json(&json).unwrap()
 }
@@ -123,7 +128,7 @@ fn apply_at_is_atomic_and_an_unknown_step_is_a_rejection() {
     let mut store = Store::new(Value::from(json!({"n": 0})));
     set(&mut store, None, "m1", "n", 1);
     let m2 = set(&mut store, None, "m2", "n", 2);
-    let before = store.snapshot();
+    let unchanged = Unchanged::of(&store);
     let failing = ApplyOptions {
         at: Some("m1".into()),
         ..ApplyOptions::default()
@@ -136,10 +141,7 @@ fn apply_at_is_atomic_and_an_unknown_step_is_a_rejection() {
         .rejected()
         .unwrap();
     assert_eq!(errors[0].kind, ErrorKind::OldMismatch, "{errors:?}");
-    assert!(
-        store.state().ptr_eq(before.value()),
-        "a rejected batch changed the state"
-    );
+    unchanged.assert(&store, "a rejected batch at another step");
     assert_eq!(
         store.current_step(),
         m2,

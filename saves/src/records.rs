@@ -356,7 +356,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Value, E> {
-        serde_json::Number::from_f64(n)
+        statecraft_engine::Number::from_f64(n)
             .map(Value::Number)
             .ok_or_else(|| E::custom("a number that is not finite"))
     }
@@ -399,7 +399,7 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 struct NumberText;
 
 impl<'de> serde::de::DeserializeSeed<'de> for NumberText {
-    type Value = serde_json::Number;
+    type Value = statecraft_engine::Number;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_str(self)
@@ -407,13 +407,13 @@ impl<'de> serde::de::DeserializeSeed<'de> for NumberText {
 }
 
 impl Visitor<'_> for NumberText {
-    type Value = serde_json::Number;
+    type Value = statecraft_engine::Number;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("the text of a number")
     }
 
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<serde_json::Number, E> {
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<statecraft_engine::Number, E> {
         text.parse().map_err(E::custom)
     }
 }

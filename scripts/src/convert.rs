@@ -383,8 +383,10 @@ fn holds_value(lua: &LuaValue, value: &Value, marker: *const c_void) -> bool {
     match (value, lua) {
         (Value::Null, LuaValue::LightUserData(data)) => data.0.is_null(),
         (Value::Bool(a), LuaValue::Boolean(b)) => a == b,
-        (Value::Number(a), LuaValue::Number(b)) => number_to_json(*b).is_ok_and(|b| *a == b),
-        (Value::Number(a), LuaValue::Integer(b)) => *a == Number::from(*b),
+        (Value::Number(a), LuaValue::Number(b)) => {
+            number_to_json(*b).is_ok_and(|b| *a == statecraft_engine::Number::from(b))
+        }
+        (Value::Number(a), LuaValue::Integer(b)) => *a == statecraft_engine::Number::from(*b),
         (Value::String(a), LuaValue::String(b)) => b.as_bytes() == a.as_bytes(),
         (Value::Array(items), _) => is_list(lua, items.len(), marker).is_some_and(|table| {
             items.into_iter().enumerate().all(|(i, item)| {

@@ -488,6 +488,10 @@ impl CallbackHandler for LuaHandlers {
         }
         self.answer("", Ok(None), call.limits, call.random)
     }
+
+    fn has_after_hooks(&self) -> bool {
+        !self.afters.is_empty()
+    }
 }
 
 /// The batch as `before` hooks receive it: a list of instruction tables, each with the `span` of its

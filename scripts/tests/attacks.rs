@@ -12,7 +12,9 @@ use rstest::rstest;
 use serde_json::json;
 use statecraft_engine::{Limits, Store, Value};
 use statecraft_scripts::{LoadError, LuaHandlers};
-use support::{batch, callback, commit, reject, state, store_with, test_limits, watchdog};
+use support::{
+    Unchanged, batch, callback, commit, reject, state, store_with, test_limits, watchdog,
+};
 
 /// An honest handler that also checks that the libraries still behave.
 const PING: &str = r#"
@@ -30,7 +32,7 @@ fn survives(attack: &'static str, expected: &'static str, limits: Limits) {
             json!({"hp": 10}),
             limits,
         );
-        let before = store.state().clone();
+        let unchanged = Unchanged::of(&store);
         let message = reject(
             &mut store,
             &batch(json!([
@@ -51,7 +53,7 @@ fn survives(attack: &'static str, expected: &'static str, limits: Limits) {
             "the message is bounded: {}",
             message.len()
         );
-        assert!(store.state().ptr_eq(&before), "the state is untouched");
+        unchanged.assert(&store, "the state is untouched");
         commit(&mut store, &callback("ping", json!([])));
         assert_eq!(state(&store), json!({"hp": 10, "ok": "OK!1"}));
     });
@@ -419,7 +421,7 @@ fn hooks_survive_attacks(
             json!({"hp": 10}),
             test_limits(),
         );
-        let before = store.state().clone();
+        let unchanged = Unchanged::of(&store);
         let message = reject(
             &mut store,
             &batch(json!([{"op": "assign", "path": ["attack"], "value": 1}])),
@@ -437,7 +439,7 @@ fn hooks_survive_attacks(
             "the message is bounded: {}",
             message.len()
         );
-        assert!(store.state().ptr_eq(&before), "the state is untouched");
+        unchanged.assert(&store, "the state is untouched");
         commit(&mut store, &callback("ping", json!([])));
         assert_eq!(state(&store), json!({"hp": 10, "ok": "OK!1"}));
     });

@@ -7,7 +7,7 @@ use rstest::rstest;
 use serde_json::json;
 use statecraft_engine::{Limits, Store, Value};
 use statecraft_scripts::{LoadError, LuaHandlers};
-use support::{batch, callback, commit, reject, state, store, test_limits};
+use support::{Unchanged, batch, callback, commit, reject, state, store, test_limits};
 
 #[test]
 fn a_handler_reads_the_state_and_emits_an_instruction() {
@@ -728,4 +728,116 @@ fn a_wrong_description_is_a_load_error_at_its_line() {
         text.contains("the description of \"buy\": args[1]: unknown key \"typ\""),
         "{text}"
     );
+}
+
+/// Handlers that write through the batch before something fails: `grant` emits `n` assigns, an
+/// increment and an event; the watchers pass `/alarm` on to `/guards` and refuse `"fail"` there; the
+/// `after` hook writes the change count and refuses when `/after_fails` is set.
+const WRITERS: &str = r#"
+on("grant", function(ctx, n)
+    for i = 1, n do
+        ctx.emit({op = "assign", path = {"loot", "item" .. i}, value = i})
+    end
+    ctx.emit({op = "increment", path = "gold", value = n})
+    ctx.event("granted", n)
+end)
+on("boom", function(ctx) error("the script failed on purpose") end)
+on("spin", function(ctx) while true do end end)
+on("bad_emit", function(ctx) ctx.emit({op = "increment", path = "name", value = 1}) end)
+watch("alarm", function(ctx, old, new)
+    ctx.emit({op = "assign", path = "guards", value = new})
+end)
+watch("guards", function(ctx, old, new)
+    if new == "fail" then error("the guards refuse") end
+end)
+after(function(ctx, changes)
+    ctx.emit({op = "assign", path = "changed", value = #changes})
+    if ctx.get("after_fails") then error("the after hook refuses") end
+end)
+"#;
+
+fn writers_store() -> Store {
+    let mut store = store(
+        &[("writers.lua", WRITERS)],
+        json!({"hp": 10, "gold": 0, "name": "Mira", "log": [], "loot": {}}),
+    );
+    // A few steps first, so that the history has something to keep as it was.
+    for n in 1..4 {
+        commit(&mut store, &callback("grant", json!([n])));
+    }
+    store
+}
+
+#[rstest]
+#[case::a_callback_error_after_callbacks_wrote(
+    json!([
+        {"op": "assign", "path": ["hp"], "value": 9},
+        {"op": "callback", "path": ["grant"], "value": [20]},
+        {"op": "push", "path": ["log"], "value": "granted"},
+        {"op": "callback", "path": ["boom"]},
+        {"op": "assign", "path": ["hp"], "value": 1},
+    ]),
+    "the script failed on purpose"
+)]
+#[case::the_step_limit_after_callbacks_wrote(
+    json!([
+        {"op": "callback", "path": ["grant"], "value": [5]},
+        {"op": "callback", "path": ["spin"]},
+    ]),
+    "step limit"
+)]
+#[case::an_emitted_instruction_that_fails(
+    json!([
+        {"op": "callback", "path": ["grant"], "value": [5]},
+        {"op": "callback", "path": ["bad_emit"]},
+    ]),
+    "increment needs a number"
+)]
+#[case::a_watcher_error_after_watchers_wrote(
+    json!([
+        {"op": "callback", "path": ["grant"], "value": [3]},
+        {"op": "assign", "path": ["alarm"], "value": "fail"},
+    ]),
+    "the guards refuse"
+)]
+#[case::an_after_hook_error_after_it_wrote(
+    json!([
+        {"op": "callback", "path": ["grant"], "value": [3]},
+        {"op": "assign", "path": ["alarm"], "value": "ring"},
+        {"op": "assign", "path": ["after_fails"], "value": true},
+    ]),
+    "the after hook refuses"
+)]
+fn what_scripts_wrote_is_undone_when_the_batch_fails_later(
+    #[case] failing: serde_json::Value,
+    #[case] expected: &str,
+) {
+    for held in [false, true] {
+        let mut store = writers_store();
+        let mut twin = writers_store();
+        let unchanged = Unchanged::of(&store);
+        let snapshot = held.then(|| (store.snapshot(), state(&store)));
+        let message = reject(&mut store, &batch(failing.clone()));
+        assert!(
+            message.contains(expected),
+            "expected {expected:?} in {message}"
+        );
+        unchanged.assert(&store, expected);
+        if let Some((snapshot, shown)) = snapshot {
+            assert_eq!(
+                snapshot.value().to_json(),
+                shown,
+                "a reader's snapshot changed"
+            );
+        }
+        // The store goes on exactly as a twin that never saw the batch.
+        let next = batch(json!([
+            {"op": "callback", "path": ["grant"], "value": [4]},
+            {"op": "assign", "path": ["alarm"], "value": "ring"},
+        ]));
+        let ours = commit(&mut store, &next);
+        let theirs = commit(&mut twin, &next);
+        assert_eq!(ours.events, theirs.events);
+        assert_eq!(Unchanged::of(&store), Unchanged::of(&twin), "held {held}");
+    }
 }

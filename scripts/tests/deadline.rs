@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 use statecraft_engine::{ApplyOptions, ErrorKind, Limits};
-use support::{batch, store_with, watchdog};
+use support::{Unchanged, batch, store_with, watchdog};
 
 const SPIN: &str = r#"
 on("spin", function(ctx, n)
@@ -38,7 +38,7 @@ fn within(deadline: Duration) -> ApplyOptions {
 fn one_long_call_stops_at_the_deadline() {
     watchdog(60, || {
         let mut store = store_with(&[("spin.lua", SPIN)], json!({"n": 0}), generous());
-        let before = store.state().clone();
+        let unchanged = Unchanged::of(&store);
         let started = Instant::now();
         let spin = batch(json!([
             {"op": "assign", "path": ["n"], "value": 1},
@@ -52,7 +52,7 @@ fn one_long_call_stops_at_the_deadline() {
         assert!(took < Duration::from_secs(2), "stopped after {took:?}");
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].kind, ErrorKind::DeadlineExceeded, "{errors:?}");
-        assert!(store.state().ptr_eq(&before));
+        unchanged.assert(&store, "a rejected batch");
         // The same VM runs the next batch at once.
         let small = batch(json!([{"op": "callback", "path": ["spin"], "value": [10]}]));
         let commit = store
@@ -67,7 +67,7 @@ fn one_long_call_stops_at_the_deadline() {
 fn many_calls_each_within_budget_stop_at_the_deadline() {
     watchdog(60, || {
         let mut store = store_with(&[("spin.lua", SPIN)], json!({"n": 0}), generous());
-        let before = store.state().clone();
+        let unchanged = Unchanged::of(&store);
         // About a million steps per call, 5,000 calls: minutes of work without the deadline.
         let calls: Vec<Json> = (0..5_000)
             .map(|_| json!({"op": "callback", "path": ["spin"], "value": [1_000_000]}))
@@ -81,6 +81,6 @@ fn many_calls_each_within_budget_stop_at_the_deadline() {
         assert!(took < Duration::from_secs(2), "stopped after {took:?}");
         let errors = outcome.rejected().expect("rejected");
         assert_eq!(errors[0].kind, ErrorKind::DeadlineExceeded, "{errors:?}");
-        assert!(store.state().ptr_eq(&before));
+        unchanged.assert(&store, "a rejected batch");
     });
 }

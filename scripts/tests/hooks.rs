@@ -8,7 +8,7 @@ use rstest::rstest;
 use serde_json::json;
 use statecraft_engine::{ApplyOptions, ErrorKind, HistoryLimits, Outcome, Store, Value};
 use statecraft_scripts::LuaHandlers;
-use support::{batch, commit, reject, state, store, test_limits, watchdog};
+use support::{Unchanged, batch, commit, reject, state, store, test_limits, watchdog};
 
 /// What a commit warned about, as `(kind, instruction, message)`.
 fn notes(commit: &statecraft_engine::Commit) -> Vec<(ErrorKind, Option<usize>, String)> {
@@ -184,7 +184,7 @@ fn what_a_before_hook_returns_is_validated_like_any_batch() {
         )],
         json!({"hp": 1}),
     );
-    let before = store.state().clone();
+    let unchanged = Unchanged::of(&store);
     let outcome = store.apply(&batch(
         json!([{"op": "assign", "path": ["hp"], "value": 2}]),
     ));
@@ -202,7 +202,7 @@ fn what_a_before_hook_returns_is_validated_like_any_batch() {
             .any(|e| e.kind == ErrorKind::RewrittenByScript),
         "the rejection lists the edits: {errors:?}"
     );
-    assert!(store.state().ptr_eq(&before));
+    unchanged.assert(&store, "a rejected batch");
 }
 
 #[rstest]
@@ -236,7 +236,7 @@ fn a_failing_before_hook_rejects_the_batch_and_names_itself(
     watchdog(60, move || {
         let script = format!("before(function(ctx, batch)\n{body}\nend)");
         let mut store = store(&[("hook.lua", &script)], json!({"hp": 1}));
-        let before = store.state().clone();
+        let unchanged = Unchanged::of(&store);
         let message = reject(
             &mut store,
             &batch(json!([{"op": "assign", "path": ["hp"], "value": 2}])),
@@ -249,7 +249,7 @@ fn a_failing_before_hook_rejects_the_batch_and_names_itself(
             message.contains("before hook (hook.lua:1)"),
             "the hook is named: {message}"
         );
-        assert!(store.state().ptr_eq(&before));
+        unchanged.assert(&store, "a rejected batch");
     });
 }
 
@@ -313,7 +313,7 @@ fn a_failing_after_hook_rejects_the_batch(
     watchdog(60, move || {
         let script = format!("after(function(ctx, changes)\n{body}\nend)");
         let mut store = store(&[("after.lua", &script)], json!({"hp": 1}));
-        let before = store.state().clone();
+        let unchanged = Unchanged::of(&store);
         let message = reject(
             &mut store,
             &batch(json!([{"op": "assign", "path": ["hp"], "value": 2}])),
@@ -323,7 +323,7 @@ fn a_failing_after_hook_rejects_the_batch(
             "expected {expected:?} in {message}"
         );
         assert!(message.contains("after hook (after.lua:1)"), "{message}");
-        assert!(store.state().ptr_eq(&before));
+        unchanged.assert(&store, "a rejected batch");
     });
 }
 

@@ -20,6 +20,11 @@ use statecraft_engine::{
 use statecraft_translators::mvu::MvuOptions;
 use statecraft_translators::{ExtractOptions, Extraction, card, extract};
 
+#[path = "../../engine/tests/common/unchanged.rs"]
+mod unchanged;
+
+use unchanged::Unchanged;
+
 /// InitVar text: an inn with a locked character, pairs, an open templated object, an open
 /// templated list and a locked list; `open` and `lock` flip two markers.
 fn initvar(open_bag: bool, recursive: bool) -> String {
@@ -248,6 +253,7 @@ proptest! {
         let reply = commands.join("\n");
         let mut strict = store(&card.state, &card.schema, Profile::Strict);
         let before = strict.state().clone();
+        let unchanged = Unchanged::of(&strict);
         // Read as before: MVU's own policies and no profile, whatever the game's profile says.
         let legacy = extract(
             &reply,
@@ -277,7 +283,8 @@ proptest! {
         prop_assert_eq!(got.is_committed(), expected.is_committed());
         prop_assert_eq!(strict.state(), plain.state());
         if !got.is_committed() {
-            prop_assert!(strict.state().ptr_eq(&before), "a rejected reply changes nothing");
+            let difference = unchanged.differs(&strict);
+            prop_assert!(difference.is_none(), "a rejected reply changed: {}", difference.unwrap_or_default());
         }
     }
 }

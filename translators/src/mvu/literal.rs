@@ -173,7 +173,7 @@ fn read_general(text: &str, macros: &BTreeMap<String, String>) -> Read {
         MathOutcome::Number(number) => {
             // Notes are fixed texts: every evaluated argument has one, and the span shows the text.
             return Read::noted(
-                Value::Number(number),
+                Value::Number(number.into()),
                 DiagnosticKind::MvuArithmetic,
                 Severity::Note,
                 "evaluated with the math.js subset, as mvu does",
@@ -414,7 +414,7 @@ impl<'t> Parser<'t, '_> {
             b'{' if depth < MAX_DEPTH => self.object(depth + 1),
             b'[' if depth < MAX_DEPTH => self.array(depth + 1),
             q @ (b'"' | b'\'' | b'`') => self.string(q).map(|s| string(&s)),
-            b'-' | b'+' | b'.' | b'0'..=b'9' => self.number().map(Value::Number),
+            b'-' | b'+' | b'.' | b'0'..=b'9' => self.number().map(|n| Value::Number(n.into())),
             _ => {
                 let word = self.identifier()?;
                 match word {

@@ -251,7 +251,7 @@ fn js_number(value: &Value) -> Option<Value> {
     if number.fract() == 0.0 && number.abs() < 9.0e15 {
         return Some(Value::from(number as i64));
     }
-    serde_json::Number::from_f64(number).map(Value::Number)
+    statecraft_engine::Number::from_f64(number).map(Value::Number)
 }
 
 /// `_.add(path, delta)`: an `increment` (of element 0 of a pair), or nothing when the delta is not a
@@ -446,7 +446,7 @@ fn insert_at(
     name: &str,
     report: &mut Report<'_>,
 ) -> Option<Instruction> {
-    let index = key.as_number().and_then(serde_json::Number::as_i64);
+    let index = key.as_number().and_then(statecraft_engine::Number::as_i64);
     let dash = key.as_str() == Some("-");
     let is_array = match (known, target) {
         (true, Some(Value::Array(_))) => true,
@@ -511,7 +511,7 @@ fn remove_from(
 ) -> Option<Instruction> {
     let index = which
         .as_number()
-        .and_then(serde_json::Number::as_u64)
+        .and_then(statecraft_engine::Number::as_u64)
         .and_then(|i| usize::try_from(i).ok());
     if !known {
         let guess = if index.is_some() {

@@ -380,7 +380,7 @@ fn resolve(text: &str) -> Node {
         "true" | "True" | "TRUE" => Value::Bool(true),
         "false" | "False" | "FALSE" => Value::Bool(false),
         _ => match number(text) {
-            Some(Ok(number)) => Value::Number(number),
+            Some(Ok(number)) => Value::Number(number.into()),
             Some(Err(what)) => return Node::NoJson(what),
             None => string(text),
         },
