@@ -50,8 +50,9 @@ impl equivalent::Comparable<Key> for Probe<'_> {
         a.len().cmp(&b.len())
     }
 }
-/// An array: an `imbl::Vector` behind one shared pointer, so that a `Value` stays 32 bytes (a vector
-/// stored inline makes every map entry 80 bytes, and map nodes are copied on write). Reads go through
+/// An array: an `imbl::Vector` behind one shared pointer, so that a `Value` stays 24 bytes (a vector
+/// stored inline makes every map entry 80 bytes, and map nodes are copied on write; at 24 bytes the
+/// vector keeps two elements inline, without a 64-slot chunk). Reads go through
 /// `Deref`; writes through `DerefMut` copy the vector's spine only when it is shared. Clone: O(1).
 #[derive(Clone, Default)]
 pub struct Array(Arc<Vector<Value>>);
