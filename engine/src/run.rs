@@ -247,13 +247,7 @@ fn before_hooks<'i>(
             Cow::Owned(instructions),
             notes.iter().map(rewritten).collect(),
         )),
-        Err(error) => Err(late(options.deadline).unwrap_or_else(|| {
-            BatchError::whole_batch(
-                ErrorKind::CallbackFailed,
-                None,
-                format!("a before hook failed: {error}"),
-            )
-        })),
+        Err(error) => Err(hook_failed(options.deadline, "a before hook", error)),
     }
 }
 
@@ -293,6 +287,34 @@ fn late(deadline: Option<Instant>) -> Option<BatchError> {
             "the batch ran past its deadline and was stopped; nothing of it was applied",
         )
     })
+}
+
+/// The error of a hook or watcher (`what`) that failed: the deadline's when the batch's time ran out
+/// (the limiter stopped it), else `callback_failed` with the failure.
+fn hook_failed(deadline: Option<Instant>, what: &str, error: impl std::fmt::Display) -> BatchError {
+    late(deadline).unwrap_or_else(|| {
+        BatchError::whole_batch(
+            ErrorKind::CallbackFailed,
+            None,
+            format!("{what} failed: {error}"),
+        )
+    })
+}
+
+/// The errors of instructions a hook or watcher (`what`) emitted. They have no instruction of the
+/// batch to point at, so each message names `what` and the emitted instruction's trail instead.
+fn emitted_by(what: &str, errors: Vec<BatchError>) -> Vec<BatchError> {
+    errors
+        .into_iter()
+        .map(|mut error| {
+            error.message = format!(
+                "emitted by {what} ({}): {}",
+                error.instruction.take().unwrap_or_default(),
+                error.message
+            );
+            error
+        })
+        .collect()
 }
 
 /// A `before` hook's edit, as the warning a commit or a rejection reports.
@@ -768,30 +790,12 @@ impl Run<'_> {
                 random: &mut self.random,
                 deadline: self.deadline,
             };
-            let response = self.handler.watch(call).map_err(|error| {
-                vec![late(self.deadline).unwrap_or_else(|| {
-                    BatchError::whole_batch(
-                        ErrorKind::CallbackFailed,
-                        None,
-                        format!("a watcher failed: {error}"),
-                    )
-                })]
-            })?;
-            // Watcher output has no instruction of the batch to point at: its errors say so instead.
+            let response = self
+                .handler
+                .watch(call)
+                .map_err(|error| vec![hook_failed(self.deadline, "a watcher", error)])?;
             self.follow(response, &Trail(Vec::new()), depth)
-                .map_err(|errors| {
-                    errors
-                        .into_iter()
-                        .map(|mut error| {
-                            error.message = format!(
-                                "emitted by a watcher ({}): {}",
-                                error.instruction.take().unwrap_or_default(),
-                                error.message
-                            );
-                            error
-                        })
-                        .collect::<Vec<_>>()
-                })?;
+                .map_err(|errors| emitted_by("a watcher", errors))?;
         }
         Ok(())
     }
@@ -811,29 +815,12 @@ impl Run<'_> {
             random: &mut self.random,
             deadline: self.deadline,
         };
-        let response = self.handler.after(call).map_err(|error| {
-            vec![late(self.deadline).unwrap_or_else(|| {
-                BatchError::whole_batch(
-                    ErrorKind::CallbackFailed,
-                    None,
-                    format!("an after hook failed: {error}"),
-                )
-            })]
-        })?;
+        let response = self
+            .handler
+            .after(call)
+            .map_err(|error| vec![hook_failed(self.deadline, "an after hook", error)])?;
         self.follow(response, &Trail(Vec::new()), 0)
-            .map_err(|errors| {
-                errors
-                    .into_iter()
-                    .map(|mut error| {
-                        error.message = format!(
-                            "emitted by an after hook ({}): {}",
-                            error.instruction.take().unwrap_or_default(),
-                            error.message
-                        );
-                        error
-                    })
-                    .collect()
-            })
+            .map_err(|errors| emitted_by("an after hook", errors))
     }
 
     /// The incremental schema check; under `schema_violation = repair`, the violations the schema
