@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use statecraft_engine::{ApplyOptions, Batch, BatchError, Outcome, Profile, Resolve, Store, Value};
+use statecraft_engine::{ApplyOptions, Batch, BatchError, Outcome, Profile, Store, Value};
 use statecraft_saves::{Game, SaveError};
 use statecraft_translators::mvu::{MvuOptions, Unrunnable};
 use statecraft_translators::{Diagnostic, ExtractOptions, Extraction, Severity, extract, feedback};
@@ -65,16 +65,9 @@ impl Reading {
         options: &ApplyOptions,
         text: &str,
     ) -> Outcome {
-        let mut resolver = self.extraction.resolver();
-        let outcome = store.apply_resolved(
-            batch,
-            options,
-            resolver.as_mut().map(|r| r as &mut dyn Resolve),
-        );
-        if let Some(resolver) = resolver {
-            self.extraction.absorb(resolver, text);
-        }
-        outcome
+        self.extraction.apply_resolved(text, |resolver| {
+            store.apply_resolved(batch, options, resolver)
+        })
     }
 
     /// [`Reading::apply`] on a save, durably.
@@ -85,16 +78,9 @@ impl Reading {
         options: &ApplyOptions,
         text: &str,
     ) -> Result<Outcome, SaveError> {
-        let mut resolver = self.extraction.resolver();
-        let outcome = game.apply_resolved(
-            batch,
-            options,
-            resolver.as_mut().map(|r| r as &mut dyn Resolve),
-        );
-        if let Some(resolver) = resolver {
-            self.extraction.absorb(resolver, text);
-        }
-        outcome
+        self.extraction.apply_resolved(text, |resolver| {
+            game.apply_resolved(batch, options, resolver)
+        })
     }
 }
 

@@ -17,8 +17,8 @@ use std::time::Instant;
 use serde_json::{Map, Value as Json};
 use statecraft_engine::{
     ApplyOptions, Batch, BatchError, ChatReply, Commit, ErrorKind, Limits, Outcome, Policies,
-    Resolve, StateSchema, StepId, StepRef, Store, StructureSchema, SyncError, SyncOptions,
-    SyncReply, TimelineError, Value,
+    StateSchema, StepId, StepRef, Store, StructureSchema, SyncError, SyncOptions, SyncReply,
+    TimelineError, Value,
 };
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
@@ -604,22 +604,27 @@ impl Reading {
         options: &ApplyOptions,
         request: &ApplyRequest,
     ) -> Outcome {
-        let mut resolver = self
-            .extraction
-            .as_ref()
-            .and_then(statecraft_translators::Extraction::resolver);
-        let outcome = store.apply_resolved(
-            &self.batch,
-            options,
-            resolver.as_mut().map(|r| r as &mut dyn Resolve),
-        );
-        if let (Some(resolver), Some(extraction), Some(text)) =
-            (resolver, self.extraction.as_mut(), request.input.as_deref())
-        {
-            extraction.absorb(resolver, text);
-            self.diagnostics = extraction.diagnostics.clone();
+        let batch = &self.batch;
+        match (self.extraction.as_mut(), request.input.as_deref()) {
+            (Some(extraction), Some(text)) => extraction.apply_resolved(text, |resolver| {
+                store.apply_resolved(batch, options, resolver)
+            }),
+            _ => store.apply_resolved(batch, options, None),
         }
-        outcome
+    }
+
+    /// What the reader noticed in the reply, as decided (none for a JSON batch).
+    fn diagnostics(&self) -> &[Diagnostic] {
+        self.extraction
+            .as_ref()
+            .map_or(&[][..], |extraction| &extraction.diagnostics[..])
+    }
+
+    /// What was cleaned in the reply; `None` for a JSON batch.
+    fn report(&self) -> Option<Report> {
+        self.extraction
+            .as_ref()
+            .map(|extraction| Report::of(&extraction.report))
     }
 
     /// The byte span of each instruction in the reply, for `before` hooks (none for a JSON batch).
@@ -635,10 +640,7 @@ impl Reading {
 pub(crate) struct Reading {
     pub(crate) batch: Batch,
     pub(crate) policies: Policies,
-    pub(crate) diagnostics: Vec<Diagnostic>,
-    /// What was cleaned in the reply; `None` for a JSON batch.
-    pub(crate) report: Option<Report>,
-    /// The extraction, for the feedback text; `None` for a JSON batch.
+    /// The extraction: its diagnostics, report and feedback text; `None` for a JSON batch.
     extraction: Option<statecraft_translators::Extraction>,
 }
 
@@ -665,8 +667,6 @@ fn read_batch(
                 },
             };
             let extraction = extract(text, &options);
-            let diagnostics = extraction.diagnostics.clone();
-            let report = Some(Report::of(&extraction.report));
             let Some((batch, options)) = extraction.applicable() else {
                 let errors: Vec<Diagnostic> = extraction
                     .diagnostics
@@ -683,8 +683,8 @@ fn read_batch(
                     ),
                 )
                 .with_errors(Problem::text(&errors))
-                .with_diagnostics(WireDiagnostic::all(&diagnostics))
-                .with_report(report)
+                .with_diagnostics(WireDiagnostic::all(&extraction.diagnostics))
+                .with_report(Some(Report::of(&extraction.report)))
                 .with_feedback(statecraft_translators::feedback(&extraction, &[])));
             };
             let batch = batch.clone();
@@ -692,8 +692,6 @@ fn read_batch(
             Ok(Reading {
                 batch,
                 policies,
-                diagnostics,
-                report,
                 extraction: Some(extraction),
             })
         }
@@ -702,8 +700,6 @@ fn read_batch(
                 batch,
                 // A batch follows the game's profile, and so the policies it calls for.
                 policies: store.policies(),
-                diagnostics: Vec::new(),
-                report: None,
                 extraction: None,
             }),
             Err(errors) => Err(ApiError::new(
@@ -762,8 +758,8 @@ fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
         ),
     )
     .with_errors(Problem::batch(errors))
-    .with_diagnostics(WireDiagnostic::all(&reading.diagnostics))
-    .with_report(reading.report.clone())
+    .with_diagnostics(WireDiagnostic::all(reading.diagnostics()))
+    .with_report(reading.report())
     .with_feedback(feedback)
 }
 
@@ -782,8 +778,8 @@ fn committed(
         events: Event::all(&commit.events),
         warnings: Problem::batch(&commit.warnings),
         trimmed: Trimmed::all(&commit.trimmed),
-        diagnostics: WireDiagnostic::all(&reading.diagnostics),
-        report: reading.report.clone(),
+        diagnostics: WireDiagnostic::all(reading.diagnostics()),
+        report: reading.report(),
     })
 }
 

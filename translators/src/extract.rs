@@ -124,6 +124,22 @@ impl Extraction {
             crate::diagnostic::place_in_order(text, &mut self.diagnostics);
         }
     }
+
+    /// Runs `apply` (a store's or a save's `apply_resolved` of this reply's batch) with the reply's
+    /// resolver, then absorbs what deciding the commands found: the one way to apply a reply under a
+    /// profile that decides commands one by one. `text` is the reply.
+    pub fn apply_resolved<T>(
+        &mut self,
+        text: &str,
+        apply: impl FnOnce(Option<&mut dyn Resolve>) -> T,
+    ) -> T {
+        let mut resolver = self.resolver();
+        let outcome = apply(resolver.as_mut().map(|r| r as &mut dyn Resolve));
+        if let Some(resolver) = resolver {
+            self.absorb(resolver, text);
+        }
+        outcome
+    }
 }
 
 /// The diagnostics that deciding a command on a state gives (each spans the whole command).
