@@ -463,7 +463,7 @@ impl LoadedGame {
                     label: self.label_of(step),
                 };
                 Ok(Done {
-                    answer: committed(&commit, &reading, true, outcome),
+                    answer: committed(&commit, &reading, outcome),
                     records,
                 })
             }
@@ -586,7 +586,7 @@ impl LoadedGame {
                     state: trial.state(),
                 };
                 Ok(Done {
-                    answer: committed(&commit, reading, false, outcome),
+                    answer: committed(&commit, reading, outcome),
                     records: Vec::new(),
                 })
             }
@@ -765,14 +765,9 @@ fn rejected(reading: &Reading, errors: &[BatchError]) -> ApiError {
 
 /// A commit's 200 answer, or a dry run's, written straight to its text: the changes may carry up to
 /// `max_commit_bytes`, and a JSON tree of them on the way would hold several times that.
-fn committed(
-    commit: &Commit,
-    reading: &Reading,
-    kept: bool,
-    outcome: AppliedOutcome<'_>,
-) -> Answer {
+fn committed(commit: &Commit, reading: &Reading, outcome: AppliedOutcome<'_>) -> Answer {
     Answer::ok(&Applied {
-        committed: kept,
+        committed: matches!(outcome, AppliedOutcome::Committed { .. }),
         outcome,
         changes: Changes(&commit.changes),
         events: Event::all(&commit.events),
