@@ -29,7 +29,8 @@ fn the_page_loads_without_the_token_and_the_api_still_needs_it() {
         let file = server.call("GET", asset, None);
         assert_eq!(file.status, 200, "{asset}: {file:?}");
     }
-    // The page imports the JavaScript client itself, the very file of clients/js.
+    // The page imports the JavaScript client itself, the very file of clients/js (the server embeds
+    // its own copy, since a published crate holds only its own files).
     let served = server.call("GET", "/statecraft.js", None);
     assert!(
         served
@@ -38,7 +39,11 @@ fn the_page_loads_without_the_token_and_the_api_still_needs_it() {
             .starts_with("text/javascript")
     );
     let client = include_str!("../../clients/js/statecraft.js");
-    assert_eq!(served.body.as_str(), Some(client));
+    assert!(
+        served.body.as_str() == Some(client),
+        "the served client differs from clients/js/statecraft.js: \
+         cp clients/js/statecraft.js server/inspector/statecraft.js"
+    );
     assert_eq!(server.call("GET", "/v1/games", None).status, 401);
     let bearer = format!("Bearer {TOKEN}");
     let listed = server.call_with("GET", "/v1/games", None, &[("Authorization", &bearer)]);

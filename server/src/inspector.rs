@@ -1,8 +1,10 @@
 //! The inspector page (`docs/inspector.md`): its files, embedded in the binary, served at `/`.
 //!
 //! The page is plain HTML, CSS and JavaScript modules (no build step) that talk to the HTTP API on
-//! their own origin through the JavaScript client, `clients/js/statecraft.js`, embedded here from that
-//! one file and served beside the page at `/statecraft.js` (any page of the origin may import it). Its files hold no game data, so the guard serves them without the token (the
+//! their own origin through the JavaScript client, `clients/js/statecraft.js`, embedded here from its
+//! copy `server/inspector/statecraft.js` (a published crate can embed only its own files;
+//! `cli/tests/serve_inspector.rs` fails when the two differ) and served beside the page at
+//! `/statecraft.js` (any page of the origin may import it). Its files hold no game data, so the guard serves them without the token (the
 //! page must load to ask for it) but with the `Host` and `Origin` checks; [`is_page`] is what it asks.
 //! Every file goes out with a Content-Security-Policy that lets the page load only its own files and
 //! talk only to its own origin, and that no other site may frame it.
@@ -28,7 +30,7 @@ const FILES: &[(&str, &str, &str)] = &[
     (
         "/statecraft.js",
         JS,
-        include_str!("../../clients/js/statecraft.js"),
+        include_str!("../inspector/statecraft.js"),
     ),
     ("/api.js", JS, include_str!("../inspector/api.js")),
     ("/main.js", JS, include_str!("../inspector/main.js")),
