@@ -85,6 +85,10 @@ export interface Position {
 
 export interface Health {
   ok: true;
+  /** The binary's version, like "0.1.0". */
+  version: string;
+  /** The HTTP API version (`statecraft --version` says it too). */
+  api: number;
 }
 
 export interface Created {

@@ -124,7 +124,7 @@ export class Statecraft {
     return parsed;
   }
 
-  /** `GET /v1/health` → `{ok: true}`. */
+  /** `GET /v1/health` → `{ok: true, version, api}`. */
   health() {
     return this.request("GET", "/v1/health");
   }
