@@ -312,3 +312,41 @@ test("the plugin's package is what SillyTavern's loader takes", async () => {
   assert.equal(typeof plugin.exit, "function");
   assert.equal(manifest.dependencies, undefined, "no package manager runs for plugins");
 });
+
+test("the extension's connection check through the plugin: connected, not loaded, no binary", async () => {
+  const { Statecraft } = await import("../../../js/statecraft.js");
+  const { testPlugin, describeError, PLUGIN_CONTENT_TYPE } = await import("../../keeper.js");
+  const through = (url) =>
+    new Statecraft(url, { headers: { "x-test-user": "alice", "content-type": PLUGIN_CONTENT_TYPE } });
+  const mounted = await mount();
+  try {
+    await mounted.engine.ready();
+    const connected = await testPlugin(through(mounted.url));
+    assert.equal(connected.ok, true, connected.message);
+    assert.match(connected.message, /^connected through SillyTavern's server plugin \(statecraft \d+\.\d+\.\d+\S*, 0 games\)$/);
+  } finally {
+    await mounted.close();
+  }
+  // SillyTavern without the plugin answers its routes with its own 404 page.
+  const tavern = createServer((_req, res) => res.writeHead(404, { "content-type": "text/html" }).end("<pre>Cannot GET /api/plugins/statecraft/v1/health</pre>"));
+  await new Promise((resolve) => tavern.listen(0, "127.0.0.1", resolve));
+  try {
+    const missing = await testPlugin(through(`http://127.0.0.1:${tavern.address().port}/api/plugins/statecraft`), { repository: "http://git.test/statecraft.git" });
+    assert.equal(missing.problem, "plugin_missing");
+    assert.match(missing.message, /`node plugins\.js install http:\/\/git\.test\/statecraft\.git`.*`enableServerPlugins: true`/);
+  } finally {
+    tavern.closeAllConnections();
+    await new Promise((resolve) => tavern.close(resolve));
+  }
+  const noBinary = await mount({ env: { PATH: folder("empty") } });
+  try {
+    await noBinary.engine.ready();
+    const verdict = await testPlugin(through(noBinary.url));
+    assert.equal(verdict.problem, "binary_missing");
+    assert.match(verdict.message, /^the server plugin: the statecraft binary is missing .*cargo install/);
+    const error = await through(noBinary.url).health().catch((caught) => caught);
+    assert.match(describeError(error, { plugin: true }), /^statecraft \(server plugin\): the statecraft binary is missing/);
+  } finally {
+    await noBinary.close();
+  }
+});
