@@ -311,6 +311,18 @@ test("the plugin's package is what SillyTavern's loader takes", async () => {
   assert.equal(typeof plugin.init, "function");
   assert.equal(typeof plugin.exit, "function");
   assert.equal(manifest.dependencies, undefined, "no package manager runs for plugins");
+  // Node's standard library and the plugin's own modules only, in every file SillyTavern loads.
+  const { readdirSync, readFileSync } = await import("node:fs");
+  const folder = join(root, manifest.main, "..");
+  const files = readdirSync(folder).filter((name) => name.endsWith(".js"));
+  assert.ok(files.length >= 3, files.join());
+  for (const name of files) {
+    const text = readFileSync(join(folder, name), "utf8");
+    for (const match of text.matchAll(/\bfrom\s+"([^"]+)"|\bimport\(\s*"([^"]+)"/g)) {
+      const from = match[1] ?? match[2];
+      assert.ok(from.startsWith("node:") || /^\.\/[a-z-]+\.js$/.test(from), `${name} imports ${from}`);
+    }
+  }
 });
 
 test("the extension's connection check through the plugin: connected, not loaded, no binary", async () => {
