@@ -10,6 +10,8 @@ import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, rea
 import { createServer } from "node:net";
 import { join } from "node:path";
 
+import { alive } from "../../../clients/js/test/server.js";
+
 export async function freePort() {
   const server = createServer();
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -50,16 +52,6 @@ backups:
   chat:
     enabled: false
 `;
-}
-
-/** Whether the process `pid` still runs. */
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return error.code === "EPERM";
-  }
 }
 
 /**

@@ -27,7 +27,7 @@ import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { chromium } from "playwright-core";
 import { Statecraft } from "../../../clients/js/statecraft.js";
-import { binary, startServer } from "../../../clients/js/test/server.js";
+import { alive, binary, startServer } from "../../../clients/js/test/server.js";
 import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/keeper.js";
 import { startFakeModel } from "./fake-model.js";
 import { snapshot, serveGit, commitOnto, head } from "./git-server.js";
@@ -217,16 +217,6 @@ async function pluginApi({ handle, password } = {}) {
 function enginePid() {
   const said = [...tavern.log().matchAll(/statecraft: the engine runs(?: again)? \(pid (\d+)/g)];
   return said.length ? Number(said.at(-1)[1]) : null;
-}
-
-/** Whether the process `pid` runs. */
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -13,7 +13,7 @@ import { createServer, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { binary } from "../../../js/test/server.js";
+import { alive, binary } from "../../../js/test/server.js";
 import { API_VERSION, Engine, findBinary, readVersion } from "../engine.js";
 import { init } from "../index.js";
 import { forward } from "../proxy.js";
@@ -32,16 +32,6 @@ function executable(path, text = "#!/bin/sh\nexit 0\n") {
   writeFileSync(path, text);
   chmodSync(path, 0o755);
   return path;
-}
-
-/** Whether the process `pid` runs. */
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function until(condition, what, ms = 20000) {
