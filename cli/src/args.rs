@@ -8,11 +8,15 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `statecraft --version`: the version and the HTTP API version (`statecraft_server::API_VERSION`),
+/// which the SillyTavern plugin reads before it starts the binary.
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (HTTP API 1)");
+
 /// The statecraft command.
 #[derive(Debug, Parser)]
 #[command(
     name = "statecraft",
-    version,
+    version = VERSION,
     about = "Apply state-update instructions written by language models, atomically, with undo.",
     long_about = "Apply state-update instructions written by language models to a JSON state, atomically, \
 with undo.\n\nA model reply (JSON instructions, possibly broken, in fences or tags, or MVU `_.set` \
@@ -582,5 +586,18 @@ fn parse_macro(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
         _ => Err(format!("expected NAME=VALUE, got `{text}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_names_the_servers_api_version() {
+        let api = format!("(HTTP API {})", statecraft_server::API_VERSION);
+        assert!(
+            super::VERSION.ends_with(&api),
+            "{} for {api}",
+            super::VERSION
+        );
     }
 }

@@ -85,6 +85,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub(crate) max_active_memory: usize,
 
+    /// Also stop (as on SIGTERM) when standard input closes: for a parent process that starts the
+    /// server with a pipe, such as the SillyTavern plugin, so that the server ends with it.
+    #[arg(long)]
+    pub(crate) stop_on_stdin_close: bool,
+
     #[command(flatten)]
     pub(crate) connections: ConnectionArgs,
 
@@ -222,6 +227,7 @@ pub(crate) fn run(args: &ServeArgs, out: &Output) -> Result<ExitCode> {
             idle_timeout: args.connections.idle_timeout,
             shutdown_grace: args.connections.shutdown_grace,
         },
+        stop_on_stdin_close: args.stop_on_stdin_close,
         ..Config::new()
     };
     config.limits = args.limits.engine();

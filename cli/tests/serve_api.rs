@@ -45,7 +45,10 @@ fn health_answers_ok_with_a_request_id() {
     let (_dir, server) = server();
     let answer = server.call("GET", "/v1/health", None);
     assert_eq!(answer.status, 200);
-    assert_eq!(answer.body, json!({"ok": true}));
+    assert_eq!(
+        answer.body,
+        json!({"ok": true, "version": env!("CARGO_PKG_VERSION"), "api": statecraft_server::API_VERSION})
+    );
     assert!(answer.header("x-request-id").is_some());
     let answer = server.call_with("GET", "/v1/health", None, &[("X-Request-Id", "abc-123")]);
     assert_eq!(answer.header("x-request-id"), Some("abc-123"));

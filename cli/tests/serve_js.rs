@@ -1,6 +1,7 @@
-//! The JavaScript client (`clients/js/`) and the SillyTavern extension's logic (`clients/sillytavern/`),
-//! tested by Node's own test runner against the `statecraft serve` built here. Without Node.js the test says so in `cargo test`'s
-//! output and skips; under CI (which installs Node) that is a failure.
+//! The JavaScript client (`clients/js/`), the SillyTavern extension's logic (`clients/sillytavern/`)
+//! and its server plugin (`clients/sillytavern/plugin/`), tested by Node's own test runner against the
+//! `statecraft serve` built here. Without Node.js the test says so in `cargo test`'s output and skips;
+//! under CI (which installs Node) that is a failure.
 
 use std::io::Write;
 use std::path::Path;
@@ -22,7 +23,7 @@ fn the_javascript_client_passes_its_tests_against_this_server() {
         return;
     };
     eprintln!("node {}", String::from_utf8_lossy(&version.stdout).trim());
-    let mut files: Vec<String> = ["js/test", "sillytavern/test"]
+    let mut files: Vec<String> = ["js/test", "sillytavern/test", "sillytavern/plugin/test"]
         .iter()
         .flat_map(|folder| {
             std::fs::read_dir(clients.join(folder))
@@ -35,7 +36,7 @@ fn the_javascript_client_passes_its_tests_against_this_server() {
         })
         .collect();
     files.sort();
-    assert!(files.len() >= 3, "the test files: {files:?}");
+    assert!(files.len() >= 4, "the test files: {files:?}");
     let run = Command::new("node")
         .arg("--test")
         .args(&files)

@@ -85,6 +85,10 @@ export interface Position {
 
 export interface Health {
   ok: true;
+  /** The binary's version, like "0.1.0". */
+  version: string;
+  /** The HTTP API version (`statecraft --version` says it too). */
+  api: number;
 }
 
 export interface Created {
@@ -289,6 +293,9 @@ export interface ClientOptions {
   /** Passed to every `fetch` (`{credentials: "omit", cache: "no-store"}`); the client sets method,
    * headers, body and signal itself. */
   init?: Omit<RequestInit, "method" | "headers" | "body" | "signal">;
+  /** Headers every request carries besides the client's own, which they may replace: an object, or a
+   * function asked at each request (SillyTavern's CSRF token through its server plugin). */
+  headers?: Record<string, string> | (() => Record<string, string>);
   /**
    * Called when the server answers 401, with the token the refused request carried: resolve with a
    * token to send that request again with it (it becomes the client's token), or with nothing to let

@@ -7,7 +7,7 @@
 // the folder the extension was installed into.
 
 import { Statecraft } from "../js/statecraft.js";
-import { ChatKeeper, describeError, gameSource, mvuViews, testConnection, valueAt, newGameId } from "./keeper.js";
+import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, describeError, gameSource, mvuViews, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
 
 const NAME = "statecraft";
 const PROMPT_KEY = "statecraft_state";
@@ -18,7 +18,9 @@ const UPDATE_PATTERN =
 
 export const DEFAULTS = Object.freeze({
   enabled: true,
-  url: "http://127.0.0.1:8765",
+  // Empty: SillyTavern's server plugin. A URL: another server, which wins (another machine, or
+  // PostgreSQL for a hosted site). Settings saved before the plugin existed keep their URL.
+  url: "",
   token: "",
   depth: 1,
   role: 0,
@@ -47,9 +49,54 @@ let client = null;
 let keeper = null;
 let last = null;
 
+/** Whether the extension talks to SillyTavern's server plugin (no other server set). */
+function viaPlugin() {
+  return !settings().url;
+}
+
+/**
+ * The client: through SillyTavern's server plugin, on the page's own origin with SillyTavern's
+ * session and CSRF token (no address, no token); or to another server at its URL, with its token.
+ */
 function makeClient() {
   const { url, token } = settings();
+  if (!url) {
+    return new Statecraft(`${origin()}${PLUGIN_PATH}`, {
+      timeoutMs: 40000,
+      init: { credentials: "same-origin", cache: "no-store" },
+      headers: () => ({ "x-csrf-token": context().getRequestHeaders()["X-CSRF-Token"], "content-type": PLUGIN_CONTENT_TYPE }),
+    });
+  }
   return new Statecraft(url, { token: token || undefined, timeoutMs: 30000, init: { credentials: "omit", cache: "no-store" } });
+}
+
+/** The inspector page of the server in use (docs/inspector.md). */
+function inspectorUrl() {
+  return viaPlugin() ? `${origin()}${PLUGIN_PATH}/` : `${settings().url.replace(/\/+$/, "")}/`;
+}
+
+/** A sentence for a failed call, for the server in use. */
+function explain(error) {
+  return describeError(error, { origin: origin(), plugin: viaPlugin() });
+}
+
+/** The URL this extension was installed from, which the plugin installs from too. */
+async function repositoryUrl() {
+  const folder = /\/scripts\/extensions\/third-party\/([^/]+)\//.exec(new URL(import.meta.url).pathname)?.[1];
+  if (!folder) return undefined;
+  for (const global of [false, true]) {
+    try {
+      const response = await fetch("/api/extensions/version", {
+        method: "POST",
+        headers: context().getRequestHeaders(),
+        body: JSON.stringify({ extensionName: decodeURIComponent(folder), global }),
+      });
+      if (response.ok) return (await response.json()).remoteUrl || undefined;
+    } catch {
+      // No answer: the message names the repository generically.
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -130,8 +177,8 @@ function start() {
     onSynced: (result) => showSynced(result),
     onRefused: ({ index, feedback }) => toast("warning", `Reply ${index + 1}'s update was refused; the model is told:\n${feedback}`, "statecraft: update refused", { timeOut: 15000 }),
     onError: (error) => {
-      toast("error", describeError(error, { origin: origin() }), "statecraft", { timeOut: 15000 });
-      setStatus(`error: ${describeError(error, { origin: origin() })}`);
+      toast("error", explain(error), "statecraft", { timeOut: 15000 });
+      setStatus(`error: ${explain(error)}`);
     },
     onRecovered: () => toast("success", "connected again; the chat is in sync", "statecraft"),
   });
@@ -200,7 +247,7 @@ function renderState(result) {
   const $ = globalThis.jQuery;
   $("#statecraft_state").text(JSON.stringify(result.state, null, 2));
   $("#statecraft_game").text(`${result.gameId} · step ${result.step}`);
-  $("#statecraft_inspector").attr("href", `${settings().url.replace(/\/+$/, "")}/?game=${encodeURIComponent(result.gameId)}&step=${result.step}`).show();
+  $("#statecraft_inspector").attr("href", `${inspectorUrl()}?game=${encodeURIComponent(result.gameId)}&step=${result.step}`).show();
 }
 
 function setStatus(text) {
@@ -228,7 +275,7 @@ async function interceptGeneration(_chat, _contextSize, _abort, type) {
   } catch (error) {
     // No stale state: the model gets none this time, and the user is told why.
     ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
-    toast("error", `the state is not in this prompt: ${describeError(error, { origin: origin() })}`, "statecraft");
+    toast("error", `the state is not in this prompt: ${explain(error)}`, "statecraft");
   }
 }
 
@@ -271,10 +318,14 @@ const DRAWER = `
     </div>
     <div class="inline-drawer-content">
       <label class="checkbox_label"><input id="statecraft_enabled" type="checkbox"> <span>Keep each chat's state in statecraft</span></label>
-      <label for="statecraft_url">Server URL</label>
-      <input id="statecraft_url" class="text_pole" type="text" placeholder="http://127.0.0.1:8765">
-      <label for="statecraft_token">Token (only for a server started with --token)</label>
-      <input id="statecraft_token" class="text_pole" type="password" autocomplete="off">
+      <div id="statecraft_connection" class="statecraft-note"></div>
+      <label class="checkbox_label"><input id="statecraft_another" type="checkbox"> <span>Use another server (another machine, or PostgreSQL for a hosted site) instead of SillyTavern's server plugin</span></label>
+      <div id="statecraft_server_fields">
+        <label for="statecraft_url">Server URL</label>
+        <input id="statecraft_url" class="text_pole" type="text" placeholder="http://127.0.0.1:8765">
+        <label for="statecraft_token">Token (only for a server started with --token)</label>
+        <input id="statecraft_token" class="text_pole" type="password" autocomplete="off">
+      </div>
       <div class="flex-container">
         <div id="statecraft_test" class="menu_button">Test connection</div>
         <div id="statecraft_resync" class="menu_button">Sync now</div>
@@ -324,10 +375,21 @@ function bindSettings() {
     if (!this.checked) context().setExtensionPrompt(PROMPT_KEY, "", 1, 0);
     keeper.sync();
   });
+  $("#statecraft_another").prop("checked", Boolean(s.url)).on("change", function () {
+    if (!this.checked) {
+      // Back to the plugin: the other server's address is forgotten.
+      settings().url = "";
+      $("#statecraft_url").val("");
+      save();
+      start();
+    }
+    showConnection();
+  });
   $("#statecraft_url").val(s.url).on("change", function () {
-    settings().url = String(this.value).trim() || DEFAULTS.url;
+    settings().url = String(this.value).trim().replace(/\/+$/, "");
     save();
     start();
+    showConnection();
   });
   $("#statecraft_token").val(s.token).on("change", function () {
     settings().token = String(this.value).trim();
@@ -358,12 +420,32 @@ function bindSettings() {
   });
   $("#statecraft_test").on("click", async () => {
     $("#statecraft_test_result").text("testing…").removeClass("ok bad");
-    const result = await testConnection(makeClient(), { origin: origin(), pageProtocol: globalThis.location?.protocol });
+    const result = viaPlugin()
+      ? await testPlugin(makeClient(), { repository: await repositoryUrl() })
+      : await testConnection(makeClient(), { origin: origin(), pageProtocol: globalThis.location?.protocol });
     $("#statecraft_test_result").text(result.message).toggleClass("ok", result.ok).toggleClass("bad", !result.ok);
     if (result.ok) keeper.sync();
   });
+  showConnection();
   $("#statecraft_resync").on("click", () => keeper.sync());
   $("#statecraft_save_card").on("click", saveCharacterSource);
+}
+
+/**
+ * Says which server the extension uses, and shows the other server's fields only when one is set
+ * or asked for. Through the plugin, its health says whether it runs.
+ */
+async function showConnection() {
+  const $ = globalThis.jQuery;
+  const another = $("#statecraft_another").prop("checked");
+  $("#statecraft_server_fields").toggle(another);
+  if (!viaPlugin()) {
+    $("#statecraft_connection").text(`using the server at ${settings().url}`);
+    return;
+  }
+  $("#statecraft_connection").text("connecting through SillyTavern's server plugin…");
+  const result = await testPlugin(makeClient(), { repository: await repositoryUrl() });
+  if (viaPlugin()) $("#statecraft_connection").text(result.ok ? "connected through SillyTavern's server plugin" : result.message).toggleClass("bad", !result.ok);
 }
 
 /** Fills the per-character fields from the open chat's character. */
@@ -425,7 +507,7 @@ function registerSlashCommand() {
         const result = await keeper.sync();
         const current = result ?? last;
         if (!current) {
-          toast("warning", keeper.failure ? describeError(keeper.failure, { origin: origin() }) : "no chat is open", "statecraft");
+          toast("warning", keeper.failure ? explain(keeper.failure) : "no chat is open", "statecraft");
           return "";
         }
         const value = valueAt(current.state, path);

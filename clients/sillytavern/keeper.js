@@ -110,10 +110,54 @@ export function recoverable(error) {
   return error instanceof StatecraftError && (RECOVERABLE.has(error.kind) || error.status >= 500);
 }
 
+/** Where SillyTavern's server plugin answers the API, on the page's own origin. */
+export const PLUGIN_PATH = "/api/plugins/statecraft";
+
 /**
- * Checks the connection as the extension uses it (a listing needs the token) and names the problem:
- * nothing answers, the page's origin is not allowed (with the exact `--allow-origin`), the token, or
- * a mixed-content block. `fetch` is the page's; `origin` the page's origin.
+ * The media type of the bodies the extension sends through the plugin: SillyTavern reads an
+ * `application/json` body before the plugin sees it (and would lose digits of large numbers), so the
+ * plugin takes the JSON as this instead (clients/sillytavern/README.md).
+ */
+export const PLUGIN_CONTENT_TYPE = "application/vnd.statecraft+json";
+
+/** The plugin's own error kinds: what keeps the engine from answering, with the plugin's message. */
+const PLUGIN_PROBLEMS = new Set(["starting", "binary_missing", "binary_mismatch", "crashing", "stopped", "engine_stopped"]);
+
+/** Whether an error is SillyTavern answering that no plugin has these routes (its own 404 page). */
+export function pluginMissing(error) {
+  return error instanceof StatecraftError && error.status === 404 && error.kind === "not_json";
+}
+
+/**
+ * What SillyTavern's server plugin says of itself, as the drawer shows it: connected (with the
+ * binary's version and the games), not loaded (with the config line to add), or the engine's
+ * problem (no binary, a binary of another API version, crashing, starting) with the plugin's fix.
+ */
+export async function testPlugin(client, { repository = "<the statecraft repository's URL>" } = {}) {
+  try {
+    const health = await client.health();
+    const games = await countGames(client);
+    return { ok: true, problem: null, message: `connected through SillyTavern's server plugin (statecraft ${health.version}, ${games})` };
+  } catch (error) {
+    if (!(error instanceof StatecraftError)) throw error;
+    if (pluginMissing(error)) {
+      return {
+        ok: false,
+        problem: "plugin_missing",
+        message: `SillyTavern's server plugin is not loaded: in SillyTavern's folder run \`node plugins.js install ${repository}\`, add the line \`enableServerPlugins: true\` to config.yaml and restart SillyTavern (or set another server below)`,
+      };
+    }
+    if (PLUGIN_PROBLEMS.has(error.kind)) return { ok: false, problem: error.kind, message: `the server plugin: ${error.message}` };
+    if (error.status === 403) return { ok: false, problem: "session", message: "SillyTavern refused the request (the session may have ended): reload the page" };
+    return { ok: false, problem: "server", message: `the server plugin answered ${error.status} (${error.kind}): ${error.message}` };
+  }
+}
+
+/**
+ * Checks the connection to another server as the extension uses it (a listing needs the token) and
+ * names the problem: nothing answers, the page's origin is not allowed (with the exact
+ * `--allow-origin`), the token, or a mixed-content block. `fetch` is the page's; `origin` the page's
+ * origin.
  */
 export async function testConnection(client, { origin, fetch = globalThis.fetch, pageProtocol } = {}) {
   const allow = `statecraft serve --allow-origin ${origin}`;
@@ -158,9 +202,14 @@ async function countGames(client) {
   return page.next ? `${count}+ games` : `${count} game${count === 1 ? "" : "s"}`;
 }
 
-/** A user-facing sentence for a failed call, with what to do. */
-export function describeError(error, { origin } = {}) {
+/** A user-facing sentence for a failed call, with what to do; `plugin` when it went through the plugin. */
+export function describeError(error, { origin, plugin = false } = {}) {
   if (!(error instanceof StatecraftError)) return String(error?.message ?? error);
+  if (plugin) {
+    if (pluginMissing(error)) return "SillyTavern's server plugin is not loaded: Test connection in the extension's settings says how to install it.";
+    if (error.kind === "network") return `cannot reach SillyTavern's server (${error.message}): is SillyTavern running?`;
+    if (PLUGIN_PROBLEMS.has(error.kind)) return `statecraft (server plugin): ${error.message}`;
+  }
   switch (error.kind) {
     case "network":
       return `cannot reach statecraft (${error.message}): is \`statecraft serve --allow-origin ${origin ?? "THIS_PAGE"}\` running? Test the connection in the extension's settings.`;

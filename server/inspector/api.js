@@ -1,8 +1,10 @@
 // The page's one way to the server: the JavaScript client of clients/js (served beside the page at
-// `/statecraft.js`) on this page's own origin, with the bearer token when the server asks for one.
-// The token is asked once (on the first 401, however many requests it refused), kept in this tab's
-// sessionStorage, and asked again only if the server refuses it. The rest are the page's DOM and
-// JSON Pointer helpers.
+// `statecraft.js`) on this page's own origin and path, with the bearer token when the server asks
+// for one. The token is asked once (on the first 401, however many requests it refused), kept in this
+// tab's sessionStorage, and asked again only if the server refuses it. Served by SillyTavern's server
+// plugin (under /api/plugins/statecraft/), the page goes through the plugin with SillyTavern's
+// session and CSRF token instead, and needs no token. The rest are the page's DOM and JSON Pointer
+// helpers.
 
 import { Statecraft, StatecraftError } from "./statecraft.js";
 
@@ -28,10 +30,25 @@ function askToken(refused) {
   });
 }
 
-/** The client the page calls the API with: no cookies, no cached answers. */
-export const client = new Statecraft(location.origin, {
+/** Where the API is: beside the page (`/` on the server, `/api/plugins/statecraft/` through SillyTavern). */
+const base = new URL(".", location.href).href.replace(/\/+$/, "");
+
+/** Whether SillyTavern's server plugin serves the page (its routes sit behind SillyTavern's session). */
+const viaSillyTavern = new URL(base).pathname.startsWith("/api/plugins/");
+
+/** SillyTavern's CSRF token, asked once, for the plugin's POST routes. */
+let csrf = null;
+if (viaSillyTavern) {
+  const answer = await fetch("/csrf-token", { credentials: "same-origin", cache: "no-store" });
+  csrf = answer.ok ? (await answer.json()).token : null;
+}
+
+/** The client the page calls the API with: no cached answers; no cookies, except SillyTavern's session. */
+export const client = new Statecraft(base, {
   token: sessionStorage.getItem(TOKEN_KEY) ?? undefined,
-  init: { credentials: "omit", cache: "no-store" },
+  init: { credentials: viaSillyTavern ? "same-origin" : "omit", cache: "no-store" },
+  // The plugin takes JSON under its own media type (SillyTavern would read application/json first).
+  headers: viaSillyTavern ? { "x-csrf-token": csrf ?? "", "content-type": "application/vnd.statecraft+json" } : {},
   onUnauthorized: async (_error, sent) => {
     let token = "";
     while (!token) token = await askToken(sent.token !== undefined);

@@ -33,6 +33,7 @@ use tokio::sync::oneshot;
 
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
+use crate::ids;
 use crate::loaded_game::{Done, LoadedGame, Operation};
 use crate::wire::{Created, Deleted, Problem};
 use crate::writer::Writer;
@@ -354,7 +355,7 @@ impl Worker {
                 }
                 Written::Missing | Written::Exists | Written::Full => {
                     self.game = None;
-                    return Err(unknown_game(&self.id));
+                    return Err(unknown_game(ids::shown(&self.id)));
                 }
             }
         }
@@ -373,7 +374,7 @@ impl Worker {
             match self.storage.tail(&self.id, game.head.seq)? {
                 None => {
                     self.game = None;
-                    return Err(unknown_game(&self.id));
+                    return Err(unknown_game(ids::shown(&self.id)));
                 }
                 Some(Tail::Records { records, head }) => {
                     if records.is_empty() && head == game.head {
@@ -390,7 +391,7 @@ impl Worker {
         let stored = self
             .storage
             .load(&self.id)?
-            .ok_or_else(|| unknown_game(&self.id))?;
+            .ok_or_else(|| unknown_game(ids::shown(&self.id)))?;
         let game = LoadedGame::load(stored, &self.limits)?;
         Ok(self.game.insert(game))
     }
@@ -440,7 +441,7 @@ impl Worker {
             format!(
                 "the game \"{}\" that this Idempotency-Key made has since been deleted; send a new \
                  key to make another",
-                self.id
+                ids::shown(&self.id)
             ),
         );
         let spent = Spent {
@@ -453,10 +454,10 @@ impl Worker {
             spent: Some(spent),
         })? {
             Written::Done => Ok(Answer::ok(&Deleted {
-                id: &self.id,
+                id: ids::shown(&self.id),
                 deleted: true,
             })),
-            _ => Err(unknown_game(&self.id)),
+            _ => Err(unknown_game(ids::shown(&self.id))),
         }
     }
 
@@ -547,10 +548,18 @@ fn too_large(records: &[statecraft_saves::TimelineRecord], max: usize) -> Option
 
 /// The answer to a request that made the game `id`: the same for every request that makes a game,
 /// so that a delete finds the receipts that acknowledge it.
-pub(crate) fn created(id: &str) -> Answer {
-    Answer::json(axum::http::StatusCode::CREATED, &Created { id, step: 0 })
+/// `key` is the game's storage key; the answer names the id its owner knows it by.
+pub(crate) fn created(key: &str) -> Answer {
+    Answer::json(
+        axum::http::StatusCode::CREATED,
+        &Created {
+            id: ids::shown(key),
+            step: 0,
+        },
+    )
 }
 
+/// `id` is the id as the client knows it (`ids::shown` of a storage key).
 pub(crate) fn unknown_game(id: &str) -> ApiError {
     ApiError::new(Kind::UnknownGame, format!("no game has the id \"{id}\""))
 }

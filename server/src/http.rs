@@ -28,9 +28,9 @@ use crate::active_games::{
     ActiveGames, Idempotency, created, fingerprint, receipt, replayed, storage_error,
 };
 use crate::answer::Answer;
-use crate::db::CREATE_SCOPE;
 use crate::error::{ApiError, Kind};
 use crate::guard::{self, Policy};
+use crate::ids::{self, Owner, check_id, new_id};
 use crate::inspector;
 use crate::loaded_game::{Operation, SyncJob, compile_schema, load_scripts};
 use crate::new_game;
@@ -130,8 +130,10 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NoQuery {
     }
 }
 
-/// The game id of a `/v1/games/{id}/...` URL. Axum's own `Path` refuses an id that is not UTF-8 once
-/// its %-escapes are decoded (`%FF`) with a plain-text answer; this one answers in the one error shape.
+/// The game a `/v1/games/{id}/...` URL names: the storage key of the id for the request's owner
+/// (`ids.rs`). Axum's own `Path` refuses an id that is not UTF-8 once its %-escapes are decoded
+/// (`%FF`) with a plain-text answer; this one answers in the one error shape. An id that is not a
+/// game id is a game no one has (404), as it always was.
 pub(crate) struct GameId(String);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for GameId {
@@ -141,8 +143,12 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for GameId {
         parts: &mut axum::http::request::Parts,
         state: &S,
     ) -> Result<GameId, ApiError> {
+        let owner = Owner::of(&parts.headers)?;
         match Path::<String>::from_request_parts(parts, state).await {
-            Ok(Path(id)) => Ok(GameId(id)),
+            Ok(Path(id)) => {
+                check_id(&id).map_err(|_| crate::active_games::unknown_game(&id))?;
+                Ok(GameId(owner.key(&id)))
+            }
             Err(rejection) => Err(ApiError::new(
                 Kind::BadRequest,
                 format!(
@@ -291,7 +297,6 @@ impl App {
         operation: Operation,
         idempotency: Option<Idempotency>,
     ) -> Result<Answer, ApiError> {
-        check_id(id).map_err(|_| crate::active_games::unknown_game(id))?;
         self.games
             .run(id, operation, idempotency, self.deadline())
             .await
@@ -318,7 +323,11 @@ impl App {
 }
 
 async fn health() -> Answer {
-    Answer::ok(&Health { ok: true })
+    Answer::ok(&Health {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION"),
+        api: crate::API_VERSION,
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -335,6 +344,7 @@ const MAX_PAGE: usize = 1000;
 
 async fn list_games(
     State(app): State<Arc<App>>,
+    owner: Owner,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Answer, ApiError> {
     let Query(query) = query.map_err(|error| ApiError::new(Kind::BadRequest, error.body_text()))?;
@@ -343,64 +353,26 @@ async fn list_games(
     }
     let limit = query.limit.unwrap_or(100).clamp(1, MAX_PAGE);
     let storage = Arc::clone(&app.storage);
-    let page = app
-        .blocking(move || {
-            // One more than asked tells whether another page follows.
-            Ok(storage.list(query.after.as_deref(), limit + 1)?)
-        })
+    let (page, next) = app
+        .blocking(move || Ok(owner.page(storage.as_ref(), query.after.as_deref(), limit)?))
         .await?;
-    let next = (page.len() > limit).then(|| page[limit - 1].id.as_str());
     let games = page
         .iter()
-        .take(limit)
         .map(|game| GameListing {
             id: &game.id,
             step: game.step.get(),
             label: game.label.as_deref(),
         })
         .collect();
-    Ok(Answer::ok(&GameList { games, next }))
-}
-
-/// Checks a game id: 1 to 128 characters of letters, digits, `-`, `_`, `.` and `~` (safe in a path),
-/// other than `.` and `..`. Those two are dot segments, which every URL client resolves away before
-/// sending (`/v1/games/../log` is `/v1/log`), so a game named so could never be reached.
-fn check_id(id: &str) -> Result<(), ApiError> {
-    let safe = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~');
-    if id.is_empty() || id.len() > 128 || !id.bytes().all(safe) {
-        return Err(ApiError::new(
-            Kind::BadRequest,
-            format!(
-                "\"{id}\" is not a game id: use 1 to 128 letters, digits, '-', '_', '.' or '~'"
-            ),
-        ));
-    }
-    if id == "." || id == ".." {
-        return Err(ApiError::new(
-            Kind::BadRequest,
-            format!(
-                "\"{id}\" is not a game id: URL clients resolve the dot segments \".\" and \"..\" \
-                 away, so no request could reach the game"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// A new game id: 128 random bits, so that processes sharing a database never collide.
-fn new_id() -> Result<String, ApiError> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|error| {
-        ApiError::new(
-            Kind::Damaged,
-            format!("no randomness for a game id: {error}"),
-        )
-    })?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(Answer::ok(&GameList {
+        games,
+        next: next.as_deref(),
+    }))
 }
 
 async fn create_game(
     State(app): State<Arc<App>>,
+    owner: Owner,
     _: NoQuery,
     headers: HeaderMap,
     body: Body<CreateRequest>,
@@ -408,18 +380,21 @@ async fn create_game(
     let idempotency = idempotency(&headers, "create", &body.bytes)?;
     let request = body.value;
     let worker = Arc::clone(&app);
-    app.blocking(move || create(&worker, request, idempotency))
+    app.blocking(move || create(&worker, &owner, request, idempotency))
         .await
 }
 
-/// Checks that the state (or card), schema and scripts make a game (`new_game::base`), and stores it.
+/// Checks that the state (or card), schema and scripts make a game (`new_game::base`), and stores it
+/// as `owner`'s.
 fn create(
     app: &App,
+    owner: &Owner,
     request: CreateRequest,
     idempotency: Option<Idempotency>,
 ) -> Result<Answer, ApiError> {
+    let scope = owner.key("");
     if let Some(idempotency) = &idempotency
-        && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
+        && let Some(kept) = app.storage.receipt(&scope, &idempotency.key)?
     {
         return replayed(&kept, idempotency);
     }
@@ -430,6 +405,7 @@ fn create(
         }
         None => new_id()?,
     };
+    let key = owner.key(&id);
     let (base, scripts) = new_game::base(
         new_game::Source {
             state: request.state,
@@ -442,9 +418,9 @@ fn create(
         },
         &app.limits,
     )?;
-    let answer = created(&id);
+    let answer = created(&key);
     let write = Write::Create {
-        id: id.clone(),
+        id: key,
         base,
         scripts,
         head: Head {
@@ -468,7 +444,7 @@ fn create(
     // Another request under the same key, racing this one, made its game first: this one answers
     // as that one did.
     if let Some(idempotency) = &idempotency
-        && let Some(kept) = app.storage.receipt(CREATE_SCOPE, &idempotency.key)?
+        && let Some(kept) = app.storage.receipt(&scope, &idempotency.key)?
     {
         return replayed(&kept, idempotency);
     }
@@ -577,6 +553,7 @@ async fn apply(
 /// of the same game is fine: the game exists either way).
 async fn sync(
     State(app): State<Arc<App>>,
+    owner: Owner,
     GameId(id): GameId,
     _: NoQuery,
     headers: HeaderMap,
@@ -609,16 +586,19 @@ async fn sync(
         Err(error) if error.kind == Kind::UnknownGame => {}
         answer => return answer,
     }
-    if new_game.id.as_ref().is_some_and(|given| *given != id) {
+    let shown = ids::shown(&id);
+    if new_game.id.as_ref().is_some_and(|given| given != shown) {
         return Err(ApiError::new(
             Kind::BadRequest,
-            format!("`create.id` names another game than the path's \"{id}\"; leave it out"),
+            format!("`create.id` names another game than the path's \"{shown}\"; leave it out"),
         ));
     }
-    new_game.id = Some(id.clone());
+    new_game.id = Some(shown.to_owned());
     check_script_names(&new_game.scripts)?;
     let worker = Arc::clone(&app);
-    let made = app.blocking(move || create(&worker, new_game, None)).await;
+    let made = app
+        .blocking(move || create(&worker, &owner, new_game, None))
+        .await;
     match made {
         Ok(_) => {}
         Err(error) if error.kind == Kind::GameExists => {}

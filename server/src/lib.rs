@@ -17,6 +17,7 @@ mod db;
 mod error;
 mod guard;
 mod http;
+mod ids;
 mod inspector;
 mod loaded_game;
 mod new_game;
@@ -34,6 +35,11 @@ pub use active_games::CacheBounds;
 pub use conns::{ConnectionBounds, DEFAULT_MAX_CONNECTIONS};
 pub use db::{Database, DatabaseUrlError};
 pub use error::{ApiError, Kind};
+
+/// The version of the HTTP API, in `GET /v1/health` and `statecraft --version`: the SillyTavern plugin
+/// starts only a binary of its own API version, and the number is raised with any change to the API
+/// that the plugin and the extension of the same release rely on (docs/http.md).
+pub const API_VERSION: u32 = 1;
 
 /// How to run the server.
 #[derive(Clone, Debug)]
@@ -61,6 +67,10 @@ pub struct Config {
     pub connections: ConnectionBounds,
     /// The longest record one request may store, in bytes of JSON (at most [`MAX_RECORD_BYTES`]).
     pub max_record_bytes: usize,
+    /// Whether the server also stops, as on `SIGTERM`, when its standard input closes: a parent that
+    /// started it with a pipe (the SillyTavern plugin) takes it along when it ends, however it ends,
+    /// and can ask for the stop on any platform by closing the pipe.
+    pub stop_on_stdin_close: bool,
 }
 
 /// The engine's limits on a shared server, where one client must not make the process hold, write
@@ -105,6 +115,7 @@ impl Config {
             connections: ConnectionBounds::default(),
             limits: shared_limits(),
             max_record_bytes: 64 << 20,
+            stop_on_stdin_close: false,
         }
     }
 }
@@ -210,15 +221,36 @@ pub fn serve(config: Config, ready: impl FnOnce(SocketAddr)) -> Result<(), Serve
         .thread_name("statecraft-http")
         .build()
         .map_err(ServeError::Runtime)?;
-    let served = runtime.block_on(run(config, ready, shutdown_signal()));
+    let stdin = config.stop_on_stdin_close;
+    let served = runtime.block_on(run(config, ready, shutdown_signal(stdin)));
     // Blocking work still running (a game being created, a stateless request) was never answered:
     // the grace time is over, so the process does not wait for it.
     runtime.shutdown_background();
     served
 }
 
-/// Resolves at `SIGINT` (Ctrl-C) or `SIGTERM`.
-async fn shutdown_signal() {
+/// Resolves at `SIGINT` (Ctrl-C) or `SIGTERM`, and with `stdin` when standard input closes.
+async fn shutdown_signal(stdin: bool) {
+    let closed = async move {
+        if !stdin {
+            return std::future::pending().await;
+        }
+        let (tell, closed) = tokio::sync::oneshot::channel();
+        // A thread of its own: a read of standard input blocks, and tokio's own stdin reader would
+        // hold a runtime thread for it. Whatever is read is dropped; only the end matters.
+        let spawned = std::thread::Builder::new()
+            .name("statecraft-stdin".to_owned())
+            .spawn(move || {
+                let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+                let _ = tell.send(());
+            });
+        match spawned {
+            Ok(_) => {
+                let _ = closed.await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -230,11 +262,15 @@ async fn shutdown_signal() {
         tokio::select! {
             _ = interrupt => {}
             _ = terminate.recv() => {}
+            () = closed => tracing::info!("standard input closed: stopping"),
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = interrupt.await;
+        tokio::select! {
+            _ = interrupt => {}
+            () = closed => tracing::info!("standard input closed: stopping"),
+        }
     }
 }
 

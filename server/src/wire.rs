@@ -25,6 +25,10 @@ use statecraft_translators::{Diagnostic, RepairReport, Severity};
 #[derive(Serialize)]
 pub(crate) struct Health {
     pub(crate) ok: bool,
+    /// The binary's version.
+    pub(crate) version: &'static str,
+    /// [`crate::API_VERSION`].
+    pub(crate) api: u32,
 }
 
 /// `POST /v1/games` (201), and the receipt of every request that made a game.

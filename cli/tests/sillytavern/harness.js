@@ -1,12 +1,16 @@
 // The pieces of the SillyTavern browser test: SillyTavern itself (installed from npm by install.js,
 // its config switched off from everything that reaches outside the machine), started on a free port
-// with a data root of the run's own, so that what one run does to it (an extension disabled or
-// deleted, characters, chats, settings) never reaches the next.
+// from a copy of its folder and with a data root, both the run's own, so that what one run does to
+// it (a plugin installed, an extension disabled or deleted, characters, chats, settings) never
+// reaches the next; and a session with it from Node (cookies and CSRF token), to call its routes
+// as a signed-in user does.
 
-import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, readdirSync, symlinkSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, readdirSync, symlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+
+import { alive } from "../../../clients/js/test/server.js";
 
 export async function freePort() {
   const server = createServer();
@@ -18,9 +22,10 @@ export async function freePort() {
 
 /**
  * SillyTavern's config for the test: loopback only, no browser launch, no update checks or
- * downloads (extensions, models, tokenizers, plugins), no access log.
+ * downloads (extensions, models, tokenizers, plugins), no access log; server plugins and user
+ * accounts as `options` says.
  */
-function config(dataRoot, port) {
+function config(dataRoot, port, { plugins = false, accounts = false } = {}) {
   return `dataRoot: ${JSON.stringify(dataRoot)}
 listen: false
 port: ${port}
@@ -36,8 +41,9 @@ extensions:
   models:
     autoDownload: false
 enableDownloadableTokenizers: false
-enableServerPlugins: false
+enableServerPlugins: ${plugins}
 enableServerPluginsAutoUpdate: false
+enableUserAccounts: ${accounts}
 skipContentCheck: false
 logging:
   enableAccessLog: false
@@ -48,51 +54,65 @@ backups:
 `;
 }
 
-/** Whether the process `pid` still runs. */
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return error.code === "EPERM";
-  }
-}
-
 /**
- * This run's data root, `root/runs/PID`, made empty; the folders of earlier runs whose process has
- * ended (a run killed before it could remove its own) are removed. SillyTavern compiles its front-end
- * libraries with webpack into `DATA_ROOT/_webpack` (keyed by its version, which prunes stale ones; in a
- * container, into its own `dist/_webpack` instead); that folder is a link to `root/webpack`, shared by
- * the runs, so only the first one compiles.
+ * This run's folders under `root/runs/PID`, made empty; the folders of earlier runs whose process has
+ * ended (a run killed before it could remove its own) are removed. `data` is SillyTavern's data
+ * root; SillyTavern compiles its front-end libraries with webpack into `DATA_ROOT/_webpack` (keyed by
+ * its version, which prunes stale ones; in a container, into its own `dist/_webpack` instead), a link
+ * to `root/webpack` shared by the runs, so that only the first one compiles. `server` is a copy of
+ * SillyTavern's folder `serverSource` (its dependencies stay in `root/node_modules`, which Node finds
+ * from there), so that the server plugins installed into its `plugins/` are this run's alone.
+ * → `{run, dataRoot, serverFolder}`.
  */
-export function runDataRoot(root) {
+export function runFolders(root, serverSource) {
   const runs = join(root, "runs");
   mkdirSync(runs, { recursive: true });
   for (const entry of readdirSync(runs)) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid || !alive(pid)) rmSync(join(runs, entry), { recursive: true, force: true });
   }
-  const dataRoot = join(runs, String(process.pid));
-  mkdirSync(dataRoot);
+  const run = join(runs, String(process.pid));
+  const dataRoot = join(run, "data");
+  mkdirSync(dataRoot, { recursive: true });
   mkdirSync(join(root, "webpack"), { recursive: true });
   symlinkSync(join(root, "webpack"), join(dataRoot, "_webpack"), "dir");
-  return dataRoot;
+  const serverFolder = join(run, "server");
+  cpSync(serverSource, serverFolder, { recursive: true });
+  return { run, dataRoot, serverFolder };
 }
 
 /**
- * Starts SillyTavern from `serverFolder` with its data under `dataRoot` (see `runDataRoot`; the
- * config goes there too). `settings(json)` edits the default user's settings.json before any page
- * loads. → `{url, stop(), log(), dataRoot, userFolder}`; `stop()` ends SillyTavern and removes the
- * data root.
+ * Installs a server plugin with SillyTavern's own installer (`node plugins.js install URL`). → its
+ * folder. Asynchronous: the git server the URL names may run in this very process.
  */
-export async function startSillyTavern({ serverFolder, dataRoot, settings }) {
-  const port = await freePort();
+export async function installPlugin(serverFolder, url) {
+  const output = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ["plugins.js", "install", url], { cwd: serverFolder, encoding: "utf8", timeout: 120000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`node plugins.js install ${url} failed: ${error.message}\n${stdout}${stderr}`)) : resolve(stdout + stderr),
+    );
+  });
+  const name = url.replace(/\/+$/, "").split("/").pop().replace(/\.git$/, "");
+  const folder = join(serverFolder, "plugins", name);
+  if (!existsSync(join(folder, "package.json"))) throw new Error(`node plugins.js install ${url} did not install it:\n${output}`);
+  return folder;
+}
+
+/**
+ * Starts SillyTavern from `serverFolder` with its data under `dataRoot` (see `runFolders`; the
+ * config goes there too), on `port` (a free one by default). `settings(json)` edits the default
+ * user's settings.json before any page loads; `plugins` and `accounts` switch server plugins and
+ * user accounts on; `env` is its environment. → `{url, port, pid, stop(), log(), dataRoot,
+ * userFolder}`; `stop({signal})` ends SillyTavern with `signal` (SIGTERM by default), waits for it and
+ * resolves with how it exited.
+ */
+export async function startSillyTavern({ serverFolder, dataRoot, settings, port, plugins = false, accounts = false, env = process.env }) {
+  port ??= await freePort();
   const configPath = join(dataRoot, "config.yaml");
-  writeFileSync(configPath, config(dataRoot, port));
+  writeFileSync(configPath, config(dataRoot, port, { plugins, accounts }));
   const child = spawn(process.execPath, ["server.js", "--configPath", configPath, "--port", String(port), "--listen", "false", "--browserLaunchEnabled", "false"], {
     cwd: serverFolder,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, NODE_ENV: "production" },
+    env: { ...env, NODE_ENV: "production" },
   });
   let output = "";
   child.stdout.on("data", (chunk) => {
@@ -101,6 +121,7 @@ export async function startSillyTavern({ serverFolder, dataRoot, settings }) {
   child.stderr.on("data", (chunk) => {
     output += chunk;
   });
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   const url = `http://127.0.0.1:${port}`;
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`SillyTavern did not start in 180 s:\n${output.slice(-3000)}`)), 180000);
@@ -125,17 +146,48 @@ export async function startSillyTavern({ serverFolder, dataRoot, settings }) {
   }
   return {
     url,
+    port,
+    pid: child.pid,
     dataRoot,
     userFolder: join(dataRoot, "default-user"),
     log: () => output,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once("exit", resolve));
-        child.kill("SIGTERM");
-        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
-        if (child.exitCode === null) child.kill("SIGKILL");
+    async stop({ signal = "SIGTERM" } = {}) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+        const killer = setTimeout(() => child.kill("SIGKILL"), 60000);
+        await exited;
+        clearTimeout(killer);
       }
-      rmSync(dataRoot, { recursive: true, force: true });
+      return exited;
     },
   };
+}
+
+/**
+ * A session with SillyTavern from Node, as a browser has one: its cookies and CSRF token, signed in
+ * as `handle` when accounts are on. → `{fetch(path, init), token, handle}`; `fetch` sends the
+ * session's cookies and, unless `csrf: false`, its CSRF token.
+ */
+export async function sillyTavernSession(url, { handle, password = "" } = {}) {
+  const jar = new Map();
+  let token = null;
+  const call = async (path, { csrf = true, headers = {}, ...init } = {}) => {
+    const cookie = [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
+    const all = { ...headers };
+    if (cookie) all.cookie = cookie;
+    if (csrf && token) all["x-csrf-token"] = token;
+    const response = await fetch(`${url}${path}`, { ...init, headers: all, redirect: "manual" });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(";");
+      const at = pair.indexOf("=");
+      jar.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
+    }
+    return response;
+  };
+  token = (await (await call("/csrf-token")).json()).token;
+  if (handle) {
+    const login = await call("/api/users/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ handle, password }) });
+    if (!login.ok) throw new Error(`${handle} could not sign in: ${login.status} ${await login.text()}`);
+  }
+  return { fetch: call, token, handle };
 }

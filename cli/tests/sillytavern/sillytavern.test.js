@@ -1,38 +1,48 @@
-// The statecraft extension in real SillyTavern (the version pinned in st/package-lock.json, installed
-// from npm under target/ by install.js), in Debian's chromium driven by playwright-core, against a real
-// `statecraft serve` and a fake OpenAI-compatible model. The extension is installed as a user does:
-// "Install extension" with a URL that serves this working tree over git's smart HTTP. Then every chat
-// action is driven through SillyTavern's own buttons and commands, and after each one the game's state
-// (read over the HTTP API) must be the state the replies the chat shows give, and the prompt the
-// model received must carry the state the reply builds on. Beyond the chat actions: an MVU card
+// The statecraft extension and server plugin in real SillyTavern (the version pinned in
+// st/package-lock.json, installed from npm under target/ by install.js), in Debian's chromium driven
+// by playwright-core, against a fake OpenAI-compatible model. Both are installed as a user does, from
+// a URL that serves this working tree over git's smart HTTP: the plugin with SillyTavern's own
+// `node plugins.js install URL` (and `enableServerPlugins: true`), the binary's folder only on PATH;
+// the extension with "Install extension"; no drawer setting is touched, so every request goes through
+// the plugin. Then every chat action is driven through SillyTavern's own buttons and commands, and
+// after each one the game's state (read through the plugin's routes) must be the state the replies
+// the chat shows give, and the prompt the model received must carry the state the reply builds on. Beyond the chat actions: an MVU card
 // (mira.json) from import to its status bar, a refused reply, a deleted range, a branch and the way
-// back, a group chat, a chat file of 300 long replies opened for the first time, the server stopped
-// and started again, and how many prompt fetches each generation made (dry runs and quiet ones
-// included). The drawer's "Test connection" must name each problem (server down, origin not allowed,
-// wrong or missing token), and last the extension is turned off, on, updated to a new commit and
-// deleted in SillyTavern's "Manage extensions". SillyTavern runs on a data root of the run's own.
-// Screenshots go to $STATECRAFT_ARTIFACTS.
+// back, a group chat, a chat file of 300 long replies opened for the first time, the engine killed
+// in a run of syncs, SillyTavern stopped with SIGINT and SIGTERM and started again, and how many
+// prompt fetches each generation made (dry runs and quiet ones included). The drawer's "Test
+// connection" must say the plugin is connected, name each problem of another server (down, origin not
+// allowed, wrong or missing token) and of the plugin (no binary, a binary of another API version);
+// the extension is turned off, on, updated to a new commit and deleted in SillyTavern's "Manage
+// extensions"; and last, with user accounts on, two users cannot reach each other's games, and a
+// request without SillyTavern's session or CSRF token is refused. SillyTavern runs from a copy of its
+// folder on a data root, both the run's own. Screenshots go to $STATECRAFT_ARTIFACTS.
 
 import { test, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isDeepStrictEqual } from "node:util";
 import { chromium } from "playwright-core";
 import { Statecraft } from "../../../clients/js/statecraft.js";
-import { startServer } from "../../../clients/js/test/server.js";
+import { alive, binary, startServer } from "../../../clients/js/test/server.js";
+import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/keeper.js";
 import { startFakeModel } from "./fake-model.js";
 import { snapshot, serveGit, commitOnto, head } from "./git-server.js";
 import { installSillyTavern, installFolder, VERSION } from "./install.js";
-import { startSillyTavern, runDataRoot } from "./harness.js";
+import { installPlugin, runFolders, sillyTavernSession, startSillyTavern } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
 const artifacts = process.env.STATECRAFT_ARTIFACTS || resolve(repository, "target/sillytavern-screenshots");
 
-let statecraft;
+/** The statecraft API through the plugin, as SillyTavern's default user (`pluginApi`). */
 let api;
+/** This run's SillyTavern folders (`runFolders`) and the plugin's clone in its `plugins/`. */
+let run;
+let pluginFolder;
 let model;
 let git;
 /** The folder of the bare repository the extension is installed from, and the repository itself. */
@@ -80,14 +90,15 @@ const CHARACTER = {
 before(async () => {
   rmSync(artifacts, { recursive: true, force: true });
   mkdirSync(artifacts, { recursive: true });
-  const serverFolder = installSillyTavern({ log: (line) => process.stderr.write(`${line}\n`) });
+  const serverSource = installSillyTavern({ log: (line) => process.stderr.write(`${line}\n`) });
   model = await startFakeModel();
   gitRoot = mkdtempSync(join(tmpdir(), "statecraft-git-"));
   bare = snapshot(repository, gitRoot, "statecraft");
   git = await serveGit(gitRoot);
-  tavern = await startSillyTavern({
-    serverFolder,
-    dataRoot: runDataRoot(installFolder()),
+  run = runFolders(installFolder(), serverSource);
+  // The plugin as a user installs it: SillyTavern's own installer, from the repository's URL.
+  pluginFolder = await installPlugin(run.serverFolder, `${git.url}/statecraft.git`);
+  tavern = await startTavern({
     settings: (settings) => {
       settings.firstRun = false;
       settings.main_api = "openai";
@@ -100,9 +111,7 @@ before(async () => {
       });
     },
   });
-  // The two steps a user takes: the server allows SillyTavern's origin...
-  statecraft = await startServer(["--allow-origin", tavern.url]);
-  api = new Statecraft(statecraft.url);
+  api = await pluginApi();
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: [...(process.getuid?.() === 0 ? ["--no-sandbox"] : []), "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-gpu"],
@@ -163,7 +172,7 @@ after(async () => {
   if (page && tavern) await shot("last").catch(() => {});
   await browser?.close();
   await tavern?.stop();
-  await statecraft?.stop();
+  if (run) rmSync(run.run, { recursive: true, force: true });
   await git?.close();
   if (gitRoot) rmSync(gitRoot, { recursive: true, force: true });
   await model?.close();
@@ -172,17 +181,57 @@ after(async () => {
 });
 
 /**
- * Counts the page's calls to statecraft: prompt fetches (by the generation they belong to) and syncs;
- * and keeps the extension's files the page fetched from SillyTavern.
+ * The environment SillyTavern runs in: the statecraft binary's folder on PATH, and no STATECRAFT_BIN
+ * (the plugin finds the binary on PATH, as after `cargo install`); `change(env)` edits it.
+ */
+function tavernEnv(change = () => {}) {
+  const env = { ...process.env, PATH: `${dirname(binary())}:${process.env.PATH}` };
+  delete env.STATECRAFT_BIN;
+  change(env);
+  return env;
+}
+
+/**
+ * Starts SillyTavern from this run's folders with server plugins on (again on the same port and data
+ * root, when it ran before). `options` go to `startSillyTavern` (`accounts`, `settings`, `env`).
+ */
+function startTavern(options = {}) {
+  return startSillyTavern({ serverFolder: run.serverFolder, dataRoot: run.dataRoot, port: tavern?.port, plugins: true, env: tavernEnv(), ...options });
+}
+
+/**
+ * The statecraft API through the plugin's routes, from Node, in a session of SillyTavern's (`handle`
+ * signed in when accounts are on): what the page reaches, with the same cookies and CSRF token.
+ */
+async function pluginApi({ handle, password } = {}) {
+  const session = await sillyTavernSession(tavern.url, { handle, password });
+  const client = new Statecraft(`${tavern.url}${PLUGIN_PATH}`, {
+    fetch: (url, init) => session.fetch(url.slice(tavern.url.length), init),
+    headers: { "content-type": PLUGIN_CONTENT_TYPE },
+  });
+  client.session = session;
+  return client;
+}
+
+/** The PID of the engine the plugin runs now, from what it said in SillyTavern's console. */
+function enginePid() {
+  const said = [...tavern.log().matchAll(/statecraft: the engine runs(?: again)? \(pid (\d+)/g)];
+  return said.length ? Number(said.at(-1)[1]) : null;
+}
+
+/**
+ * Counts the page's calls to statecraft (the plugin's routes): prompt fetches (by the generation they
+ * belong to) and syncs; and keeps the extension's files the page fetched from SillyTavern.
  */
 function watchRequests() {
   page.on("request", (request) => {
     const url = new URL(request.url());
     if (url.pathname.startsWith(`/scripts/extensions/third-party/${EXTENSION}/`)) extensionFiles.push(url.pathname);
-    if (url.origin !== new URL(statecraft.url).origin || request.method() !== "POST") return;
+    if (!url.pathname.startsWith(`${PLUGIN_PATH}/`) || request.method() !== "POST") return;
+    const path = url.pathname.slice(PLUGIN_PATH.length);
     // The generation a prompt belongs to is the next one the model gets.
-    if (url.pathname === "/v1/prompt") promptFetches.push(model.requests.length);
-    const sync = /^\/v1\/games\/([^/]+)\/sync$/.exec(url.pathname);
+    if (path === "/v1/prompt") promptFetches.push(model.requests.length);
+    const sync = /^\/v1\/games\/([^/]+)\/sync$/.exec(path);
     if (sync) syncs.push({ game: decodeURIComponent(sync[1]), bytes: request.postDataBuffer()?.length ?? 0, request });
   });
 }
@@ -488,15 +537,9 @@ test("the extension installs from its repository URL and shows in Manage extensi
   await closeManageExtensions();
 });
 
-/**
- * Types a server URL and token into the drawer as a user does, presses "Test connection" and reads
- * the verdict it shows. → `{ok, text}`.
- */
-async function testConnection(url, token = "") {
-  for (const [field, value] of [["#statecraft_url", url], ["#statecraft_token", token]]) {
-    await page.fill(field, value);
-    await page.locator(field).dispatchEvent("change");
-  }
+/** Presses "Test connection" and reads the verdict the drawer shows. → `{ok, text}`. */
+async function pressTest() {
+  await page.evaluate(() => document.querySelector("#statecraft_test_result").classList.remove("ok", "bad"));
   await page.click("#statecraft_test");
   await page.waitForFunction(() => /\b(ok|bad)\b/.test(document.querySelector("#statecraft_test_result").className), null, { timeout: 30000 });
   return page.evaluate(() => {
@@ -505,8 +548,39 @@ async function testConnection(url, token = "") {
   });
 }
 
-test("the settings drawer connects and names the real problem", async () => {
+/**
+ * Types another server's URL and token into the drawer as a user does, presses "Test connection"
+ * and reads the verdict it shows. → `{ok, text}`.
+ */
+async function testConnection(url, token = "") {
+  for (const [field, value] of [["#statecraft_url", url], ["#statecraft_token", token]]) {
+    await page.fill(field, value);
+    await page.locator(field).dispatchEvent("change");
+  }
+  return pressTest();
+}
+
+/** The plugin's verdict in the drawer, once the drawer has asked it. */
+async function pluginConnection() {
+  await page.waitForFunction(() => !/connecting/.test(document.querySelector("#statecraft_connection").textContent), null, { timeout: 30000 });
+  return page.textContent("#statecraft_connection");
+}
+
+test("the drawer connects through the plugin with nothing set, and names each problem of another server", async () => {
   await page.locator(".statecraft-settings .inline-drawer-toggle").click();
+  await check("plugin: connected with no setting touched, no server fields shown", async () => {
+    assert.equal(await pluginConnection(), "connected through SillyTavern's server plugin");
+    assert.equal(await page.locator("#statecraft_url").isVisible(), false);
+    assert.equal(await page.locator("#statecraft_token").isVisible(), false);
+    const { ok, text } = await pressTest();
+    assert.equal(ok, true, text);
+    assert.match(text, /^connected through SillyTavern's server plugin \(statecraft \d+\.\d+\.\d+\S*, 0 games\)$/);
+  });
+  await shot("test-connection-plugin");
+
+  // Another server: the fields show once asked for.
+  await page.locator("#statecraft_another").check();
+  await page.locator("#statecraft_url").waitFor({ state: "visible" });
   // The exact flag to add: SillyTavern's origin as the browser shows it.
   const allow = `statecraft serve --allow-origin ${tavern.url}`;
   await check("test connection: nothing answers", async () => {
@@ -547,18 +621,20 @@ test("the settings drawer connects and names the real problem", async () => {
     await check("test connection: the right token", async () => {
       const { ok, text } = await testConnection(guarded.url, "the-right-token");
       assert.equal(ok, true, text);
-      assert.match(text, /^connected to /);
+      assert.equal(text, `connected to ${guarded.url} (0 games)`);
     });
   } finally {
     await guarded.stop();
   }
 
-  await check("test connection: connected", async () => {
-    const { ok, text } = await testConnection(statecraft.url);
-    assert.equal(ok, true, text);
-    assert.equal(text, `connected to ${statecraft.url} (0 games)`);
+  // Back to the plugin: the other server is forgotten.
+  await page.locator("#statecraft_another").uncheck();
+  await check("back to the plugin: connected, the other server forgotten", async () => {
+    assert.equal(await page.locator("#statecraft_url").isVisible(), false);
+    assert.equal(await pluginConnection(), "connected through SillyTavern's server plugin");
+    assert.equal(await page.evaluate(() => SillyTavern.getContext().extensionSettings.statecraft.url), "");
+    assert.equal((await pressTest()).ok, true);
   });
-  await shot("test-connection-ok");
   await page.click("#extensions-settings-button .drawer-toggle");
 });
 
@@ -951,30 +1027,76 @@ test("a chat with hundreds of long replies, opened for the first time", async ()
   });
 });
 
-test("the server goes down and comes back: the chat resyncs by itself", async () => {
+/** Waits until `condition()` holds, for at most `ms`. */
+async function until(condition, what, ms = 30000) {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+test("the engine killed in a run of syncs: started again, nothing acknowledged lost, the page recovers by itself", async () => {
+  const first = enginePid();
+  assert.ok(first && alive(first), "the plugin said in the console which engine it runs");
+  // A run of syncs on a game of its own, a reply more each time, the engine killed in the middle.
+  const replies = [];
+  const acknowledged = [];
+  for (let turn = 0; turn < 30; turn += 1) {
+    replies.push(`Burst ${turn}. _.add('n', 1);`);
+    if (turn === 10) process.kill(first, "SIGKILL");
+    try {
+      await api.sync("burst", replies, { create: { state: { n: 0 } } });
+      acknowledged.push(replies.length);
+    } catch (error) {
+      assert.ok([502, 503].includes(error.status), `${error.status} ${error.kind}: ${error.message}`);
+      assert.ok(["engine_stopped", "starting"].includes(error.kind), error.kind);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  await until(() => enginePid() !== first, "the engine started again");
+  await check("killed: started again, every acknowledged sync there, none applied twice", async () => {
+    assert.ok(alive(enginePid()));
+    assert.match(tavern.log(), /statecraft: the engine was killed \(SIGKILL\); starting it again in/);
+    assert.ok(acknowledged.length >= 10 && acknowledged.length < 30, `${acknowledged.length} syncs acknowledged`);
+    const after = await api.sync("burst", replies);
+    assert.deepEqual(after.state, { n: 30 }, "each reply applied exactly once");
+    assert.equal((await api.log("burst")).steps.length, 30);
+  });
+
+  // The page: the engine killed just as the next message's generation asks for its state (the
+  // page's first sync after the send), so that the plugin cannot have started it again yet.
   const game = await gameId();
-  await statecraft.halt();
+  const second = enginePid();
+  let killedAt = null;
+  await page.route(
+    `**${PLUGIN_PATH}/v1/games/*/sync`,
+    async (route) => {
+      process.kill(second, "SIGKILL");
+      killedAt = model.requests.length;
+      await route.continue();
+    },
+    { times: 1 },
+  );
   model.next("Water drips. _.add('gold', 1);");
   await send("I wait.");
-  await check("server down: the prompt carries no state, a toast says why", async () => {
+  assert.equal(killedAt, model.requests.length - 1, "killed before the generation's request to the model");
+  await check("engine down: the prompt carries no state, a toast says why", async () => {
     assert.equal(promptState(), null, "never a stale state");
-    await toastText("error", /cannot reach statecraft/);
+    await toastText("error", /the state is not in this prompt: statecraft \(server plugin\)/);
   });
-  await shot("server-down");
-  await statecraft.start();
-  // The next chat action (a new swipe) syncs by itself: the reply made while the server was down
-  // is applied, and the swipe's prompt carries the state before it.
+  await shot("engine-down");
+  // No user action: the extension tries again until the engine is back.
+  await check("engine back: the chat resyncs by itself and a toast says so", async () => {
+    await until(async () => isDeepStrictEqual((await api.getGame(game)).state, fold(await shownReplies())), "the game to catch up with the chat");
+    await toastText("success", /connected again/);
+    assert.notEqual(enginePid(), second);
+  });
+  await stateMatchesChat("engine back");
   model.next("Water pours. _.add('gold', 2);");
   await generating(() => page.locator("#chat .last_mes .swipe_right").click());
-  await promptCarries("server back: the swipe's prompt", (await shownReplies()).slice(0, -1));
-  await stateMatchesChat("server back: swipe");
-  await check("server back: the same game, and a toast says so", async () => {
-    assert.equal(await gameId(), game);
-    await toastText("success", /connected again/);
-  });
-  await page.locator("#chat .last_mes .swipe_left").click();
-  await settle();
-  await stateMatchesChat("server back: the reply made while it was down");
+  await promptCarries("engine back: the swipe's prompt", (await shownReplies()).slice(0, -1));
+  await stateMatchesChat("engine back: swipe");
 });
 
 test("dry runs and quiet generations fetch no prompt; a real generation at most one", async () => {
@@ -1013,6 +1135,85 @@ test("dry runs and quiet generations fetch no prompt; a real generation at most 
     const real = generations.filter((started) => !started.dryRun).length;
     process.stderr.write(`${model.requests.length} generations (${real} real starts, ${generations.length - real} dry runs): ${promptFetches.length} prompt fetches\n`);
   });
+});
+
+/** Every game the plugin's default user has, with its state and step. */
+async function everyGame(client = api) {
+  const games = [];
+  for await (const listing of client.allGames()) {
+    const { state, step } = await client.getGame(listing.id);
+    games.push({ id: listing.id, state, step });
+  }
+  return games;
+}
+
+test("SillyTavern stopped with SIGINT and with SIGTERM: no statecraft left, nothing lost, the same games after", async () => {
+  for (const signal of ["SIGINT", "SIGTERM"]) {
+    const before = await everyGame();
+    assert.ok(before.length >= 4, `${before.length} games`);
+    const engine = enginePid();
+    const { code } = await tavern.stop({ signal });
+    await check(`${signal}: SillyTavern stopped its engine, and waited for it`, async () => {
+      assert.equal(code, 0, "SillyTavern ran its exit hooks and exited");
+      assert.equal(alive(engine), false, `the engine (pid ${engine}) is gone`);
+      assert.equal(alive(tavern.pid), false);
+    });
+    tavern = await startTavern();
+    api = await pluginApi();
+    await check(`${signal}: started again, the same games`, async () => {
+      assert.deepEqual(await everyGame(), before);
+      assert.notEqual(enginePid(), engine);
+    });
+  }
+  await openSillyTavern();
+  await openWarden();
+  await settle();
+  await stateMatchesChat("SillyTavern started again");
+});
+
+/** Restarts SillyTavern with `options` (see `startTavern`) and opens the page again. */
+async function restartTavern(options = {}) {
+  await tavern.stop();
+  tavern = await startTavern(options);
+  api = await pluginApi();
+  await openSillyTavern();
+}
+
+test("no binary, and a binary of another API version: the drawer and the console say what to do", async () => {
+  const install = `cargo install --locked --force --git ${git.url}/statecraft.git statecraft`;
+  const old = join(mkdtempSync(join(tmpdir(), "statecraft-old-")), "statecraft");
+  writeFileSync(old, "#!/bin/sh\necho 'statecraft 0.0.9'\n");
+  chmodSync(old, 0o755);
+  const cases = [
+    ["no binary", (env) => (env.PATH = "/usr/bin:/bin"), /^the server plugin: the statecraft binary is missing \(looked in .*\)\. Install it with `(.*)` \(or unpack a release archive into (.*)\), then press Test connection$/],
+    ["a binary too old", (env) => (env.STATECRAFT_BIN = old), /^the server plugin: .* is statecraft 0\.0\.9, HTTP API older than 1, and this plugin needs HTTP API 1\. Update the binary with `(.*)` \(or unpack a release archive into (.*)\), then press Test connection$/],
+  ];
+  for (const [name, change, pattern] of cases) {
+    await restartTavern({ env: tavernEnv(change) });
+    await extensionDrawer(true);
+    await check(`${name}: the drawer says what is wrong and the command that fixes it`, async () => {
+      const shown = await pluginConnection();
+      const match = pattern.exec(shown);
+      assert.ok(match, shown);
+      assert.equal(match[1], install);
+      assert.equal(match[2], join(pluginFolder, "bin"));
+      const { ok, text } = await pressTest();
+      assert.equal(ok, false);
+      assert.equal(text, shown);
+      assert.ok(tavern.log().includes(shown.replace("the server plugin: ", "statecraft: ").split(". ")[0]), "SillyTavern's console says it too");
+    });
+    await shot(`plugin-${name.replace(/ /g, "-")}`);
+    await extensionDrawer(false);
+  }
+  rmSync(join(old, ".."), { recursive: true, force: true });
+  await restartTavern();
+  await extensionDrawer(true);
+  await check("binary back: connected", async () => {
+    assert.equal(await pluginConnection(), "connected through SillyTavern's server plugin");
+  });
+  await extensionDrawer(false);
+  await openWarden();
+  await settle();
 });
 
 /** Opens the Warden's last chat (after a reload nothing is open) and waits for it. */
@@ -1176,6 +1377,68 @@ test("Manage extensions: deleted there, its folder, settings and code are gone",
     await closeManageExtensions();
   });
   await shot("deleted");
+});
+
+test("a request without SillyTavern's session or CSRF token is refused before it reaches statecraft", async () => {
+  const games = (await everyGame()).length;
+  const post = (session, options) =>
+    session.fetch(`${PLUGIN_PATH}/v1/games`, { method: "POST", headers: { "content-type": PLUGIN_CONTENT_TYPE }, body: JSON.stringify({ state: { forged: true } }), ...options });
+  await check("csrf: a POST without the token, or with another session's, is refused", async () => {
+    assert.equal((await post(api.session, { csrf: false })).status, 403);
+    const other = await sillyTavernSession(tavern.url);
+    const forged = await api.session.fetch(`${PLUGIN_PATH}/v1/games`, {
+      method: "POST",
+      csrf: false,
+      headers: { "content-type": PLUGIN_CONTENT_TYPE, "x-csrf-token": other.token === api.session.token ? "x" : other.token },
+      body: JSON.stringify({ state: { forged: true } }),
+    });
+    assert.equal(forged.status, 403);
+    assert.equal((await everyGame()).length, games, "no game was made");
+    assert.equal((await post(api.session)).status, 201, "with its own token the same request passes");
+  });
+});
+
+test("with user accounts on, each user's games are that user's alone", async () => {
+  await tavern.stop();
+  tavern = await startTavern({ accounts: true });
+  const admin = await pluginApi({ handle: "default-user" });
+  const made = await admin.session.fetch("/api/users/create", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ handle: "rival", name: "Rival", password: "rival-pass" }),
+  });
+  assert.ok(made.ok, `${made.status} ${await made.text()}`);
+  const rival = await pluginApi({ handle: "rival", password: "rival-pass" });
+  const mine = await everyGame(admin);
+  assert.ok(mine.length >= 4, `${mine.length} games`);
+  await check("accounts: no session, no games", async () => {
+    const anonymous = await fetch(`${tavern.url}${PLUGIN_PATH}/v1/games`);
+    assert.equal(anonymous.status, 403);
+  });
+  await check("accounts: another user lists none of them and reaches none by id", async () => {
+    assert.deepEqual((await rival.listGames({ limit: 1000 })).games, []);
+    for (const { id } of mine) {
+      for (const [what, call] of [
+        ["read", () => rival.getGame(id)],
+        ["read at a step", () => rival.stateAt(id, { step: 0 })],
+        ["log", () => rival.log(id)],
+        ["apply", () => rival.apply(id, { batch: [{ op: "assign", path: ["x"], value: 1 }] })],
+        ["sync", () => rival.sync(id, ["_.set('gold', 1000);"])],
+        ["undo", () => rival.undo(id)],
+        ["delete", () => rival.deleteGame(id)],
+      ]) {
+        await assert.rejects(call(), (error) => error.status === 404 && error.kind === "unknown_game", `${what} ${id}`);
+      }
+    }
+    // The same id is the other user's own game, not a way into this one's.
+    const [first] = mine;
+    const own = await rival.sync(first.id, ["_.set('hp', 1);"], { create: { state: { hp: 50 } } });
+    assert.deepEqual(own.state, { hp: 1 });
+    assert.deepEqual(await everyGame(admin), mine, "the first user's games are as they were");
+    await admin.createGame({ id: "only-mine", state: { secret: 1 } });
+    await assert.rejects(rival.getGame("only-mine"), (error) => error.status === 404);
+    assert.deepEqual((await rival.listGames()).games.map((game) => game.id), [first.id]);
+  });
 });
 
 test("nothing went wrong in the page", () => {

@@ -58,6 +58,28 @@ test("a GET sends no body and no content type, and query members are encoded", a
   assert.equal(calls[1].url, "http://127.0.0.1:8765/v1/games/g/state?at=m+1");
 });
 
+test("the headers option adds to every request and may replace the content type", async () => {
+  const { fetch, calls } = recorder(json(200, { ok: true }), json(200, { committed: true }));
+  let asked = 0;
+  const client = new Statecraft("http://game.test/api/plugins/statecraft", {
+    fetch,
+    headers: () => {
+      asked += 1;
+      return { "X-CSRF-Token": `t${asked}`, "Content-Type": "application/vnd.statecraft+json" };
+    },
+  });
+  await client.health();
+  await client.apply("g", { input: "x" });
+  assert.equal(asked, 2, "asked at each request");
+  assert.equal(calls[0].url, "http://game.test/api/plugins/statecraft/v1/health");
+  assert.deepEqual(calls[0].headers, { accept: "application/json", "x-csrf-token": "t1" }, "no content type without a body");
+  assert.deepEqual(calls[1].headers, {
+    accept: "application/json",
+    "content-type": "application/vnd.statecraft+json",
+    "x-csrf-token": "t2",
+  });
+});
+
 test("each attempt gets a timeout signal unless the call passes its own", async () => {
   const { fetch, calls } = recorder(json(200, { ok: true }), json(200, { ok: true }));
   const client = new Statecraft("http://game.test", { fetch, timeoutMs: 1000 });

@@ -1,5 +1,6 @@
 // Starts a real `statecraft serve` for the tests, on a free loopback port and a fresh SQLite file,
 // and stops it (SIGTERM) afterwards. The binary is $STATECRAFT_BIN, or the workspace's debug build.
+// `alive` tells whether a process (such a server, or one a test started) still runs.
 
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
@@ -67,4 +68,14 @@ export async function startServer(args = []) {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Whether the process `pid` still runs (one of another user's answers EPERM, and runs too). */
+export function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === "EPERM";
+  }
 }

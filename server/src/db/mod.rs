@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use statecraft_saves::{Storage, StorageError};
 
-pub(crate) use rows::{CREATE_SCOPE, fits, now};
+pub(crate) use rows::{fits, now};
 
 /// Where games are stored, as given to `--db`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -699,16 +699,11 @@ impl rows::Tables for Tables<'_, '_> {
         Ok(())
     }
 
-    fn spend_receipts(&mut self, spent: &Spent) -> Result<(), postgres::Error> {
-        self.flush_for(rows::CREATE_SCOPE)?;
+    fn spend_receipts(&mut self, scope: &str, spent: &Spent) -> Result<(), postgres::Error> {
+        self.flush_for(scope)?;
         self.tx.execute(
             "UPDATE receipts SET status = $1, body = $2 WHERE game = $3 AND body = $4",
-            &[
-                &i32::from(spent.status),
-                &spent.body,
-                &rows::CREATE_SCOPE,
-                &spent.made,
-            ],
+            &[&i32::from(spent.status), &spent.body, &scope, &spent.made],
         )?;
         Ok(())
     }

@@ -14,8 +14,12 @@ use statecraft_saves::{
     Written,
 };
 
-/// The receipt scope of requests that create games (their answer names a game that did not exist).
-pub(crate) const CREATE_SCOPE: &str = "";
+/// The receipt scope of the requests that create the game whose key is `game` (their answer names a
+/// game that did not exist): its owner's `OWNER/`, or `""` for a game without owner (`ids.rs`). No
+/// game's key is a scope: every key has an id after its `/`.
+pub(crate) fn create_scope(game: &str) -> &str {
+    game.rfind('/').map_or("", |slash| &game[..=slash])
+}
 
 /// The layout of the tables, kept in `statecraft_meta` under `schema_version`: written when the
 /// tables are made, read at every open, and raised only with a migration that reads the versions
@@ -141,8 +145,9 @@ pub(crate) trait Tables {
     /// Removes a game's row, records and receipts, and keeps `seq`, its last record number, for a
     /// game made again under the id.
     fn delete_game(&mut self, id: &str, seq: u64) -> Result<(), Self::Error>;
-    /// Gives the receipts of the create scope whose body is `spent.made` the answer `spent` holds.
-    fn spend_receipts(&mut self, spent: &Spent) -> Result<(), Self::Error>;
+    /// Gives the receipts of the create scope `scope` whose body is `spent.made` the answer `spent`
+    /// holds.
+    fn spend_receipts(&mut self, scope: &str, spent: &Spent) -> Result<(), Self::Error>;
 }
 
 /// What one write does, on either database, inside its batch's transaction: the compare-and-set of
@@ -178,7 +183,7 @@ pub(crate) fn decide<T: Tables + ?Sized>(
                 return Ok(Written::Exists);
             }
             if let Some(receipt) = receipt {
-                if !tables.insert_receipt(CREATE_SCOPE, receipt)? {
+                if !tables.insert_receipt(create_scope(id), receipt)? {
                     // Another request under the same key made its game first: this one makes none.
                     tables.remove_game(id)?;
                     return Ok(Written::Exists);
@@ -227,7 +232,7 @@ pub(crate) fn decide<T: Tables + ?Sized>(
             };
             tables.delete_game(id, seq)?;
             if let Some(spent) = spent {
-                tables.spend_receipts(spent)?;
+                tables.spend_receipts(create_scope(id), spent)?;
             }
             Ok(Written::Done)
         }

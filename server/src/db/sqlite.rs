@@ -447,17 +447,12 @@ impl rows::Tables for Tables<'_, '_> {
         Ok(())
     }
 
-    fn spend_receipts(&mut self, spent: &Spent) -> Result<(), rusqlite::Error> {
+    fn spend_receipts(&mut self, scope: &str, spent: &Spent) -> Result<(), rusqlite::Error> {
         self.tx
             .prepare_cached(
                 "UPDATE receipts SET status = ?1, body = ?2 WHERE game = ?3 AND body = ?4",
             )?
-            .execute(params![
-                spent.status,
-                spent.body,
-                rows::CREATE_SCOPE,
-                spent.made
-            ])?;
+            .execute(params![spent.status, spent.body, scope, spent.made])?;
         Ok(())
     }
 }

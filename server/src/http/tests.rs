@@ -17,6 +17,7 @@ use crate::db::Database;
 use crate::guard::Policy;
 use crate::writer::Writer;
 
+mod owners;
 // The PostgreSQL set-up every test of the server and the command shares.
 #[path = "../../tests/common/pg_schema.rs"]
 mod pg_schema;
