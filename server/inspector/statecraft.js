@@ -48,6 +48,7 @@ export class Statecraft {
   /**
    * @param {string} [baseUrl] where the server listens, `http://127.0.0.1:8765` by default
    * @param {{token?: string, fetch?: typeof fetch, timeoutMs?: number, init?: RequestInit,
+   *          headers?: Record<string, string> | (() => Record<string, string>),
    *          onUnauthorized?: (error: StatecraftError, sent: {token?: string}) => unknown,
    *          maxBodyBytes?: number}} [options]
    */
@@ -59,6 +60,10 @@ export class Statecraft {
     // Passed to every `fetch` under the client's own members (`{credentials: "omit", cache:
     // "no-store"}` in a browser page); method, headers, body and signal are the client's.
     this.init = options.init || {};
+    // Headers every request carries besides the client's own, which they may replace (names in lower
+    // case): an object, or a function asked at each request. Through SillyTavern's server plugin
+    // these are SillyTavern's CSRF token and the plugin's content type (clients/sillytavern).
+    this.headers = options.headers || {};
     this.onUnauthorized = options.onUnauthorized;
     // A sync whose body would pass this goes in parts (the server refuses bodies past its
     // `--max-body`, 4 MiB by default).
@@ -102,6 +107,9 @@ export class Statecraft {
     if (text !== undefined) headers["content-type"] = "application/json";
     if (token) headers.authorization = `Bearer ${token}`;
     if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
+    const extra = typeof this.headers === "function" ? this.headers() : this.headers;
+    for (const [name, value] of Object.entries(extra ?? {})) headers[name.toLowerCase()] = value;
+    if (text === undefined) delete headers["content-type"];
     let response;
     try {
       response = await this.fetch(this.baseUrl + path, { ...this.init, method, headers, body: text, signal });
@@ -124,7 +132,7 @@ export class Statecraft {
     return parsed;
   }
 
-  /** `GET /v1/health` → `{ok: true}`. */
+  /** `GET /v1/health` → `{ok: true, version, api}`. */
   health() {
     return this.request("GET", "/v1/health");
   }
