@@ -53,8 +53,8 @@ pub struct ApplyOptions {
     /// that profile's).
     pub policies: Option<Policies>,
     /// The profile for this batch instead of the store's: under `mvu` and `mvu-zod` the batch's
-    /// commands apply one by one, a refused one skipped with a warning, and the store's automatic
-    /// schema ([`StoreBuilder::structure`]) applies (docs/mvu.md, "Profiles").
+    /// commands apply one by one, a refused one skipped with a warning, and under `mvu` the store's
+    /// automatic schema ([`StoreBuilder::structure`]) applies (docs/mvu.md, "Profiles").
     pub profile: Option<Profile>,
     /// Apply the instructions that succeed and report the others, instead of all-or-nothing. A failing
     /// instruction's own partial effects (and those of what its callbacks emitted) are rolled back.
@@ -275,8 +275,9 @@ impl StoreBuilder {
         self
     }
 
-    /// MVU's automatic schema of the game's card, which batches run under the `mvu` and `mvu-zod`
-    /// profiles obey (locked containers, required keys, templates); `strict` ignores it.
+    /// MVU's automatic schema of the game's card, which batches run under the `mvu` profile obey
+    /// (locked containers, required keys, templates); `strict` and `mvu-zod` (whose JSON Schema
+    /// decides instead) ignore it.
     pub fn structure(mut self, structure: StructureSchema) -> StoreBuilder {
         self.structure = Some(structure);
         self
@@ -514,7 +515,7 @@ impl Store {
             },
             handler: &mut *self.handler,
             schema: self.schema.as_ref(),
-            structure: if profile.is_mvu() {
+            structure: if profile.uses_automatic_schema() {
                 self.structure.as_ref()
             } else {
                 None
