@@ -344,7 +344,10 @@ fn under_mvu_zod_the_json_schema_decides_what_is_added_or_removed() {
     let Outcome::Committed(commit) = zod.apply(&reply) else {
         panic!("committed")
     };
-    assert_eq!(zod.state().to_json(), json!({"npcs": {"amy": {"trust": 2}}}));
+    assert_eq!(
+        zod.state().to_json(),
+        json!({"npcs": {"amy": {"trust": 2}}})
+    );
     let kinds: Vec<ErrorKind> = commit.warnings.iter().map(|w| w.kind).collect();
     assert_eq!(
         kinds,
@@ -354,5 +357,8 @@ fn under_mvu_zod_the_json_schema_decides_what_is_added_or_removed() {
     // Under mvu the automatic schema locks `npcs`: no entry leaves or enters.
     let mut mvu = game(Profile::Mvu);
     assert!(mvu.apply(&reply).is_committed());
-    assert_eq!(mvu.state().to_json(), json!({"npcs": {"bob": {"trust": 1}}}));
+    assert_eq!(
+        mvu.state().to_json(),
+        json!({"npcs": {"bob": {"trust": 1}}})
+    );
 }

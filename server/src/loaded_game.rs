@@ -141,15 +141,13 @@ pub(crate) fn build_store(
     if let Some(schema) = schema {
         builder = builder.schema(schema.clone());
     }
-    if let Some(source) = &base.automatic_schema {
-        let structure = StructureSchema::new(source.clone()).map_err(|error| {
-            ApiError::new(
-                Kind::InvalidGame,
-                format!("the card's automatic schema is unusable: {error}"),
-            )
-        })?;
-        builder = builder.structure(structure);
-    }
+    let card = base.card().map_err(|error| {
+        ApiError::new(
+            Kind::InvalidGame,
+            format!("the card's automatic schema is unusable: {error}"),
+        )
+    })?;
+    builder = builder.card(card);
     let mut vm_bytes = 0;
     if !scripts.is_empty() {
         let handlers = load_scripts(scripts, limits)?;
@@ -279,11 +277,17 @@ impl LoadedGame {
             .store
             .state_at(StepId::ROOT)
             .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
-        let base = BaseRecord {
+        let mut base = BaseRecord {
             state: root.value().clone(),
             root_keys: self.store.root_keys().to_vec(),
             ..self.base.clone()
         };
+        // The card at the root, which trimming may have moved past a card update.
+        let root_card = self
+            .store
+            .card_at(StepId::ROOT)
+            .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
+        base.set_card(root_card);
         Ok((base, TimelineRecord::all_of(&self.store)))
     }
 
@@ -443,6 +447,7 @@ impl LoadedGame {
             spans: reading.spans(),
             deadline: Some(deadline),
             key: None,
+            card: None,
         };
         if request.dry_run {
             return self.dry_run(&mut reading, options, request);

@@ -97,6 +97,8 @@ pub(crate) fn base(
         seed: Some(source.seed),
         profile: (profile != Profile::Strict).then_some(profile),
         automatic_schema,
+        card_fingerprint: None,
+        macros: BTreeMap::new(),
         root_keys: Vec::new(),
     };
     // Building the store checks the state against the schema, compiles the automatic schema and
