@@ -120,10 +120,12 @@ fn remove_by_position_on_objects_and_arrays() {
 #[test]
 fn remove_by_position_applies_under_mvu() {
     let text = "_.remove('achievements', 1);//forgotten";
-    let mut store = Store::builder(Value::from(json!({"achievements": {"a": 1, "b": 2, "c": 3}})))
-        .profile(Profile::Mvu)
-        .build()
-        .unwrap();
+    let mut store = Store::builder(Value::from(
+        json!({"achievements": {"a": 1, "b": 2, "c": 3}}),
+    ))
+    .profile(Profile::Mvu)
+    .build()
+    .unwrap();
     let extraction = extract(
         text,
         &ExtractOptions {
@@ -134,7 +136,10 @@ fn remove_by_position_applies_under_mvu() {
     let (batch, apply) = extraction.applicable().unwrap();
     let batch = batch.clone();
     assert!(store.apply_with(&batch, &apply).is_committed());
-    assert_eq!(store.state().to_json(), json!({"achievements": {"a": 1, "c": 3}}));
+    assert_eq!(
+        store.state().to_json(),
+        json!({"achievements": {"a": 1, "c": 3}})
+    );
 }
 
 #[test]

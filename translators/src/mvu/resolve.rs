@@ -588,9 +588,7 @@ fn remove_from(
                 skip(format!("the object at {path} has no key {which}"))
             }
         }
-        _ => skip(format!(
-            "no array or object at {path}, mvu skips it too"
-        )),
+        _ => skip(format!("no array or object at {path}, mvu skips it too")),
     }
 }
 
