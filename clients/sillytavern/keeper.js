@@ -37,18 +37,20 @@ function pendingSwipe(message) {
 
 /**
  * The path a generation of `type` builds on, and whether the chat shows that path (`move`). A swipe
- * and a continue replace the last reply: the new text builds on the state before it, read without
- * moving the game. A regeneration has already removed the reply it replaces; a new reply and an
- * impersonation build on everything shown.
+ * replaces the last reply: the new text builds on the state before it, read without moving the game.
+ * A regeneration has already removed the reply it replaces. A continue writes after the reply it
+ * continues, whose commands so far stand: it builds on the whole shown chat, that reply included;
+ * once it ends, the reply's whole text is that reply (a sync applies it once, in place of the
+ * shorter text). A new reply and an impersonation build on everything shown.
  */
 export function generationPath(chat, type) {
   const replies = shownReplies(chat);
   const messages = Array.isArray(chat) ? chat : [];
   const last = messages[messages.length - 1];
-  if ((type === "swipe" || type === "continue") && isReply(last) && !pendingSwipe(last)) {
+  if (type === "swipe" && isReply(last) && !pendingSwipe(last)) {
     return { replies: replies.slice(0, -1), move: false };
   }
-  return { replies, move: type !== "swipe" && type !== "continue" };
+  return { replies, move: type !== "swipe" };
 }
 
 /** A new game id for a chat: readable, within the characters a game id allows, and unique. */

@@ -58,7 +58,8 @@ test("replies are the model's messages, hidden ones included, narrator notes not
 test("a generation builds on the right path", () => {
   const chat = [bot("a"), user("x"), bot("b")];
   assert.deepEqual(generationPath(chat, "swipe"), { replies: ["a"], move: false });
-  assert.deepEqual(generationPath(chat, "continue"), { replies: ["a"], move: false });
+  // Continue: the reply being continued is on the path; the model writes after its commands.
+  assert.deepEqual(generationPath(chat, "continue"), { replies: ["a", "b"], move: true });
   assert.deepEqual(generationPath(chat, "normal"), { replies: ["a", "b"], move: true });
   assert.deepEqual(generationPath(chat, "impersonate"), { replies: ["a", "b"], move: true });
   // Regenerate: SillyTavern has removed the reply before the interceptor runs.
@@ -104,6 +105,22 @@ test("every chat action lands the game on the shown replies' state", async () =>
   chat.messages.splice(1, 2);
   await keeper.sync();
   assert.deepEqual(await state(), { hp: 95, gold: 1 });
+  assert.equal(events.errors.length, 0, events.errors.map((error) => error.message).join());
+});
+
+test("a continue is prompted with the reply it continues, and its whole text applies once", async () => {
+  const chat = { messages: [bot("Hi."), user("fight"), bot("The blow lands. _.set('hp', 100, 60);")] };
+  const { keeper, events } = keeperFor(chat, "keeper-continue");
+  await keeper.sync();
+  const prompt = await keeper.stateForGeneration("continue");
+  assert.deepEqual(prompt.state, { hp: 60, gold: 0 }, "the model writes after the reply's commands");
+  keeper.generationStarted();
+  const message = chat.messages[2];
+  message.mes = message.swipes[0] = `${message.mes} Then a coin. _.add('gold', 3);`;
+  await keeper.generationEnded();
+  assert.deepEqual((await client.getGame("keeper-continue")).state, { hp: 60, gold: 3 }, "each command once");
+  const log = await client.log("keeper-continue");
+  assert.equal(log.steps.length, 3, "the greeting, the reply as first written, the continued reply beside it");
   assert.equal(events.errors.length, 0, events.errors.map((error) => error.message).join());
 });
 
