@@ -6,7 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Statecraft } from "../../js/statecraft.js";
 import { startServer } from "../../js/test/server.js";
-import { ChatKeeper, generationPath, shownReplies, isReply, gameSource, initVarEntries, testConnection, valueAt, mvuViews, newGameId, recoverable } from "../keeper.js";
+import { ChatKeeper, cardChange, generationPath, pathText, shownReplies, isReply, gameSource, initVarEntries, testConnection, valueAt, mvuViews, newGameId, recoverable } from "../keeper.js";
 
 let server;
 let client;
@@ -218,7 +218,11 @@ test("the connection check names the problem", async () => {
 
 test("the game comes from the card's settings, its [InitVar] entries, or nothing", () => {
   const own = { data: { extensions: { statecraft: { state: { hp: 1 }, schema: { type: "object" }, profile: "strict" } } } };
-  assert.deepEqual(gameSource(own).create, { state: { hp: 1 }, schema: { type: "object" }, profile: "strict" });
+  // The card goes to the server, which reads its settings as `new --card` does.
+  assert.deepEqual(gameSource(own, { macros: { user: "You" } }).create, {
+    card: { spec: "chara_card_v2", spec_version: "2.0", data: own.data },
+    macros: { user: "You" },
+  });
   assert.deepEqual(gameSource(own).schema, { type: "object" });
   // A disabled [InitVar] entry counts: MVU reads it all the same.
   const entries = [{ comment: "[InitVar] start", content: "hp: 1", enabled: false }];
@@ -240,6 +244,22 @@ test("the game comes from the card's settings, its [InitVar] entries, or nothing
   assert.deepEqual(gameSource({ data: {} }).create, { state: {} });
   assert.deepEqual(initVarEntries(world).length, 1);
   assert.match(newGameId("Warden - 2026-1-1@10h / ü"), /^st-Warden-2026-1-1-10h-u-[0-9a-z]{8}$/);
+});
+
+test("a game made from a card's settings is the extension's, and a changed card is offered", async () => {
+  const settings = { state: { gold: 3 }, schema: { type: "object" }, profile: "mvu" };
+  const character = { name: "Vex", data: { name: "Vex", extensions: { statecraft: settings } } };
+  const source = gameSource(character, { macros: { user: "You", char: "Vex" } });
+  const chat = { messages: [bot("Hi. _.add('gold', 1);")] };
+  const { keeper } = keeperFor(chat, "keeper-settings", source.create);
+  await keeper.sync();
+  assert.deepEqual((await client.getGame("keeper-settings")).state, { gold: 4 });
+  assert.equal(await cardChange(client, "keeper-settings", source.card), null, "the same card: nothing to offer");
+  const edited = { ...character, data: { ...character.data, extensions: { statecraft: { ...settings, state: { gold: 3, gems: 0 } } } } };
+  const change = await cardChange(client, "keeper-settings", gameSource(edited).card);
+  assert.deepEqual(change.added, [["gems"]]);
+  assert.equal(pathText(["a", "b.c", 0, "d"]), 'a["b.c"][0].d');
+  assert.deepEqual((await client.getGame("keeper-settings")).state, { gold: 4 }, "a dry run");
 });
 
 test("a chat of an MVU card: its game is made from the card and follows MVU's rules", async () => {
