@@ -59,6 +59,16 @@ fn batch(json: Json) -> Batch {
     Batch::from_json(&json).unwrap()
 }
 
+/// What taking `version` (initial state `initial`) does to the store's current state.
+fn plan(
+    store: &Store,
+    initial: &Value,
+    version: &CardVersion,
+    options: CardUpdateOptions,
+) -> statecraft_engine::CardUpdate {
+    plan_card_update(store.state(), initial, store.card(), version, options)
+}
+
 fn pointers(paths: &[statecraft_engine::Path]) -> Vec<String> {
     paths.iter().map(ToString::to_string).collect()
 }
@@ -72,13 +82,7 @@ fn an_update_adds_keeps_lists_and_enforces_the_new_schema_until_undone() {
     ]));
     assert!(store.apply(&played).is_committed());
     let (initial, version) = v2();
-    let update = plan_card_update(
-        store.state(),
-        &initial,
-        store.card(),
-        &version,
-        CardUpdateOptions::default(),
-    );
+    let update = plan(&store, &initial, &version, CardUpdateOptions::default());
     assert_eq!(pointers(&update.added), ["/hero/mp", "/quests"]);
     assert_eq!(pointers(&update.dropped), ["/hero/title"]);
     let Outcome::Committed(commit) =
@@ -140,7 +144,7 @@ fn dropped_keys_are_removed_only_when_asked_and_the_json_schema_still_decides() 
         remove_dropped: true,
         ..CardUpdateOptions::default()
     };
-    let update = plan_card_update(store.state(), &initial, store.card(), &version, remove);
+    let update = plan(&store, &initial, &version, remove);
     assert!(
         store
             .take_card(&update, version.clone(), None)
@@ -164,7 +168,7 @@ fn dropped_keys_are_removed_only_when_asked_and_the_json_schema_still_decides() 
     .card(v1())
     .build()
     .unwrap();
-    let update = plan_card_update(strict.state(), &initial, strict.card(), &version, remove);
+    let update = plan(&strict, &initial, &version, remove);
     let Outcome::Rejected(rejection) = strict.take_card(&update, version, None) else {
         panic!("refused")
     };
@@ -181,13 +185,7 @@ fn an_update_that_changes_no_value_is_still_a_step_holding_the_new_card() {
         ..v1()
     };
     let initial = Value::from(json!({"hero": {"hp": 10, "title": "knight"}, "npcs": {}}));
-    let update = plan_card_update(
-        store.state(),
-        &initial,
-        store.card(),
-        &version,
-        CardUpdateOptions::default(),
-    );
+    let update = plan(&store, &initial, &version, CardUpdateOptions::default());
     assert!(update.is_empty());
     let Outcome::Committed(commit) = store.take_card(&update, version, None) else {
         panic!("committed")
@@ -226,13 +224,7 @@ fn a_sync_walks_through_the_update_made_on_the_last_reply() {
     };
     sync(&mut store, &[first]);
     let (initial, version) = v2();
-    let update = plan_card_update(
-        store.state(),
-        &initial,
-        store.card(),
-        &version,
-        CardUpdateOptions::default(),
-    );
+    let update = plan(&store, &initial, &version, CardUpdateOptions::default());
     let update_step = store
         .take_card(&update, version, None)
         .committed()
@@ -277,13 +269,7 @@ fn the_card_survives_trimming_into_the_root() {
     .build()
     .unwrap();
     let (initial, version) = v2();
-    let update = plan_card_update(
-        store.state(),
-        &initial,
-        store.card(),
-        &version,
-        CardUpdateOptions::default(),
-    );
+    let update = plan(&store, &initial, &version, CardUpdateOptions::default());
     assert!(store.take_card(&update, version, None).is_committed());
     for hp in [9, 8, 7] {
         let reply = batch(json!([{"op": "assign", "path": ["hero", "hp"], "value": hp}]));

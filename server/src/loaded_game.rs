@@ -430,19 +430,21 @@ impl LoadedGame {
         })
     }
 
-    fn apply(&mut self, request: &ApplyRequest, deadline: Instant) -> Result<Done, ApiError> {
-        if let Some(expected) = request.expect_step {
-            let current = self.store.current_step();
-            if current.get() != expected {
-                return Err(ApiError::new(
-                    Kind::StepConflict,
-                    format!(
-                        "the current step is {current}, not {expected}: the game changed since"
-                    ),
-                )
-                .with_step(current.get()));
-            }
+    /// A 409 `step_conflict` unless the current step is `expected` (when a request names one).
+    fn expect_step(&self, expected: Option<u64>) -> Result<(), ApiError> {
+        let current = self.store.current_step();
+        match expected {
+            Some(expected) if current.get() != expected => Err(ApiError::new(
+                Kind::StepConflict,
+                format!("the current step is {current}, not {expected}: the game changed since"),
+            )
+            .with_step(current.get())),
+            _ => Ok(()),
         }
+    }
+
+    fn apply(&mut self, request: &ApplyRequest, deadline: Instant) -> Result<Done, ApiError> {
+        self.expect_step(request.expect_step)?;
         let at = request
             .at
             .as_ref()
@@ -611,18 +613,7 @@ impl LoadedGame {
         request: &CardUpdateRequest,
         deadline: Instant,
     ) -> Result<Done, ApiError> {
-        if let Some(expected) = request.expect_step {
-            let current = self.store.current_step();
-            if current.get() != expected {
-                return Err(ApiError::new(
-                    Kind::StepConflict,
-                    format!(
-                        "the current step is {current}, not {expected}: the game changed since"
-                    ),
-                )
-                .with_step(current.get()));
-            }
-        }
+        self.expect_step(request.expect_step)?;
         if Instant::now() >= deadline {
             return Err(ApiError::new(
                 Kind::Timeout,
