@@ -706,19 +706,25 @@ impl LoadedGame {
         options: ApplyOptions,
         request: &ApplyRequest,
     ) -> Result<Done, ApiError> {
-        let state = match &options.at {
-            Some(at) => self
-                .store
-                .state_at(at)
-                .map_err(timeline_error)?
-                .value()
-                .clone(),
-            None => self.store.state().clone(),
+        let (state, card) = match &options.at {
+            Some(at) => (
+                self.store
+                    .state_at(at)
+                    .map_err(timeline_error)?
+                    .value()
+                    .clone(),
+                self.store.card_at(at).map_err(timeline_error)?,
+            ),
+            None => (self.store.state().clone(), self.store.card()),
         };
+        // The card the batch would run under: the one its step holds, which a card update may have
+        // changed since the game was made.
+        let mut base = self.base.clone();
+        base.set_card(card);
         let (mut trial, _) = build_store(
             state,
             self.schema.as_ref(),
-            &self.base,
+            &base,
             &self.scripts,
             &self.limits,
         )?;

@@ -143,7 +143,14 @@ fn a_card_update_is_one_step_that_undo_takes_back_and_a_restart_keeps() {
             "{name}"
         );
         assert_eq!(state["label"], "card update", "{name}");
-        // The new automatic schema applies: npcs is locked now.
+        // The new automatic schema applies: npcs is locked now, in a dry run too.
+        let dry = ok(
+            &server,
+            "POST",
+            "/v1/games/io/apply",
+            Some(json!({"input": "_.insert('npcs', 'amy', {});", "dry_run": true})),
+        );
+        assert_eq!(dry["warnings"][0]["kind"], "schema_violation", "{name}");
         let locked = ok(
             &server,
             "POST",
