@@ -171,15 +171,22 @@ stop it after the requests in flight are answered. The API is described in docs/
     Serve(crate::serve::ServeArgs),
 
     /// Read a character card (PNG or JSON), a world book or InitVar text: the initial state and MVU's
-    /// automatic schema built from its [InitVar] entries, as JSON.
-    #[command(after_help = "Examples:\n  \
+    /// automatic schema built from its [InitVar] entries, as JSON. `card update` gives a game a new
+    /// version of its card.
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = "Examples:\n  \
 statecraft card hero.png\n  \
 statecraft card card.json --macro user=Alex\n  \
-statecraft card initvar.yaml\n\n\
-Prints {\"state\", \"schema\", \"profile\", \"entries\"}. Every world book entry whose name or comment \
-contains [InitVar] is read as YAML or JSON and merged in the book's order, as MVU does; MVU's markers \
-($meta, $__META_EXTENSIBLE__$) leave the state and become the schema. Exit 2, naming the entry and the \
-line, when the card cannot be read or has no InitVar entry.")]
+statecraft card initvar.yaml\n  \
+statecraft card update --save game.save hero-v2.png\n\n\
+Prints {\"state\", \"schema\", \"profile\", \"entries\", \"fingerprint\"}. Every world book entry whose \
+name or comment contains [InitVar] is read as YAML or JSON and merged in the book's order, as MVU does; \
+MVU's markers ($meta, $__META_EXTENSIBLE__$) leave the state and become the schema. A card that carries \
+statecraft's settings (data.extensions.statecraft with a state) gives that state, with its \"json_schema\", \
+\"scripts\" and profile, instead. Exit 2, naming the entry and the line, when the card cannot be read or \
+has no InitVar entry."
+    )]
     Card(CardArgs),
 
     /// Sync a chat path onto a save: reuse the steps its replies have, apply the rest, end on the last.
@@ -256,9 +263,9 @@ pub(crate) struct ApplyArgs {
     #[arg(long, requires = "state")]
     pub(crate) in_place: bool,
 
-    /// A SillyTavern macro for MVU text: `--macro user=Alex` replaces `<user>` and `{{user}}`. Repeatable.
-    /// With --state only, until `apply --save` reads macros too.
-    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro, conflicts_with = "save")]
+    /// A SillyTavern macro for MVU text: `--macro user=Alex` replaces `<user>` and `{{user}}`.
+    /// Repeatable. With --save, for this reply only, over the macros the game keeps.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro)]
     pub(crate) macros: Vec<(String, String)>,
 
     /// What to do with MVU text that MVU itself would not run (no `;` right after `)`, a command cut
@@ -389,6 +396,55 @@ pub(crate) struct CardArgs {
     /// The card: a PNG or JSON character card, a world book export, or InitVar text; `-` reads stdin.
     #[arg(value_name = "FILE")]
     pub(crate) card: Option<PathBuf>,
+
+    /// `update`: a new version of a game's card.
+    #[command(subcommand)]
+    pub(crate) action: Option<CardAction>,
+}
+
+/// What `statecraft card` does besides reading a card.
+#[derive(Debug, Subcommand)]
+pub(crate) enum CardAction {
+    /// Give a game a new version of its card, as one step: keys the new card adds are added with
+    /// their initial values, every value the game holds is kept, keys the card dropped are listed
+    /// (and removed with --remove-dropped), and the new automatic schema applies from there on.
+    #[command(after_help = "Examples:\n  \
+statecraft card update --save game.save hero-v2.png\n  \
+statecraft card update --save game.save hero-v2.png --dry-run       what would change\n  \
+statecraft card update --save game.save hero-v2.png --remove-dropped\n\n\
+Prints {\"changed\", \"committed\", \"step\", \"added\", \"dropped\", \"removed\", \"descriptions\", \
+\"changes\", \"fingerprint\", \"previous\"}. The card is read with the macros the game keeps. A card whose \
+fingerprint is the game's takes no step (\"changed\": false). Exit 0 once the step is on disk; exit 1, \
+with nothing changed, when the game's JSON Schema refuses the new keys. Undo takes the update back.")]
+    Update(CardUpdateArgs),
+}
+
+/// `statecraft card update`.
+#[derive(Debug, Args)]
+pub(crate) struct CardUpdateArgs {
+    /// The save file.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: PathBuf,
+
+    /// Remove the keys the new card no longer has (by default they are only listed).
+    #[arg(long)]
+    pub(crate) remove_dropped: bool,
+
+    /// Only say what would change; change nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+
+    /// A label for the step (default `card update`).
+    #[arg(long, value_name = "L")]
+    pub(crate) label: Option<String>,
+
+    /// A SillyTavern macro for the card's InitVar text, over the macros the game keeps. Repeatable.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro)]
+    pub(crate) macros: Vec<(String, String)>,
+
+    /// The new version of the card: PNG or JSON, a world book, or InitVar text; `-` reads stdin.
+    #[arg(value_name = "CARD")]
+    pub(crate) card: Option<PathBuf>,
 }
 
 /// `statecraft sync`.
@@ -422,14 +478,20 @@ pub(crate) struct ImportChatArgs {
     #[arg(long, value_name = "GAME")]
     pub(crate) save: PathBuf,
 
-    /// The character card whose [InitVar] entries give the initial state (and MVU's automatic schema).
-    #[arg(long, value_name = "FILE")]
+    /// The character card whose statecraft settings or [InitVar] entries give the initial state (and
+    /// MVU's automatic schema), as `new --card` reads it.
+    #[arg(long, value_name = "FILE", conflicts_with = "state")]
     pub(crate) card: Option<PathBuf>,
 
-    /// Whose rules the chat's replies follow: `strict`, `mvu` (the default: a SillyTavern chat with
-    /// MVU variables is an MVU game) or `mvu-zod` (docs/mvu.md). The save keeps it.
-    #[arg(long, value_enum, value_name = "PROFILE", default_value_t = ProfileArg::Mvu)]
-    pub(crate) profile: ProfileArg,
+    /// The initial state (JSON), as `new --state` takes it.
+    #[arg(long, value_name = "STATE.json")]
+    pub(crate) state: Option<PathBuf>,
+
+    /// Whose rules the chat's replies follow: `strict`, `mvu` or `mvu-zod` (docs/mvu.md). Default:
+    /// the card's (`mvu` for an [InitVar] card), else `mvu` (a SillyTavern chat with MVU variables
+    /// is an MVU game). The save keeps it.
+    #[arg(long, value_enum, value_name = "PROFILE")]
+    pub(crate) profile: Option<ProfileArg>,
 
     /// A SillyTavern macro: `--macro user=Alex` (the chat's own user and character names are the
     /// defaults). Repeatable.
@@ -480,9 +542,10 @@ pub(crate) struct NewArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) card: Option<PathBuf>,
 
-    /// A SillyTavern macro in the card's InitVar text: `--macro user=Alex` replaces `<user>` and
-    /// `{{user}}`; `{{char}}` is the card's name unless given. Repeatable.
-    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro, requires = "card")]
+    /// A SillyTavern macro: `--macro user=Alex` replaces `<user>` and `{{user}}` in the card's
+    /// InitVar text and, kept with the game, in every later reply's commands; `{{char}}` is the
+    /// card's name unless given. Repeatable.
+    #[arg(long = "macro", value_name = "NAME=VALUE", value_parser = parse_macro)]
     pub(crate) macros: Vec<(String, String)>,
 
     /// Whose rules the game's replies follow: `strict`, `mvu` or `mvu-zod` (docs/mvu.md). Default:

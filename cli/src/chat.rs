@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value as Json, json};
 use statecraft_engine::{
-    ApplyOptions, Batch, ChatReply, ContentKey, StepId, StructureSchema, SyncError, SyncOptions,
-    SyncReply, Synced, Value,
+    ApplyOptions, Batch, ChatReply, ContentKey, Profile, StepId, StructureSchema, SyncError,
+    SyncOptions, SyncReply, Synced, Value,
 };
 use statecraft_saves::{Durability, Game, NewGame, OpenOptions};
 use statecraft_translators::mvu::MvuOptions;
@@ -48,7 +48,7 @@ pub(crate) fn sync(args: &SyncArgs, out: &Output) -> Result<ExitCode> {
         Some(Json::Bool(flag)) => flag && !args.no_move,
         Some(other) => bail!("`move` is true or false, not {other}"),
     };
-    let mut macros: BTreeMap<String, String> = match body.remove("macros") {
+    let given: BTreeMap<String, String> = match body.remove("macros") {
         None => BTreeMap::new(),
         Some(value) => {
             serde_json::from_value(value).context("`macros` is an object of names to texts")?
@@ -57,7 +57,6 @@ pub(crate) fn sync(args: &SyncArgs, out: &Output) -> Result<ExitCode> {
     if let Some(name) = body.keys().next() {
         bail!("the chat path {origin} has an unknown member `{name}` (replies, move, macros)");
     }
-    macros.extend(args.macros.iter().cloned());
     let options = OpenOptions::default().setup(|builder, scripts| match scripts {
         Some(folder) => {
             scripting::attach(builder, folder).map_err(|error| format!("{error:#}").into())
@@ -65,6 +64,10 @@ pub(crate) fn sync(args: &SyncArgs, out: &Output) -> Result<ExitCode> {
         None => Ok(builder),
     });
     let mut game = open(&args.save, options, out)?;
+    // The macros the game keeps, the path's over them, and the command line's over both.
+    let mut macros = game.macros().clone();
+    macros.extend(given);
+    macros.extend(args.macros.iter().cloned());
     let path: Vec<SyncReply<'_>> = replies.iter().map(ChatReply::as_sync).collect();
     let mut reader = reader(&game, macros);
     let sync_options = SyncOptions {
@@ -176,37 +179,62 @@ pub(crate) fn import_chat(args: &ImportChatArgs, out: &Output) -> Result<ExitCod
     let Some(first) = messages.first() else {
         bail!("{chat} holds no reply of the model's: nothing to import");
     };
-    // Without a card, the first reply's stored state is the root: its own changes are in it already.
+    // Without a card or a state, the first reply's stored state is the root: its own changes are in
+    // it already.
     let mut setup = NewGame::default()
         .metadata(
             "created_by",
             json!(concat!("statecraft ", env!("CARGO_PKG_VERSION"))),
         )
         .metadata("imported_from", json!(chat))
-        .profile(args.profile.into());
-    let (state, adopted) = match &args.card {
-        Some(card_file) => {
-            let macros: Vec<(String, String)> = macros.clone().into_iter().collect();
-            let made = crate::card::load(card_file, &macros)?;
-            setup = setup.automatic_schema(made.schema);
+        .profile(args.profile.map_or(Profile::Mvu, Into::into));
+    let mut written = None;
+    let (state, adopted) = match (&args.card, &args.state) {
+        (Some(card_file), _) => {
+            let list: Vec<(String, String)> = macros.clone().into_iter().collect();
+            let made = crate::card::load(card_file, &list)?;
+            let given = crate::card::Given {
+                profile: args.profile.is_some(),
+                ..crate::card::Given::default()
+            };
+            (setup, written) = crate::card::setup(&made, setup, &args.save, &macros, given)?;
             (made.state, false)
         }
-        None => match &first.stored[first.shown] {
-            Some(state) => (state.clone(), true),
+        (None, Some(state)) => {
+            setup = setup.macros(macros.clone());
+            (files::read_state(state)?.to_json(), false)
+        }
+        (None, None) => match &first.stored[first.shown] {
+            Some(state) => {
+                setup = setup.macros(macros.clone());
+                (state.clone(), true)
+            }
             None => bail!(
                 "{chat}: its first reply carries no MVU variables (`variables[swipe_id].stat_data`), \
-                 so the initial state is unknown; give it with --card"
+                 so the initial state is unknown; give it with --card or --state"
             ),
         },
     };
     // One fsync at the end instead of one per step: the save is new, and it is rewritten whole and
     // synced before the command says it is done.
-    let mut game = Game::create_with(
+    let made = Game::create_with(
         &args.save,
         Value::from(state),
         setup,
-        OpenOptions::default().durability(Durability::Unsynced),
-    )?;
+        OpenOptions::default()
+            .durability(Durability::Unsynced)
+            .setup(|builder, scripts| match scripts {
+                Some(folder) => {
+                    scripting::attach(builder, folder).map_err(|error| format!("{error:#}").into())
+                }
+                None => Ok(builder),
+            }),
+    );
+    if let (Err(_), Some(folder)) = (&made, &written) {
+        let _ = std::fs::remove_dir_all(folder);
+    }
+    let mut game = made?;
+    let macros = game.macros().clone();
     let mut reader = reader(&game, macros);
     let mut line: Vec<ContentKey> = Vec::new();
     let mut mismatches = Vec::new();

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use statecraft_engine::{Outcome, Profile, StepId, StepRef, Store, Value};
+use statecraft_engine::{Outcome, StepId, StepRef, Store, Value};
 use statecraft_saves::{Game, NewGame, OpenOptions};
 
 use crate::apply::{
@@ -26,24 +26,49 @@ use crate::reply::ReadOptions;
 use crate::{EXIT_REJECTED, card, files, reply, scripting};
 
 /// `statecraft new GAME --state STATE.json [--schema S] [--scripts DIR]`. The scripts folder is
-/// recorded as an absolute path, so that the game finds it from any working directory.
+/// recorded as an absolute path, so that the game finds it from any working directory. A card gives
+/// the state, its automatic schema, fingerprint and profile, and its settings' JSON Schema and
+/// scripts (written beside the save) where the command line gives none; the macros are kept.
 pub(crate) fn new(args: &NewArgs, out: &Output) -> Result<ExitCode> {
     let mut setup = NewGame::default().metadata(
         "created_by",
         json!(concat!("statecraft ", env!("CARGO_PKG_VERSION"))),
     );
+    let macros = card::macros_of(&args.macros);
+    let mut written = None;
     let state = match (&args.state, &args.card) {
         (_, Some(card)) => {
             let made = card::load(card, &args.macros)?;
-            if let Some(name) = &made.name {
-                setup = setup.metadata("card", json!(name));
-            }
-            setup = setup.automatic_schema(made.schema).profile(Profile::Mvu);
+            let given = card::Given {
+                profile: args.profile.is_some(),
+                schema: args.schema.is_some(),
+                scripts: args.scripts.is_some(),
+            };
+            (setup, written) = card::setup(&made, setup, &args.game, &macros, given)?;
             Value::from(made.state)
         }
-        (Some(state), None) => files::read_state(state)?,
+        (Some(state), None) => {
+            setup = setup.macros(macros);
+            files::read_state(state)?
+        }
         (None, None) => anyhow::bail!("new needs --state STATE.json or --card FILE"),
     };
+    let made = create(args, state, setup);
+    if let (Err(_), Some(folder)) = (&made, &written) {
+        // The scripts written for a game that could not be made go with it.
+        let _ = std::fs::remove_dir_all(folder);
+    }
+    let game = made?;
+    if out.json() {
+        errln!("{}", json!({"created": game.path().display().to_string()}));
+    } else {
+        errln!("created {}", game.path().display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The save `new` makes, once the state and the card's part of the set-up are known.
+fn create(args: &NewArgs, state: Value, mut setup: NewGame) -> Result<Game> {
     if let Some(profile) = args.profile {
         setup = setup.profile(profile.into());
     }
@@ -57,13 +82,7 @@ pub(crate) fn new(args: &NewArgs, out: &Output) -> Result<ExitCode> {
             .with_context(|| format!("cannot find the scripts folder {}", scripts.display()))?;
         setup = setup.scripts(folder);
     }
-    let game = Game::create(&args.game, state, setup)?;
-    if out.json() {
-        errln!("{}", json!({"created": game.path().display().to_string()}));
-    } else {
-        errln!("created {}", game.path().display());
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(Game::create(&args.game, state, setup)?)
 }
 
 /// `statecraft apply --save GAME [--label L] [--at LABEL | --at-step ID] [INPUT|-]`: exit 0, with the new
@@ -82,7 +101,9 @@ pub(crate) fn apply(args: &ApplyArgs, save: &Path, out: &Output) -> Result<ExitC
         None => Ok(builder),
     });
     let mut game = open(save, options, out)?;
-    let macros = Default::default();
+    // The macros the game was made with, and this reply's own over them.
+    let mut macros = game.macros().clone();
+    macros.extend(args.macros.iter().cloned());
     let mut reading = reply::read(
         &text,
         ReadOptions::of(game.store(), &macros, args.mvu_unrunnable.into()),

@@ -364,3 +364,261 @@ fn apply_on_a_state_file_follows_the_profile_given() {
         "a save keeps its own profile: {misplaced:?}"
     );
 }
+
+/// A run in `dir` that must succeed; its stdout as JSON when it is JSON, else `null`.
+fn ok(dir: &Path, args: &[&str], stdin: &str) -> Value {
+    let run = run_in(dir, args, stdin);
+    assert_eq!(run.code, 0, "{args:?}: {run:?}");
+    serde_json::from_str(&run.stdout).unwrap_or(Value::Null)
+}
+
+/// The real cards' failure: a card's game forgot its macros, so `<user>` in a reply's command path
+/// was not replaced (the command skipped or a literal `<user>` written). A game made from a card
+/// keeps them: `apply --save`, `sync` and `play` read `<user>`, `{{user}}` and `{{char}}` (the card's
+/// name) with them, and `apply --save --macro` takes macros for one reply, over the kept ones.
+#[test]
+fn a_card_game_keeps_its_macros_for_every_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let card = fixture("mira.json");
+    ok(
+        dir.path(),
+        &[
+            "new",
+            "game.save",
+            "--card",
+            card.to_str().unwrap(),
+            "--macro",
+            "user=Alex",
+        ],
+        "",
+    );
+    let reply = "<UpdateVariable>\n_.set('<user>.金钱', 50, 40);//paid\n\
+                 _.set('{{char}}.心情', '平静', '高兴');\n_.set('{{user}}.背包[0]', '绳子', '灯');\n</UpdateVariable>";
+    let state = ok(dir.path(), &["apply", "--save", "game.save", "-"], reply);
+    assert_eq!(state["Alex"]["金钱"], 40);
+    assert_eq!(state["Alex"]["背包"], json!(["灯"]));
+    assert_eq!(state["Mira"]["心情"], "高兴");
+    assert!(state.get("<user>").is_none() && state.get("{{char}}").is_none());
+    // One reply's own macros win over the kept ones: Bob is no one in this game (mvu skips it).
+    let run = run_in(
+        dir.path(),
+        &["apply", "--save", "game.save", "--macro", "user=Bob", "-"],
+        "_.set('<user>.金钱', 1);",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("mvu_missing_path"), "{}", run.stderr);
+    assert!(run.stderr.contains("Bob"), "{}", run.stderr);
+    // A sync of the game's chat reads them too (its first reply builds on the card's state).
+    let path = json!({"replies": [{"text": "_.add('<user>.金钱', 5);"}]});
+    let synced = ok(
+        dir.path(),
+        &["sync", "--save", "game.save", "-"],
+        &path.to_string(),
+    );
+    assert_eq!(synced["state"]["Alex"]["金钱"], 55);
+}
+
+#[test]
+fn play_reads_char_as_the_card_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario");
+    std::fs::create_dir_all(scenario.join("turns")).unwrap();
+    std::fs::copy(fixture("mira.json"), scenario.join("card.json")).unwrap();
+    std::fs::write(
+        scenario.join("scenario.json"),
+        r#"{"card": "card.json", "macros": {"user": "Alex"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        scenario.join("turns/01.txt"),
+        "_.set('{{char}}.心情', '平静', '高兴');\n_.add('<user>.金钱', -5);",
+    )
+    .unwrap();
+    std::fs::write(
+        scenario.join("turns/01.expect.json"),
+        r#"{"outcome": "committed", "values": {"/Mira/心情": "高兴", "/Alex/金钱": 45}, "absent": ["/{{char}}"]}"#,
+    )
+    .unwrap();
+    let run = run_in(dir.path(), &["play", "scenario"], "");
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+/// A card update over the command line: a dry run lists what would change; the update adds the new
+/// keys, keeps every value, lists the dropped key; undo takes it back; `--remove-dropped` removes
+/// it; the new automatic schema holds from the update on; the same card again changes nothing.
+#[test]
+fn card_update_adds_keeps_lists_removes_on_request_and_undoes() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = "```yaml\nhero:\n  hp: 10\n  title: squire\nnpcs:\n  $meta: {extensible: true}\n```";
+    let v2 = "```yaml\nhero:\n  hp: 10\n  mp: [5, \"mana\"]\nnpcs: {}\nquests:\n  - $__META_EXTENSIBLE__$\n```";
+    let book = |content: &str| {
+        json!({"spec": "chara_card_v2", "data": {"name": "Io", "character_book": {"entries": [
+            {"comment": "[InitVar]", "content": content, "enabled": false}]}}})
+        .to_string()
+    };
+    std::fs::write(dir.path().join("v1.json"), book(v1)).unwrap();
+    std::fs::write(dir.path().join("v2.json"), book(v2)).unwrap();
+    ok(dir.path(), &["new", "game.save", "--card", "v1.json"], "");
+    ok(
+        dir.path(),
+        &["apply", "--save", "game.save", "-"],
+        "_.set('hero.hp', 10, 4);\n_.insert('npcs', 'bob', {trust: 1});",
+    );
+    let preview = ok(
+        dir.path(),
+        &[
+            "card",
+            "update",
+            "--save",
+            "game.save",
+            "v2.json",
+            "--dry-run",
+        ],
+        "",
+    );
+    assert_eq!(preview["changed"], true);
+    assert_eq!(preview["committed"], false);
+    assert_eq!(preview["added"], json!([["hero", "mp"], ["quests"]]));
+    assert_eq!(preview["dropped"], json!([["hero", "title"]]));
+    let shown = ok(dir.path(), &["show", "--save", "game.save"], "");
+    assert!(
+        shown["hero"].get("mp").is_none(),
+        "a dry run changes nothing"
+    );
+    let taken = ok(
+        dir.path(),
+        &["card", "update", "--save", "game.save", "v2.json"],
+        "",
+    );
+    assert_eq!(taken["committed"], true);
+    assert_eq!(taken["removed"], json!([]));
+    let shown = ok(dir.path(), &["show", "--save", "game.save"], "");
+    assert_eq!(
+        shown,
+        json!({"hero": {"hp": 4, "mp": [5, "mana"], "title": "squire"}, "npcs": {"bob": {"trust": 1}}, "quests": []})
+    );
+    // The new card's schema: npcs is locked now, quests open.
+    let run = run_in(
+        dir.path(),
+        &["apply", "--save", "game.save", "-"],
+        "_.insert('npcs', 'amy', {});\n_.insert('quests', 'find the key');",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("schema_violation"), "{}", run.stderr);
+    let again = ok(
+        dir.path(),
+        &["card", "update", "--save", "game.save", "v2.json"],
+        "",
+    );
+    assert_eq!(again["changed"], false, "the same card takes no step");
+    // Undo the reply and the update: back to v1's game, which takes the update again, removing.
+    ok(dir.path(), &["undo", "--save", "game.save"], "");
+    let undone = ok(dir.path(), &["undo", "--save", "game.save"], "");
+    assert_eq!(
+        undone,
+        json!({"hero": {"hp": 4, "title": "squire"}, "npcs": {"bob": {"trust": 1}}})
+    );
+    let removed = ok(
+        dir.path(),
+        &[
+            "card",
+            "update",
+            "--save",
+            "game.save",
+            "v2.json",
+            "--remove-dropped",
+        ],
+        "",
+    );
+    assert_eq!(removed["removed"], json!([["hero", "title"]]));
+    let log = ok(dir.path(), &["log", "--save", "game.save"], "");
+    assert!(log.to_string().contains("card update"), "labelled: {log}");
+    let shown = ok(dir.path(), &["show", "--save", "game.save"], "");
+    assert_eq!(
+        shown,
+        json!({"hero": {"hp": 4, "mp": [5, "mana"]}, "npcs": {"bob": {"trust": 1}}, "quests": []})
+    );
+}
+
+/// A card that carries the extension's statecraft settings and no [InitVar] entry: `new --card`
+/// and `import-chat --card` make the game the extension makes (its state, JSON Schema, scripts and
+/// profile); `import-chat --state` starts from a state file.
+#[test]
+fn a_card_with_statecraft_settings_and_no_initvar_makes_the_extensions_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let card = json!({"spec": "chara_card_v2", "data": {"name": "Vex", "character_book": {"entries": []},
+        "extensions": {"statecraft": {
+            "state": {"gold": 10, "log": []},
+            "schema": {"type": "object", "properties": {"gold": {"type": "integer", "minimum": 0}}},
+            "scripts": {"shop.lua": "on('buy', function(ctx, price) return {{op = 'increment', path = {'gold'}, value = -price}} end)"},
+            "profile": "strict"}}}});
+    std::fs::write(dir.path().join("vex.json"), card.to_string()).unwrap();
+    let read = ok(dir.path(), &["card", "vex.json"], "");
+    assert_eq!(read["state"], json!({"gold": 10, "log": []}));
+    assert_eq!(read["schema"], Value::Null);
+    assert_eq!(read["profile"], "strict");
+    ok(dir.path(), &["new", "game.save", "--card", "vex.json"], "");
+    assert!(dir.path().join("game.save.scripts/shop.lua").exists());
+    let state = ok(
+        dir.path(),
+        &["apply", "--save", "game.save", "-"],
+        r#"[{"op": "callback", "path": ["buy"], "value": [3]}]"#,
+    );
+    assert_eq!(state["gold"], 7, "the card's script runs");
+    let refused = run_in(
+        dir.path(),
+        &["apply", "--save", "game.save", "-"],
+        r#"[{"op": "assign", "path": ["gold"], "value": -1}]"#,
+    );
+    assert_eq!(refused.code, 1, "the card's schema holds: {refused:?}");
+    // import-chat --card makes the same game and replays the chat on it.
+    let chat = [
+        json!({"user_name": "You", "character_name": "Vex", "chat_metadata": {}}),
+        json!({"name": "Vex", "is_user": false, "mes": "Welcome.", "swipes": ["Welcome."], "swipe_id": 0}),
+        json!({"name": "You", "is_user": true, "mes": "One apple."}),
+        json!({"name": "Vex", "is_user": false, "mes": "```json\n[{\"op\": \"callback\", \"path\": [\"buy\"], \"value\": [2]}]\n```", "swipe_id": 0,
+               "swipes": ["```json\n[{\"op\": \"callback\", \"path\": [\"buy\"], \"value\": [2]}]\n```"]}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect::<Vec<_>>()
+    .join("\n");
+    std::fs::write(dir.path().join("chat.jsonl"), chat).unwrap();
+    ok(
+        dir.path(),
+        &[
+            "import-chat",
+            "chat.jsonl",
+            "--save",
+            "imported.save",
+            "--card",
+            "vex.json",
+        ],
+        "",
+    );
+    let imported = ok(dir.path(), &["show", "--save", "imported.save"], "");
+    assert_eq!(imported, json!({"gold": 8, "log": []}));
+    // --state: the state a chat starts from, as a file.
+    std::fs::write(dir.path().join("start.json"), r#"{"gold": 1, "log": []}"#).unwrap();
+    let run = run_in(
+        dir.path(),
+        &[
+            "import-chat",
+            "chat.jsonl",
+            "--save",
+            "plain.save",
+            "--state",
+            "start.json",
+            "--profile",
+            "strict",
+        ],
+        "",
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let plain = ok(dir.path(), &["show", "--save", "plain.save"], "");
+    assert_eq!(
+        plain,
+        json!({"gold": 1, "log": []}),
+        "no scripts: the callback is refused"
+    );
+}

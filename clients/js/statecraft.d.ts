@@ -122,6 +122,51 @@ export type GameSource = {
 /** `POST /v1/games`'s body: a source and, optionally, the game's id. */
 export type NewGame = GameSource & { id?: string };
 
+/** The card a game holds at its current step (`GET /v1/games/{id}/card`). */
+export interface GameCard {
+  /** The SHA-256 of the card's `[InitVar]` text (or statecraft settings); null without a card. */
+  fingerprint: string | null;
+  /** MVU's automatic schema of the card, in MVU's shape; null when it has none. */
+  automatic_schema: Json | null;
+  /** The macros the game reads every reply with. */
+  macros: Record<string, string>;
+  profile: Profile;
+  step: number;
+  label: string | null;
+}
+
+/** `POST /v1/games/{id}/card`'s body: a new version of the game's card. */
+export interface CardUpdateRequest {
+  card: Card;
+  /** For the card's InitVar text, over the macros the game keeps. */
+  macros?: Record<string, string>;
+  /** Remove the keys the new card dropped (by default they are only listed). */
+  remove_dropped?: boolean;
+  /** Only say what would change. */
+  dry_run?: boolean;
+  /** The step's label (default `card update`). */
+  label?: string;
+  expect_step?: number;
+}
+
+/** What a new version of a card does, or for a dry run (or the same card) would do. */
+export interface CardUpdated {
+  /** Whether the card differs from the one the game holds (its fingerprint). */
+  changed: boolean;
+  /** Whether a step was made. */
+  committed: boolean;
+  /** The current step after the request. */
+  step: number;
+  label: string | null;
+  added: Segment[][];
+  dropped: Segment[][];
+  removed: Segment[][];
+  descriptions: Segment[][];
+  changes: Change[];
+  fingerprint: string;
+  previous: string | null;
+}
+
 /** MVU's views of the current step: the state, the state shown with each change as MVU shows it
  * (`"old->new (reason)"`), and only the changes. */
 export interface MvuView {
@@ -412,6 +457,10 @@ export declare class Statecraft {
   checkout(id: string, to: StepName, options?: RequestOptions): Promise<Moved>;
   undo(id: string, options?: RequestOptions): Promise<Moved>;
   redo(id: string, options?: RequestOptions): Promise<Moved>;
+  /** The card the game holds: its fingerprint, automatic schema and macros. */
+  gameCard(id: string): Promise<GameCard>;
+  /** A new version of the game's card, as one step (docs/mvu.md, "Card updates"). */
+  updateCard(id: string, request: CardUpdateRequest, options?: RequestOptions): Promise<CardUpdated>;
   extract(
     input: string,
     options?: { state?: Json; macros?: Record<string, string> },

@@ -297,6 +297,20 @@ export class Statecraft {
     return this.request("POST", `/v1/games/${encodeURIComponent(id)}/redo`, {}, options);
   }
 
+  /** The card the game holds at its current step → `{fingerprint, automatic_schema, macros, profile, step, label}`. */
+  gameCard(id) {
+    return this.request("GET", `/v1/games/${encodeURIComponent(id)}/card`);
+  }
+
+  /**
+   * A new version of the game's card as one step: `{card, macros?, remove_dropped?, dry_run?, label?,
+   * expect_step?}` → `{changed, committed, step, label, added, dropped, removed, descriptions,
+   * changes, fingerprint, previous}`.
+   */
+  updateCard(id, request, options) {
+    return this.request("POST", `/v1/games/${encodeURIComponent(id)}/card`, request, options);
+  }
+
   /** The instructions found in a reply: `{batch, valid, diagnostics, report, feedback}`. */
   extract(input, { state, macros } = {}) {
     return this.request("POST", "/v1/extract", dropUndefined({ input, state, macros }));

@@ -7,7 +7,7 @@
 // the folder the extension was installed into.
 
 import { Statecraft } from "../js/statecraft.js";
-import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, describeError, gameSource, mvuViews, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
+import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, cardChange, describeError, gameSource, mvuViews, pathText, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
 
 const NAME = "statecraft";
 const PROMPT_KEY = "statecraft_state";
@@ -156,7 +156,7 @@ async function target() {
   // {{char}} in a reply's commands is the source character, in a group too (whoever wrote the
   // reply), so that the same text always does the same.
   const macros = { user: ctx.name1, char: character?.name ?? ctx.name2 };
-  return { gameId: game, chat: ctx.chat, create: source.create, schema: source.schema, macros };
+  return { gameId: game, chat: ctx.chat, create: source.create, schema: source.schema, macros, card: source.card };
 }
 
 function origin() {
@@ -190,6 +190,7 @@ async function showSynced(result) {
   last = result;
   setStatus(`game ${result.gameId}, step ${result.step} (${result.replies} replies, ${result.applied.length} applied)`);
   renderState(result);
+  checkCard({ gameId: result.gameId }).catch(() => {});
   const ctx = context();
   const index = lastReplyIndex(ctx.chat);
   if (index < 0) return;
@@ -338,6 +339,14 @@ const DRAWER = `
       <label for="statecraft_depth">Prompt depth (messages from the end)</label>
       <input id="statecraft_depth" class="text_pole" type="number" min="0" max="100">
       <hr>
+      <div id="statecraft_card_update" class="statecraft-card-update" style="display:none">
+        <b>This chat's card changed</b>
+        <div id="statecraft_card_changes" class="statecraft-note"></div>
+        <label class="checkbox_label"><input id="statecraft_card_remove" type="checkbox"> <span>Also remove the keys the card dropped</span></label>
+        <div id="statecraft_card_take" class="menu_button">Update this chat's game</div>
+      </div>
+      <div id="statecraft_card_check" class="menu_button">Check the card for changes</div>
+      <div id="statecraft_card_update_result" class="statecraft-note"></div>
       <b>State</b> <span id="statecraft_game" class="statecraft-note"></span>
       <a id="statecraft_inspector" target="_blank" rel="noopener" style="display:none">open in the inspector</a>
       <div id="statecraft_status" class="statecraft-note"></div>
@@ -429,6 +438,8 @@ function bindSettings() {
   showConnection();
   $("#statecraft_resync").on("click", () => keeper.sync());
   $("#statecraft_save_card").on("click", saveCharacterSource);
+  $("#statecraft_card_check").on("click", () => checkCard({ force: true }));
+  $("#statecraft_card_take").on("click", takeCard);
 }
 
 /**
@@ -496,6 +507,77 @@ async function saveCharacterSource() {
   }
 }
 
+// Card updates (docs/mvu.md, "Card updates"): when the open chat's card has changed since its game
+// was made (the fingerprint of its [InitVar] text or settings, which the game keeps), the drawer
+// offers the new version, with what it would add, drop and reword, before anything changes; taken,
+// it is one step on the chat's last reply, which the chat's later replies build on.
+
+/** The offer shown (`{gameId, card, macros, change}`), and the game whose card was last compared. */
+let cardOffer = null;
+let cardChecked = null;
+
+/** Compares the open chat's card with its game's (once per game unless `force`), and offers it. */
+async function checkCard({ force = false, gameId } = {}) {
+  if (!client || !settings().enabled) return;
+  if (!force && gameId !== undefined && cardChecked === gameId) return;
+  const current = await target();
+  if (!current?.card) {
+    showCardOffer(null);
+    return;
+  }
+  if (!force && cardChecked === current.gameId) return;
+  cardChecked = current.gameId;
+  try {
+    const change = await cardChange(client, current.gameId, current.card, current.macros);
+    showCardOffer(change && { gameId: current.gameId, card: current.card, macros: current.macros, change });
+    if (force) globalThis.jQuery("#statecraft_card_update_result").text(change ? "" : "the chat's game has this card already");
+    if (change && !force) toast("info", "This chat's card changed since its game was made: the statecraft drawer offers the update.", "statecraft");
+  } catch (error) {
+    // A game not made yet (the chat's first sync makes it) is compared at that sync.
+    cardChecked = null;
+    if (force) globalThis.jQuery("#statecraft_card_update_result").text(describeError(error, { origin: origin() }));
+  }
+}
+
+function showCardOffer(offer) {
+  const $ = globalThis.jQuery;
+  cardOffer = offer;
+  if (!offer) {
+    $("#statecraft_card_update").hide();
+    return;
+  }
+  const { added, dropped, descriptions } = offer.change;
+  const list = (paths) => paths.map(pathText).join(", ");
+  const lines = [
+    added.length ? `adds ${list(added)}` : "adds nothing",
+    dropped.length ? `drops ${list(dropped)} (kept unless removed below)` : "drops nothing",
+  ];
+  if (descriptions.length) lines.push(`rewords ${list(descriptions)}`);
+  $("#statecraft_card_changes").text(`The update ${lines.join("; ")}. Every value the game holds is kept; undo takes it back.`);
+  $("#statecraft_card_remove").prop("checked", false).prop("disabled", dropped.length === 0);
+  $("#statecraft_card_update").show();
+}
+
+/** Takes the offered card as one step on the chat's last reply, then shows the chat's new state. */
+async function takeCard() {
+  const $ = globalThis.jQuery;
+  const offer = cardOffer;
+  if (!offer) return;
+  try {
+    // The game stands on what the chat shows before the card is taken there.
+    await keeper.sync();
+    const body = { card: offer.card, remove_dropped: $("#statecraft_card_remove").prop("checked"), label: "card update" };
+    if (offer.macros) body.macros = offer.macros;
+    const answer = await client.updateCard(offer.gameId, body);
+    showCardOffer(null);
+    const removed = answer.removed.length ? `, removed ${answer.removed.map(pathText).join(", ")}` : "";
+    $("#statecraft_card_update_result").text(`updated: added ${answer.added.map(pathText).join(", ") || "nothing"}${removed}`);
+    await keeper.sync();
+  } catch (error) {
+    $("#statecraft_card_update_result").text(describeError(error, { origin: origin() }));
+  }
+}
+
 function registerSlashCommand() {
   const ctx = context();
   const { SlashCommandParser, SlashCommand, SlashCommandArgument, ARGUMENT_TYPE } = ctx;
@@ -550,6 +632,8 @@ function bindEvents() {
       globalThis.jQuery("#statecraft_inspector").hide();
     }
     showCharacterSource();
+    cardChecked = null;
+    showCardOffer(null);
     sync();
   });
   // Not GENERATION_STARTED: a slash command typed in the box starts a "generation" that the
@@ -558,6 +642,13 @@ function bindEvents() {
     if (!dryRun) keeper?.generationStarted(type);
   });
   eventSource.on(events.GENERATION_ENDED, () => keeper?.generationEnded());
+  // An edited card or world book may change the open chat's card: compare it again.
+  for (const name of ["CHARACTER_EDITED", "WORLDINFO_UPDATED"]) {
+    if (events[name]) eventSource.on(events[name], () => {
+      cardChecked = null;
+      checkCard().catch(() => {});
+    });
+  }
   eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
 }
 

@@ -37,18 +37,20 @@ function pendingSwipe(message) {
 
 /**
  * The path a generation of `type` builds on, and whether the chat shows that path (`move`). A swipe
- * and a continue replace the last reply: the new text builds on the state before it, read without
- * moving the game. A regeneration has already removed the reply it replaces; a new reply and an
- * impersonation build on everything shown.
+ * replaces the last reply: the new text builds on the state before it, read without moving the game.
+ * A regeneration has already removed the reply it replaces. A continue writes after the reply it
+ * continues, whose commands so far stand: it builds on the whole shown chat, that reply included;
+ * once it ends, the reply's whole text is that reply (a sync applies it once, in place of the
+ * shorter text). A new reply and an impersonation build on everything shown.
  */
 export function generationPath(chat, type) {
   const replies = shownReplies(chat);
   const messages = Array.isArray(chat) ? chat : [];
   const last = messages[messages.length - 1];
-  if ((type === "swipe" || type === "continue") && isReply(last) && !pendingSwipe(last)) {
+  if (type === "swipe" && isReply(last) && !pendingSwipe(last)) {
     return { replies: replies.slice(0, -1), move: false };
   }
-  return { replies, move: type !== "swipe" && type !== "continue" };
+  return { replies, move: type !== "swipe" };
 }
 
 /** A new game id for a chat: readable, within the characters a game id allows, and unique. */
@@ -72,24 +74,29 @@ export function initVarEntries(book) {
 /**
  * What a chat's game is made from (`create`, the body of `POST /v1/games`), and where that came from:
  *
- * 1. the state (schema, scripts, profile) the extension stored with the character card;
+ * 1. the state (schema, scripts, profile) the extension stored with the character card
+ *    (`data.extensions.statecraft`): the card goes to the server, which reads those settings before
+ *    any `[InitVar]` entry, as `new --card` and `import-chat --card` do;
  * 2. else the card's `[InitVar]` entries, as MVU reads them: those of the character's own world book
  *    (`world`, the book SillyTavern links to the card, which is where MVU reads them), else those of
  *    the book embedded in the card (not imported yet). The card goes to the server with that book,
  *    which builds MVU's initial state and automatic schema from it, under the `mvu` profile (or the
- *    one stored with the card), with `macros` for `<user>` and `{{char}}`;
+ *    one stored with the card);
  * 3. else an empty state.
  *
- * `schema` is the JSON Schema stored with the card (the prompt shows it), or undefined.
+ * A card goes with `macros` (`<user>`, `{{char}}`), which its game keeps for its replies, and the
+ * server keeps the card's fingerprint, so that a later version of the card can be offered to the chat
+ * (`card`, what `POST /v1/games/{id}/card` takes). `schema` is the JSON Schema stored with the card
+ * (the prompt shows it), or undefined.
  */
 export function gameSource(character, { world, macros } = {}) {
   const own = character?.data?.extensions?.statecraft;
   if (own && typeof own === "object" && own.state !== undefined) {
-    const create = { state: own.state };
-    if (own.schema !== undefined && own.schema !== null) create.schema = own.schema;
-    if (own.scripts && Object.keys(own.scripts).length > 0) create.scripts = own.scripts;
-    if (own.profile) create.profile = own.profile;
-    return { create, from: "the card's statecraft settings", schema: create.schema };
+    const card = { spec: "chara_card_v2", spec_version: "2.0", data: { ...character.data } };
+    const create = { card };
+    if (macros) create.macros = macros;
+    const schema = own.schema === undefined || own.schema === null ? undefined : own.schema;
+    return { create, card, from: "the card's statecraft settings", schema };
   }
   const linked = world && initVarEntries(world).length > 0;
   const book = linked ? world : character?.data?.character_book;
@@ -98,12 +105,39 @@ export function gameSource(character, { world, macros } = {}) {
     const create = { card, profile: own?.profile || "mvu" };
     if (macros) create.macros = macros;
     const name = character.data?.extensions?.world;
-    return { create, from: linked ? `the [InitVar] entries of its world book "${name}"` : "the [InitVar] entries of the world book in its card" };
+    return { create, card, from: linked ? `the [InitVar] entries of its world book "${name}"` : "the [InitVar] entries of the world book in its card" };
   }
   return { create: { state: {} }, from: "an empty state" };
 }
 
 const RECOVERABLE = new Set(["network", "timeout", "shutting_down", "storage_failed", "contention", "internal_error", "not_json"]);
+
+/**
+ * What a new version of the chat's card would do to its game, or null when there is nothing to offer:
+ * `POST /v1/games/{id}/card` as a dry run, whose answer lists the keys added, dropped and
+ * redescribed; nothing changes. The card differs from the one the game was made with when their
+ * fingerprints differ; a game made before games kept one (or from no card) is offered a card only
+ * when it would change something.
+ */
+export async function cardChange(client, gameId, card, macros) {
+  if (!card) return null;
+  const body = { card, dry_run: true };
+  if (macros) body.macros = macros;
+  const answer = await client.updateCard(gameId, body);
+  const changes = answer.added.length + answer.dropped.length + answer.descriptions.length;
+  return answer.changed && (answer.previous !== null || changes > 0) ? answer : null;
+}
+
+/** The paths of a card update's answer as text, for people: `hero.mp`, `npcs["a.b"]`. */
+export function pathText(path) {
+  return path
+    .map((segment, index) => {
+      if (typeof segment === "number") return `[${segment}]`;
+      if (/^[^.[\]'"]+$/.test(segment)) return index === 0 ? segment : `.${segment}`;
+      return `[${JSON.stringify(segment)}]`;
+    })
+    .join("");
+}
 
 /** Whether trying again later may work (the server down or busy), as opposed to a wrong setting. */
 export function recoverable(error) {

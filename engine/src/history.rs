@@ -28,9 +28,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::budget;
+use crate::card::CardVersion;
 use crate::change::{Change, ReplayError, replay_backward, replay_forward};
 use crate::retained;
-use crate::sync::ContentKey;
+use crate::sync::{CARD_UPDATE, ContentKey};
 use crate::value::Value;
 
 /// A step's id: a number that is never reused, so an id a host kept can only ever name that step. The
@@ -141,6 +142,14 @@ pub enum TimelineError {
         "step {0} cannot be forgotten: it is not a branch tip away from the current step, nor the root's only child"
     )]
     CannotForget(StepId),
+    /// A step rebuilt from a save takes a version of the card whose automatic schema is unusable.
+    #[error("step {step} takes a card whose automatic schema is unusable: {problem}")]
+    UnusableCard {
+        /// The step.
+        step: StepId,
+        /// Why the schema is unusable.
+        problem: String,
+    },
 }
 
 impl TimelineError {
@@ -152,6 +161,7 @@ impl TimelineError {
             TimelineError::Replay(_) => "replay_failed",
             TimelineError::StepIdTaken { .. } => "step_id_taken",
             TimelineError::CannotForget(_) => "cannot_forget",
+            TimelineError::UnusableCard { .. } => "unusable_card",
         }
     }
 }
@@ -199,6 +209,9 @@ pub struct StepMarks {
     pub key: Option<ContentKey>,
     /// Why that reply was refused (the step changes nothing): the feedback for the model.
     pub refusal: Option<Arc<str>>,
+    /// The new version of the game's card this step takes (a card update): it holds from this step
+    /// down. A sync walks through the latest card update made on a reply's step.
+    pub card: Option<Arc<CardVersion>>,
 }
 
 /// One committed batch.
@@ -217,6 +230,11 @@ pub(crate) struct Step {
     pub(crate) refusal: Option<Arc<str>>,
     /// The primitive changes, in the order they happened.
     pub(crate) changes: Arc<[Change]>,
+    /// The version of the card this step was committed under: its own when it is a card update,
+    /// else its parent's.
+    pub(crate) card: Arc<CardVersion>,
+    /// Whether this step took a new version of the card (a card update).
+    pub(crate) card_update: bool,
     /// The estimate of the bytes this step keeps alive: its change log and fixed cost, and what its
     /// checkpoint keeps alive once it has one.
     bytes: usize,
@@ -234,6 +252,13 @@ pub(crate) struct Step {
     /// with a checkpoint): what a read of this step replays at most. Trimming the root's child can only
     /// make the true distance shorter.
     replayed: u64,
+}
+
+/// What a step is found by among its parent's children: its reply's key, or for a card update the
+/// key reserved for card updates (no reply hashes to it), so that the latest one made on a step is
+/// found in O(1).
+fn index_key(key: Option<ContentKey>, card_update: bool) -> Option<ContentKey> {
+    if card_update { Some(CARD_UPDATE) } else { key }
 }
 
 /// The steps of a tree path between two steps.
@@ -259,6 +284,8 @@ pub(crate) struct History {
     root_children: Vec<StepId>,
     /// The state at the root.
     base: Value,
+    /// The version of the card at the root.
+    root_card: Arc<CardVersion>,
     /// Its estimated size, measured the first time it is needed.
     base_size: Option<usize>,
     root_depth: u64,
@@ -285,6 +312,7 @@ impl History {
             steps: BTreeMap::new(),
             root_children: Vec::new(),
             base,
+            root_card: Arc::default(),
             base_size: None,
             root_depth: 0,
             current: StepId::ROOT,
@@ -347,6 +375,24 @@ impl History {
                 .copied()
                 .ok_or_else(|| TimelineError::UnknownLabel(label.clone())),
         }
+    }
+
+    /// The version of the card at a retained step or the root. Time: O(log n).
+    pub(crate) fn card_at(&self, id: StepId) -> &Arc<CardVersion> {
+        self.steps
+            .get(&id)
+            .map_or(&self.root_card, |step| &step.card)
+    }
+
+    /// Sets the version of the card at the root, for a store being built.
+    pub(crate) fn set_root_card(&mut self, card: Arc<CardVersion>) {
+        self.root_card = card;
+    }
+
+    /// The latest card update committed on `id` (a retained step or the root), which a sync walks
+    /// through. Time: O(1).
+    pub(crate) fn card_update_on(&self, id: StepId) -> Option<StepId> {
+        self.keyed.get(&(id, CARD_UPDATE)).copied()
     }
 
     fn parent(&self, id: StepId) -> Option<StepId> {
@@ -636,7 +682,10 @@ impl History {
             label,
             key,
             refusal,
+            card,
         } = marks;
+        let card_update = card.is_some();
+        let card = card.unwrap_or_else(|| Arc::clone(self.card_at(parent)));
         let moved_from = label.as_ref().and_then(|label| {
             let old = self.labels.insert(label.clone(), id)?;
             if let Some(step) = self.steps.get_mut(&old) {
@@ -650,7 +699,7 @@ impl History {
             + label.as_ref().map_or(0, |label| 2 * label.len())
             + key.map_or(0, |_| KEY_BYTES)
             + refusal.as_ref().map_or(0, |refusal| refusal.len());
-        if let Some(key) = key {
+        if let Some(key) = index_key(key, card_update) {
             self.keyed.insert((parent, key), id);
         }
         self.steps.insert(
@@ -662,6 +711,8 @@ impl History {
                 key,
                 refusal,
                 changes,
+                card,
+                card_update,
                 bytes,
                 depth,
                 visited: self.clock,
@@ -779,12 +830,13 @@ impl History {
         self.unkey(StepId::ROOT, &step, id);
         self.root_keys.extend(step.key);
         self.base = base;
+        self.root_card = Arc::clone(&step.card);
         self.base_size = Some(step.size);
         self.root_depth = step.depth;
         for &child_id in &step.children {
             if let Some(child) = self.steps.get_mut(&child_id) {
                 child.parent = StepId::ROOT;
-                if let Some(key) = child.key {
+                if let Some(key) = index_key(child.key, child.card_update) {
                     self.keyed.remove(&(id, key));
                     self.keyed.insert((StepId::ROOT, key), child_id);
                 }
@@ -796,7 +848,7 @@ impl History {
 
     /// Takes a dropped step out of the index of keys, unless another step took its place there.
     fn unkey(&mut self, parent: StepId, step: &Step, id: StepId) {
-        if let Some(key) = step.key
+        if let Some(key) = index_key(step.key, step.card_update)
             && self.keyed.get(&(parent, key)) == Some(&id)
         {
             self.keyed.remove(&(parent, key));
@@ -864,6 +916,7 @@ impl History {
     /// Forgets every step: the current state becomes the root. Used when history is turned off.
     pub(crate) fn clear(&mut self, live: &Value) -> Vec<TrimmedStep> {
         self.base_size = Some(self.size_at(self.current));
+        self.root_card = Arc::clone(self.card_at(self.current));
         let steps = std::mem::take(&mut self.steps);
         self.root_children.clear();
         self.labels.clear();

@@ -14,6 +14,7 @@
 
 mod budget;
 mod callback;
+mod card;
 mod change;
 mod error;
 mod exec;
@@ -40,6 +41,7 @@ pub use callback::{
     AfterCall, BeforeCall, CallbackArg, CallbackCall, CallbackHandler, CallbackSignature,
     HandlerError, HostEvent, NoHandlers, Response, Rewrite, RewriteNote, WatchCall,
 };
+pub use card::{CardUpdate, CardUpdateOptions, CardVersion, plan as plan_card_update};
 pub use change::{Change, ReplayError, replay_backward, replay_forward};
 pub use error::{BatchError, BatchErrors, ErrorKind, Trail};
 pub use history::{HistoryLimits, StepId, StepMarks, StepRef, TimelineError, TrimmedStep};

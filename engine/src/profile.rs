@@ -4,8 +4,9 @@
 //! released, so that an MVU card runs unchanged: commands apply one by one and a refused one is
 //! skipped with a warning while the rest stand (still one step), old-value mismatches only warn, and
 //! the card's automatic schema ([`crate::StructureSchema`]) locks containers, keeps required keys and
-//! merges templates into added values. `mvu-zod` is the zod variant: as `mvu`, with the card's JSON
-//! Schema applied under `schema_violation = repair`. This module owns the list of profiles and what
+//! merges templates into added values. `mvu-zod` is the zod variant: as `mvu`, except that the card's
+//! JSON Schema, applied under `schema_violation = repair`, decides what may be added or removed in
+//! place of the automatic schema. This module owns the list of profiles and what
 //! each turns on; the store, the translators and every host ask it rather than matching names.
 
 use std::fmt;
@@ -43,9 +44,16 @@ impl Profile {
     }
 
     /// Whether MVU's rules apply: `[value, "description"]` pairs, `_.set`/`_.add` on a missing path
-    /// skipped, commands applied one by one, the card's automatic schema enforced.
+    /// skipped (unless [`Profile::set_creates`]), commands applied one by one.
     pub fn is_mvu(self) -> bool {
         matches!(self, Profile::Mvu | Profile::MvuZod)
+    }
+
+    /// Whether the card's automatic schema (MVU's `$meta` markers: locked containers, required keys,
+    /// templates) is enforced: under `mvu` only. Under `mvu-zod` the card's JSON Schema decides what
+    /// may be added or removed instead, as a zod schema does in MVU.
+    pub fn uses_automatic_schema(self) -> bool {
+        matches!(self, Profile::Mvu)
     }
 
     /// Whether a batch's commands apply one by one, a refused one skipped with a warning, instead of
@@ -124,6 +132,9 @@ mod tests {
     fn strict_keeps_the_engine_defaults() {
         assert_eq!(Profile::Strict.policies(), Policies::default());
         assert!(!Profile::Strict.one_by_one());
+        assert!(Profile::Mvu.uses_automatic_schema());
+        assert!(!Profile::MvuZod.uses_automatic_schema());
+        assert!(!Profile::Strict.uses_automatic_schema());
         assert_eq!(Profile::Mvu.policies().old_mismatch, OldMismatch::Warn);
         assert_eq!(
             Profile::MvuZod.policies().schema_violation,

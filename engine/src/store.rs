@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::budget;
 use crate::callback::{CallbackHandler, HostEvent, NoHandlers};
+use crate::card::{CardUpdate, CardVersion};
 use crate::change::{Change, ReplayError, replay_forward};
 use crate::error::{BatchError, BatchErrors, ErrorKind};
 use crate::history::{
@@ -53,8 +54,8 @@ pub struct ApplyOptions {
     /// that profile's).
     pub policies: Option<Policies>,
     /// The profile for this batch instead of the store's: under `mvu` and `mvu-zod` the batch's
-    /// commands apply one by one, a refused one skipped with a warning, and the store's automatic
-    /// schema ([`StoreBuilder::structure`]) applies (docs/mvu.md, "Profiles").
+    /// commands apply one by one, a refused one skipped with a warning, and under `mvu` the store's
+    /// automatic schema ([`StoreBuilder::structure`]) applies (docs/mvu.md, "Profiles").
     pub profile: Option<Profile>,
     /// Apply the instructions that succeed and report the others, instead of all-or-nothing. A failing
     /// instruction's own partial effects (and those of what its callbacks emitted) are rolled back.
@@ -74,6 +75,12 @@ pub struct ApplyOptions {
     /// keyed batch makes a step even when it changes nothing. Scripts' draws are keyed by it and the
     /// step's depth instead of the step id, so the same reply at the same place draws the same again.
     pub key: Option<ContentKey>,
+    /// A new version of the game's card that the step takes (a card update, see
+    /// [`Store::take_card`]): it holds from the new step down, and the step is made even when the
+    /// batch changes nothing. Such a batch runs as the card's own change: all or nothing under the
+    /// store's JSON Schema and limits, without the automatic schema (the card is what changes) and
+    /// without the handlers' hooks and watchers (it is no reply).
+    pub card: Option<Arc<CardVersion>>,
 }
 
 /// Decides a batch's commands again against the state each will run on, for the profiles that apply
@@ -202,6 +209,8 @@ pub struct StepInfo<'a> {
     pub refusal: Option<&'a str>,
     /// Its changes (shared: cloning the `Arc` copies nothing).
     pub changes: &'a Arc<[Change]>,
+    /// The new version of the card it took, when it is a card update.
+    pub card_update: Option<&'a CardVersion>,
     /// Whether it is on the current line (the current step or one of its ancestors), so its changes
     /// are in the current state.
     pub applied: bool,
@@ -219,7 +228,7 @@ pub struct StoreBuilder {
     history: HistoryLimits,
     checkpoint_every: u64,
     schema: Option<StateSchema>,
-    structure: Option<StructureSchema>,
+    card: CardVersion,
     profile: Profile,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
@@ -275,10 +284,18 @@ impl StoreBuilder {
         self
     }
 
-    /// MVU's automatic schema of the game's card, which batches run under the `mvu` and `mvu-zod`
-    /// profiles obey (locked containers, required keys, templates); `strict` ignores it.
+    /// MVU's automatic schema of the game's card, which batches run under the `mvu` profile obey
+    /// (locked containers, required keys, templates); `strict` and `mvu-zod` (whose JSON Schema
+    /// decides instead) ignore it.
     pub fn structure(mut self, structure: StructureSchema) -> StoreBuilder {
-        self.structure = Some(structure);
+        self.card.structure = Some(structure);
+        self
+    }
+
+    /// The version of the game's card at the root: its automatic schema ([`StoreBuilder::structure`])
+    /// and its fingerprint. Card updates ([`Store::take_card`]) replace it from their step down.
+    pub fn card(mut self, card: CardVersion) -> StoreBuilder {
+        self.card = card;
         self
     }
 
@@ -331,13 +348,13 @@ impl StoreBuilder {
         }
         let mut history = History::new(self.state.clone(), self.history, self.checkpoint_every);
         history.set_root_keys(self.root_keys);
+        history.set_root_card(Arc::new(self.card));
         Ok(Store {
             history,
             root: self.state,
             policies: self.policies,
             limits: self.limits,
             schema: self.schema,
-            structure: self.structure,
             profile: self.profile,
             handler: self.handler,
             forbidden: self.forbidden,
@@ -353,7 +370,6 @@ pub struct Store {
     limits: Limits,
     history: History,
     schema: Option<StateSchema>,
-    structure: Option<StructureSchema>,
     profile: Profile,
     handler: Box<dyn CallbackHandler>,
     forbidden: Vec<String>,
@@ -384,7 +400,7 @@ impl Store {
             history: HistoryLimits::default(),
             checkpoint_every: DEFAULT_CHECKPOINT_EVERY,
             schema: None,
-            structure: None,
+            card: CardVersion::default(),
             profile: Profile::Strict,
             handler: Box::new(NoHandlers),
             forbidden: DEFAULT_FORBIDDEN.iter().map(|s| (*s).to_owned()).collect(),
@@ -430,9 +446,22 @@ impl Store {
         self.schema.as_ref()
     }
 
-    /// MVU's automatic schema, if any ([`StoreBuilder::structure`]).
+    /// MVU's automatic schema at the current step, if any ([`StoreBuilder::structure`], or the last
+    /// card update above it).
     pub fn structure(&self) -> Option<&StructureSchema> {
-        self.structure.as_ref()
+        self.card().structure.as_ref()
+    }
+
+    /// The version of the game's card at the current step: the one it was made with, or the one the
+    /// last card update above the step took. Time: O(log n).
+    pub fn card(&self) -> &CardVersion {
+        self.history.card_at(self.history.current())
+    }
+
+    /// The version of the game's card at a retained step (or the root). Time: O(log n).
+    pub fn card_at(&self, at: impl Into<StepRef>) -> Result<&CardVersion, TimelineError> {
+        let id = self.history.resolve(&at.into())?;
+        Ok(self.history.card_at(id))
     }
 
     /// The profile batches follow unless one names another.
@@ -495,7 +524,15 @@ impl Store {
                 ),
             )]);
         }
-        let profile = options.profile.unwrap_or(self.profile);
+        let taking_card = options.card.is_some();
+        let profile = if taking_card {
+            Profile::Strict
+        } else {
+            options.profile.unwrap_or(self.profile)
+        };
+        let parent = at.unwrap_or(self.history.current());
+        let card = Arc::clone(self.history.card_at(parent));
+        let mut no_hooks = NoHandlers;
         let unused_random = match options.key {
             Some(key) => Random::for_reply(
                 self.seed,
@@ -512,10 +549,14 @@ impl Store {
                 limits: &self.limits,
                 forbidden: &self.forbidden,
             },
-            handler: &mut *self.handler,
+            handler: if taking_card {
+                &mut no_hooks
+            } else {
+                &mut *self.handler
+            },
             schema: self.schema.as_ref(),
-            structure: if profile.is_mvu() {
-                self.structure.as_ref()
+            structure: if profile.uses_automatic_schema() {
+                card.structure.as_ref()
             } else {
                 None
             },
@@ -525,7 +566,6 @@ impl Store {
             one_by_one: profile.one_by_one(),
         };
         // Every step knows its state's estimated size, so the budget starts from it without a walk.
-        let parent = at.unwrap_or(self.history.current());
         let size = self.history.size_at(parent);
         // The batch writes its state in place (the root, or the state rebuilt at `at`), and keeps
         // the state as it began only when something will read it: the `after` hooks, or the history
@@ -592,8 +632,11 @@ impl Store {
         // whose scripts drew random numbers is a step too, even if nothing changed (a missed roll):
         // otherwise the next batch would get the same id, so the same draws, and miss again.
         let drew = ran.random != unused_random;
-        let recorded =
-            !commit.changes.is_empty() || options.label.is_some() || options.key.is_some() || drew;
+        let recorded = !commit.changes.is_empty()
+            || options.label.is_some()
+            || options.key.is_some()
+            || options.card.is_some()
+            || drew;
         if self.history.limits().max_steps == 0 {
             self.history.rebase(&self.root, ran.size);
             if recorded {
@@ -607,6 +650,7 @@ impl Store {
                     label: options.label.clone(),
                     key: options.key,
                     refusal: None,
+                    card: options.card.clone(),
                 },
                 Arc::clone(&commit.changes),
                 before,
@@ -817,6 +861,12 @@ impl Store {
         self.history.child_by_key(parent, key)
     }
 
+    /// The latest card update committed on a step (or on the root), which a sync walks through.
+    /// Time: O(1).
+    pub(crate) fn history_card_update_on(&self, parent: StepId) -> Option<StepId> {
+        self.history.card_update_on(parent)
+    }
+
     /// The keys of the replies whose steps trimming folded into the root, oldest first: a synced chat
     /// path must start with them. Saves keep them with a compacted root ([`StoreBuilder::root_keys`]).
     pub fn root_keys(&self) -> &[ContentKey] {
@@ -848,6 +898,7 @@ impl Store {
                 label: None,
                 key: Some(key),
                 refusal: Some(refusal),
+                card: None,
             },
             Arc::clone(&changes),
             Some(&state),
@@ -863,6 +914,34 @@ impl Store {
             label_moved_from,
             trimmed: self.history.trim(),
         })
+    }
+
+    /// Takes a new version of the game's card as one step on the current step (docs/mvu.md, "Card
+    /// updates"): `update`'s batch ([`crate::plan_card_update`], made on the current state) runs all
+    /// or nothing under the store's JSON Schema and limits, without the automatic schema and the
+    /// handlers' hooks, and the step, labelled `label`, holds `card` from there down. Undo takes the
+    /// state and the card back together. With history off the card is taken all the same, at the
+    /// root. Time: the batch's own work.
+    pub fn take_card(
+        &mut self,
+        update: &CardUpdate,
+        card: CardVersion,
+        label: Option<String>,
+    ) -> Outcome {
+        let card = Arc::new(card);
+        let outcome = self.apply_with(
+            &update.batch,
+            &ApplyOptions {
+                label,
+                policies: Some(Policies::default()),
+                card: Some(Arc::clone(&card)),
+                ..ApplyOptions::default()
+            },
+        );
+        if outcome.is_committed() && self.history.limits().max_steps == 0 {
+            self.history.set_root_card(card);
+        }
+        outcome
     }
 
     /// Drops one step as trimming did when a save recorded it: a branch tip other than the current
@@ -891,6 +970,7 @@ fn info(id: StepId, step: &Step, applied: bool, current: bool) -> StepInfo<'_> {
         key: step.key,
         refusal: step.refusal.as_deref(),
         changes: &step.changes,
+        card_update: step.card_update.then_some(&*step.card),
         applied,
         current,
         children: &step.children,

@@ -460,6 +460,16 @@ impl StructureSchema {
         Some(out)
     }
 
+    /// `value` as MVU adds it to the container at `container` of `root` (which exists): with the
+    /// container's template merged in, when it has one. Time: O(depth × log n), plus the value's size
+    /// when a template is merged.
+    pub(crate) fn added_value(&self, root: &Value, container: &[Segment], value: &Value) -> Value {
+        match self.place(root, container) {
+            Some(place) => self.apply(value, place),
+            None => value.clone(),
+        }
+    }
+
     /// MVU's `applyTemplate` of the container at `place` on a value added to it.
     fn apply(&self, value: &Value, place: Place<'_>) -> Value {
         match place.template() {

@@ -8,6 +8,10 @@
 //! still makes a step: it changes nothing and keeps the refusal's feedback, so the mapping stays total
 //! and the reply is never applied again. Syncing the same path twice changes nothing.
 //!
+//! A card update (`Store::take_card`) is no reply: the walk goes through the latest one made on a
+//! reply's step (or on the root) before it looks for the next reply, and ends below it, so that the
+//! replies after a card update build on the new card and a chat that shows nothing newer ends on it.
+//!
 //! The walk starts below the replies that trimming folded into the root (`History::root_keys`): the
 //! path must begin with them, since the states before them are gone. A step trimmed off a branch no
 //! longer resolves by its key, and a later sync applies its reply again; keyed draws
@@ -45,6 +49,10 @@ impl ContentKey {
         &self.0
     }
 }
+
+/// The key under which a card update is found among its parent's children
+/// (`History::card_update_on`): no reply's text hashes to 32 zero bytes.
+pub(crate) const CARD_UPDATE: ContentKey = ContentKey([0; 32]);
 
 /// Why a text is not a content key.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -368,12 +376,12 @@ impl Store {
                 kept: kept.len(),
             });
         }
-        let mut at = StepId::ROOT;
+        let mut at = self.through_card_updates(StepId::ROOT);
         let mut next = kept.len();
         while let Some(&key) = keys.get(next)
             && let Some(child) = self.child_by_key(at, key)
         {
-            at = child;
+            at = self.through_card_updates(child);
             next += 1;
         }
         if keys.len() - next > max_steps {
@@ -426,6 +434,17 @@ impl Store {
             self.checkout(at)?;
         }
         Ok(synced)
+    }
+
+    /// The step a walk that reached `at` goes on from: the latest card update made on it, and on
+    /// that one, and so on, else `at` itself. A card update is made on the step of the reply the chat
+    /// showed last; the replies after it build on the new card.
+    /// Time: O(1) per card update crossed.
+    fn through_card_updates(&self, mut at: StepId) -> StepId {
+        while let Some(update) = self.history_card_update_on(at) {
+            at = update;
+        }
+        at
     }
 
     /// Reads and applies one reply on step `at`, making a keyed step; a refused reply makes an empty

@@ -303,3 +303,62 @@ fn a_refused_command_without_an_instruction_is_named_and_points_nowhere() {
     );
     assert!(!outcome.is_committed());
 }
+
+/// A zod card: its `$meta`-less InitVar locks every container in the automatic schema, but its JSON
+/// Schema (a zod record: `additionalProperties`) lets the model add and remove entries. Under
+/// `mvu-zod` the JSON Schema decides; the automatic schema does not apply.
+#[test]
+fn under_mvu_zod_the_json_schema_decides_what_is_added_or_removed() {
+    let locked = StructureSchema::new(json!({
+        "type": "object", "extensible": false,
+        "properties": {
+            "npcs": {"type": "object", "required": true, "extensible": false, "properties": {
+                "bob": {"type": "object", "required": true, "extensible": false,
+                        "properties": {"trust": {"type": "number", "required": true}}}
+            }}
+        }
+    }))
+    .unwrap();
+    let record = StateSchema::new(json!({
+        "type": "object", "required": ["npcs"],
+        "properties": {"npcs": {"type": "object",
+            "additionalProperties": {"type": "object", "required": ["trust"],
+                                     "properties": {"trust": {"type": "number"}}}}}
+    }))
+    .unwrap();
+    let reply = batch(json!([
+        {"op": "delete", "path": ["npcs", "bob"]},
+        {"op": "assign", "path": ["npcs", "amy"], "value": {"trust": 2}},
+        {"op": "assign", "path": ["npcs", "cat"], "value": {"mood": "shy"}},
+        {"op": "delete", "path": ["npcs"]}
+    ]));
+    let game = |profile: Profile| {
+        Store::builder(Value::from(json!({"npcs": {"bob": {"trust": 1}}})))
+            .profile(profile)
+            .schema(record.clone())
+            .structure(locked.clone())
+            .build()
+            .unwrap()
+    };
+    let mut zod = game(Profile::MvuZod);
+    let Outcome::Committed(commit) = zod.apply(&reply) else {
+        panic!("committed")
+    };
+    assert_eq!(
+        zod.state().to_json(),
+        json!({"npcs": {"amy": {"trust": 2}}})
+    );
+    let kinds: Vec<ErrorKind> = commit.warnings.iter().map(|w| w.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![ErrorKind::SchemaViolation, ErrorKind::SchemaViolation],
+        "the record's value without `trust`, and `npcs` itself, which the schema requires"
+    );
+    // Under mvu the automatic schema locks `npcs`: no entry leaves or enters.
+    let mut mvu = game(Profile::Mvu);
+    assert!(mvu.apply(&reply).is_committed());
+    assert_eq!(
+        mvu.state().to_json(),
+        json!({"npcs": {"bob": {"trust": 1}}})
+    );
+}

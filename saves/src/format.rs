@@ -4,8 +4,9 @@
 //! little-endian `u32`) followed by records. Each record is framed as its payload length (`u32` LE), a
 //! CRC-32 of those four length bytes, a CRC-32 of the payload, then the payload: one JSON document.
 //! The first record is always the base; the others are the timeline records of `records.rs` (steps,
-//! checkouts, positions) in versions 2 to 4 (3 adds the base's seed, 4 its profile and automatic
-//! schema), and steps, undos and redos in version 1, which is only read.
+//! checkouts, positions) in versions 2 to 5 (3 adds the base's seed, 4 its profile and automatic
+//! schema, 5 the card's fingerprint and the macros in the base and card updates in steps), and
+//! steps, undos and redos in version 1, which is only read.
 //! `saves/FORMAT.md` is the full description.
 //!
 //! The frame is built so that a torn append, which can only leave a prefix of the last record (or, after
@@ -26,7 +27,7 @@ use crate::records::{
 /// The first bytes of every save file.
 pub(crate) const MAGIC: &[u8; 16] = b"statecraft save\n";
 /// The format version this build writes. Readers for every older version stay (see [`crate::Game::open`]).
-pub(crate) const FORMAT_VERSION: u32 = 4;
+pub(crate) const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this build reads.
 pub(crate) const OLDEST_VERSION: u32 = 1;
 /// Magic plus version.

@@ -11,6 +11,7 @@
 //! crash leaves either the old file or the new one, never a mix. This module must not interpret
 //! instructions: it records what the engine committed.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions as FileOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,9 +19,9 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchErrors, HistoryLimits, Outcome, Profile, ReplyReader, Resolve,
-    StateSchema, StepId, StepRef, Store, StoreBuilder, StructureSchema, SyncError, SyncOptions,
-    SyncReply, Synced, TimelineError, Value,
+    ApplyOptions, Batch, BatchErrors, CardUpdate, CardVersion, HistoryLimits, Outcome, Profile,
+    ReplyReader, Resolve, StateSchema, StepId, StepRef, Store, StoreBuilder, StructureSchema,
+    SyncError, SyncOptions, SyncReply, Synced, TimelineError, Value,
 };
 
 use crate::error::SaveError;
@@ -142,8 +143,12 @@ pub struct NewGame {
     /// The profile the game's replies follow (default `strict`; docs/mvu.md, "Profiles").
     pub profile: Profile,
     /// MVU's automatic schema of the game's card, in MVU's shape (what `card::read` gives), which the
-    /// `mvu` profiles enforce.
+    /// `mvu` profile enforces.
     pub automatic_schema: Option<serde_json::Value>,
+    /// The fingerprint of the game's card, by which a front end notices that the card changed.
+    pub card_fingerprint: Option<String>,
+    /// The SillyTavern macros the game was made with, which every later reply is read with.
+    pub macros: BTreeMap<String, String>,
 }
 
 impl NewGame {
@@ -180,6 +185,18 @@ impl NewGame {
     /// Sets MVU's automatic schema.
     pub fn automatic_schema(mut self, schema: serde_json::Value) -> NewGame {
         self.automatic_schema = Some(schema);
+        self
+    }
+
+    /// Sets the card's fingerprint.
+    pub fn card_fingerprint(mut self, fingerprint: impl Into<String>) -> NewGame {
+        self.card_fingerprint = Some(fingerprint.into());
+        self
+    }
+
+    /// Sets the macros the game keeps.
+    pub fn macros(mut self, macros: BTreeMap<String, String>) -> NewGame {
+        self.macros = macros;
         self
     }
 
@@ -269,6 +286,7 @@ pub struct Game {
     schema: Option<serde_json::Value>,
     scripts: Option<PathBuf>,
     metadata: serde_json::Map<String, serde_json::Value>,
+    macros: BTreeMap<String, String>,
     /// Bytes of the file that hold whole records.
     len: u64,
     /// Records after the base.
@@ -351,6 +369,8 @@ impl Game {
             root_keys: Vec::new(),
             profile: (setup.profile != Profile::Strict).then_some(setup.profile),
             automatic_schema: setup.automatic_schema.clone(),
+            card_fingerprint: setup.card_fingerprint.clone(),
+            macros: setup.macros.clone(),
         };
         format::push_record(&mut buf, &RecordRef::Base(&base))
             .map_err(|e| encode_error(path, e))?;
@@ -359,7 +379,10 @@ impl Game {
             state,
             Schemas {
                 schema: compiled,
-                structure,
+                card: CardVersion {
+                    structure,
+                    fingerprint: setup.card_fingerprint,
+                },
                 profile: setup.profile,
             },
             setup.history,
@@ -388,6 +411,7 @@ impl Game {
             schema: setup.schema,
             scripts: setup.scripts,
             metadata: setup.metadata,
+            macros: setup.macros,
             len: buf.len() as u64,
             records: 0,
             durability: options.durability,
@@ -474,6 +498,7 @@ impl Game {
             schema: loaded.schema,
             scripts: loaded.scripts,
             metadata: loaded.metadata,
+            macros: loaded.macros,
             len: loaded.good as u64,
             records: loaded.records,
             durability: options.durability,
@@ -543,6 +568,11 @@ impl Game {
         &self.metadata
     }
 
+    /// The SillyTavern macros the game was made with (docs/mvu.md, "Character cards").
+    pub fn macros(&self) -> &BTreeMap<String, String> {
+        &self.macros
+    }
+
     /// The size of the save file in bytes.
     pub fn file_len(&self) -> u64 {
         self.len
@@ -597,6 +627,27 @@ impl Game {
                 self.append(&TimelineRecord::Checkout(CheckoutRecord {
                     to: commit.parent,
                 }))?;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Takes a new version of the game's card as one step (see [`Store::take_card`]), on disk before
+    /// it returns; a refused update changes nothing and writes nothing.
+    pub fn take_card(
+        &mut self,
+        update: &CardUpdate,
+        card: CardVersion,
+        label: Option<&str>,
+    ) -> Result<Outcome, SaveError> {
+        self.check()?;
+        let outcome = self.store.take_card(update, card, label.map(str::to_owned));
+        if let Outcome::Committed(commit) = &outcome {
+            let card = self.store.card().clone();
+            match StepRecord::of_card_update(commit, label, &card) {
+                Some(step) => self.append(&TimelineRecord::Step(step))?,
+                // History is off: the new state and card become the base.
+                None => self.guard(Game::compact)?,
             }
         }
         Ok(outcome)
@@ -697,7 +748,7 @@ impl Game {
     }
 
     fn rewrite(&mut self) -> Result<(), SaveError> {
-        let base = BaseRecord {
+        let mut base = BaseRecord {
             state: self
                 .store
                 .state_at(StepId::ROOT)
@@ -711,8 +762,16 @@ impl Game {
             seed: Some(self.store.seed()),
             root_keys: self.store.root_keys().to_vec(),
             profile: (self.store.profile() != Profile::Strict).then_some(self.store.profile()),
-            automatic_schema: self.store.structure().map(|s| s.source().clone()),
+            automatic_schema: None,
+            card_fingerprint: None,
+            macros: self.macros.clone(),
         };
+        // The card at the root, which trimming may have moved past a card update.
+        let root_card = self
+            .store
+            .card_at(StepId::ROOT)
+            .map_err(|error| self.timeline_error(error))?;
+        base.set_card(root_card);
         let records = TimelineRecord::all_of(&self.store);
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
@@ -829,6 +888,7 @@ pub(crate) struct Loaded {
     pub(crate) schema: Option<serde_json::Value>,
     pub(crate) scripts: Option<PathBuf>,
     pub(crate) metadata: serde_json::Map<String, serde_json::Value>,
+    pub(crate) macros: BTreeMap<String, String>,
     /// Where the whole records end.
     pub(crate) good: usize,
     pub(crate) records: usize,
@@ -836,9 +896,10 @@ pub(crate) struct Loaded {
     pub(crate) damage: Option<Damage>,
 }
 
-/// Reads a format version 2, 3 or 4 file: the base, then every timeline record replayed in order. The
-/// versions differ only in the base: version 3 always holds the seed and version 2 never does;
-/// only version 4 may hold a profile and an automatic schema.
+/// Reads a format version 2 to 5 file: the base, then every timeline record replayed in order. The
+/// versions differ only in what records may hold: version 3 always holds the seed and version 2
+/// never does; only version 4 and later may hold a profile and an automatic schema; only version 5
+/// a card's fingerprint and macros in the base and a card update in a step.
 fn read_v2(
     path: &Path,
     bytes: &[u8],
@@ -862,6 +923,13 @@ fn read_v2(
             format!(
                 "a version {version} base snapshot cannot hold a profile or an automatic schema"
             ),
+        ));
+    }
+    if version < 5 && (base.card_fingerprint.is_some() || !base.macros.is_empty()) {
+        return Err(corrupt(
+            path,
+            FILE_HEADER_LEN,
+            format!("a version {version} base snapshot cannot hold a card's fingerprint or macros"),
         ));
     }
     let mut loaded = load_base(path, *base, setup)?;
@@ -903,6 +971,13 @@ fn read_v2(
             )?;
             break;
         };
+        if version < 5 && matches!(&record, TimelineRecord::Step(step) if step.card.is_some()) {
+            damaged(
+                format!("a version {version} step cannot take a new version of the card"),
+                &mut loaded,
+            )?;
+            break;
+        }
         record.replay(&mut loaded.store).map_err(|error| {
             corrupt(
                 path,
@@ -969,18 +1044,13 @@ pub(crate) fn load_base(
                 format!("the saved schema does not compile: {error}"),
             )
         })?;
-    let structure = base
-        .automatic_schema
-        .clone()
-        .map(StructureSchema::new)
-        .transpose()
-        .map_err(|error| {
-            corrupt(
-                path,
-                base_offset,
-                format!("the saved automatic schema is unusable: {error}"),
-            )
-        })?;
+    let card = base.card().map_err(|error| {
+        corrupt(
+            path,
+            base_offset,
+            format!("the saved automatic schema is unusable: {error}"),
+        )
+    })?;
     let profile = base.profile();
     let scripts = base.scripts.map(PathBuf::from);
     let store = store_builder(
@@ -988,7 +1058,7 @@ pub(crate) fn load_base(
         base.state,
         Schemas {
             schema: compiled,
-            structure,
+            card,
             profile,
         },
         base.history,
@@ -1010,6 +1080,7 @@ pub(crate) fn load_base(
         schema: base.schema,
         scripts,
         metadata: base.metadata,
+        macros: base.macros,
         good: base_offset,
         records: 0,
         damage: None,
@@ -1019,7 +1090,7 @@ pub(crate) fn load_base(
 /// What a game's states must obey, and whose rules its replies follow.
 struct Schemas {
     schema: Option<StateSchema>,
-    structure: Option<StructureSchema>,
+    card: CardVersion,
     profile: Profile,
 }
 
@@ -1037,13 +1108,10 @@ fn store_builder(
 ) -> Result<StoreBuilder, SaveError> {
     let Schemas {
         schema,
-        structure,
+        card,
         profile,
     } = schemas;
-    let mut builder = Store::builder(state).profile(profile);
-    if let Some(structure) = structure {
-        builder = builder.structure(structure);
-    }
+    let mut builder = Store::builder(state).profile(profile).card(card);
     if let Some(setup) = setup {
         builder = setup(builder, scripts).map_err(|error| SaveError::Setup {
             path: path.to_owned(),

@@ -27,7 +27,9 @@ pub use error::SaveError;
 pub use files::{replace_file, resolve_links};
 pub use game::{Damage, Durability, Game, NewGame, OpenOptions, Setup, SetupError, TornTail};
 pub use lock::{Lock, acquire as lock_exclusive};
-pub use records::{BaseRecord, CheckoutRecord, PositionRecord, StepRecord, TimelineRecord};
+pub use records::{
+    BaseRecord, CardRecord, CheckoutRecord, PositionRecord, StepRecord, TimelineRecord,
+};
 pub use storage::{
     Head, Listing, Receipt, Spent, Storage, StorageError, StoredGame, Tail, Write, Written,
 };

@@ -11,13 +11,14 @@
 //! rows, one per record, with the change log as JSON. Each record's JSON form is the one in
 //! `saves/FORMAT.md`. This module must not touch files or interpret instructions.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use statecraft_engine::{
-    AppliedReply, Array, Change, Commit, ContentKey, HistoryLimits, Key, Object, Op, Path, Profile,
-    StepId, StepMarks, Store, Synced, TimelineError, Value,
+    AppliedReply, Array, CardVersion, Change, Commit, ContentKey, HistoryLimits, Key, Object, Op,
+    Path, Profile, StepId, StepMarks, Store, StructureSchema, Synced, TimelineError, Value,
 };
 
 /// Everything needed to rebuild a store before its first record.
@@ -54,12 +55,70 @@ pub struct BaseRecord {
     /// Only version 4 files and later hold it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub automatic_schema: Option<serde_json::Value>,
+    /// The fingerprint of the game's card (the SHA-256 of its `[InitVar]` text or statecraft
+    /// settings, docs/mvu.md "Card updates"), by which a front end notices that the card changed.
+    /// Only version 5 files and later hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_fingerprint: Option<String>,
+    /// The SillyTavern macros the game was made with (`user`, `char`), which every later reply's
+    /// commands are read with. Only version 5 files and later hold them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub macros: BTreeMap<String, String>,
 }
 
 impl BaseRecord {
     /// The profile the base names, `strict` when none.
     pub fn profile(&self) -> Profile {
         self.profile.unwrap_or_default()
+    }
+
+    /// The version of the card at the root: the automatic schema compiled, and the fingerprint.
+    pub fn card(&self) -> Result<CardVersion, statecraft_engine::SchemaError> {
+        CardRecord {
+            fingerprint: self.card_fingerprint.clone(),
+            automatic_schema: self.automatic_schema.clone(),
+        }
+        .version()
+    }
+
+    /// Sets the root's card from a version of it.
+    pub fn set_card(&mut self, card: &CardVersion) {
+        let record = CardRecord::of(card);
+        self.card_fingerprint = record.fingerprint;
+        self.automatic_schema = record.automatic_schema;
+    }
+}
+
+/// A version of a game's card as a record keeps it: its fingerprint and MVU's automatic schema.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardRecord {
+    /// The card's fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// MVU's automatic schema of the card, in MVU's shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_schema: Option<serde_json::Value>,
+}
+
+impl CardRecord {
+    /// What a record keeps of a card version.
+    pub fn of(card: &CardVersion) -> CardRecord {
+        CardRecord {
+            fingerprint: card.fingerprint.clone(),
+            automatic_schema: card.structure.as_ref().map(|s| s.source().clone()),
+        }
+    }
+
+    /// The card version, its automatic schema compiled.
+    pub fn version(self) -> Result<CardVersion, statecraft_engine::SchemaError> {
+        Ok(CardVersion {
+            structure: self
+                .automatic_schema
+                .map(StructureSchema::new)
+                .transpose()?,
+            fingerprint: self.fingerprint,
+        })
     }
 }
 
@@ -97,6 +156,10 @@ pub struct StepRecord {
     /// Its change log, in order.
     #[serde(with = "change_log")]
     pub changes: Arc<[Change]>,
+    /// The new version of the card it took, when it is a card update. Only version 5 files and
+    /// later hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<CardRecord>,
     /// The steps its commit trimmed, in the order trimmed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trimmed: Vec<StepId>,
@@ -132,8 +195,21 @@ impl StepRecord {
             key: None,
             refusal: None,
             changes: Arc::clone(&commit.changes),
+            card: None,
             trimmed: commit.trimmed.iter().map(|step| step.id).collect(),
         })
+    }
+
+    /// What to record for a card update's commit (`Store::take_card`), or `None` if it made no step
+    /// (history off).
+    pub fn of_card_update(
+        commit: &Commit,
+        label: Option<&str>,
+        card: &CardVersion,
+    ) -> Option<StepRecord> {
+        let mut record = StepRecord::of_commit(commit, label)?;
+        record.card = Some(CardRecord::of(card));
+        Some(record)
     }
 
     /// What to record for a reply a sync applied.
@@ -145,6 +221,7 @@ impl StepRecord {
             key: Some(reply.key),
             refusal: reply.refusal.as_deref().map(str::to_owned),
             changes: Arc::clone(&reply.commit.changes),
+            card: None,
             trimmed: reply.commit.trimmed.iter().map(|step| step.id).collect(),
         }
     }
@@ -159,6 +236,15 @@ impl TimelineRecord {
     pub fn replay(&self, store: &mut Store) -> Result<(), TimelineError> {
         match self {
             TimelineRecord::Step(step) => {
+                let card = match &step.card {
+                    Some(card) => Some(Arc::new(card.clone().version().map_err(|error| {
+                        TimelineError::UnusableCard {
+                            step: step.id,
+                            problem: error.to_string(),
+                        }
+                    })?)),
+                    None => None,
+                };
                 store.replay_step(
                     step.id,
                     step.parent,
@@ -166,6 +252,7 @@ impl TimelineRecord {
                         label: step.label.clone(),
                         key: step.key,
                         refusal: step.refusal.as_deref().map(Arc::from),
+                        card,
                     },
                     Arc::clone(&step.changes),
                 )?;
@@ -212,6 +299,7 @@ impl TimelineRecord {
                     key: step.key,
                     refusal: step.refusal.map(str::to_owned),
                     changes: Arc::clone(step.changes),
+                    card: step.card_update.map(CardRecord::of),
                     trimmed: Vec::new(),
                 })
             })
@@ -438,6 +526,7 @@ mod tests {
             key: None,
             refusal: None,
             changes: Arc::from(vec![change]),
+            card: None,
             trimmed: vec![StepId::new(1)],
         });
         let text = serde_json::to_string(&record).unwrap();

@@ -24,11 +24,17 @@ pub(crate) fn read(path: &Path, bytes: &[u8], setup: Option<Setup>) -> Result<Lo
         RecordV1::Base(base) => Some(base),
         _ => None,
     })?;
-    if base.seed.is_some() || base.profile.is_some() || base.automatic_schema.is_some() {
+    if base.seed.is_some()
+        || base.profile.is_some()
+        || base.automatic_schema.is_some()
+        || base.card_fingerprint.is_some()
+        || !base.macros.is_empty()
+    {
         return Err(corrupt(
             path,
             crate::format::FILE_HEADER_LEN,
-            "a version 1 base snapshot cannot hold a seed, a profile or an automatic schema",
+            "a version 1 base snapshot cannot hold a seed, a profile, an automatic schema, a card's \
+             fingerprint or macros",
         ));
     }
     let mut line = Line::new(base.history);

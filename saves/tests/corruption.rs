@@ -23,10 +23,14 @@ struct Small {
 fn small_save(dir: &Path) -> Small {
     let path = dir.join("small.save");
     let schema = json!({"type": "object"});
+    // The macros are a member only version 5 holds, so that a flip of the version byte to 4 (5 ^
+    // 0x01) is damage too: the header has no checksum of its own.
     let mut game = Game::create_with(
         &path,
         Value::from(json!({"hp": 10, "bag": []})),
-        NewGame::default().schema(schema),
+        NewGame::default()
+            .schema(schema)
+            .macros([("user".to_owned(), "Alex".to_owned())].into()),
         unsynced(),
     )
     .unwrap();
@@ -221,7 +225,7 @@ fn every_truncation_is_an_error_or_loads_exactly_the_whole_records() {
 
 #[rstest]
 #[case(0)]
-#[case(5)]
+#[case(6)]
 #[case(99)]
 #[case(u32::MAX)]
 fn an_unknown_version_is_refused_by_name(#[case] version: u32) {
@@ -233,7 +237,7 @@ fn an_unknown_version_is_refused_by_name(#[case] version: u32) {
     assert_eq!(
         error.to_string(),
         format!(
-            "{} at byte 16: save format version {version} is not supported; this build reads versions 1 to 4",
+            "{} at byte 16: save format version {version} is not supported; this build reads versions 1 to 5",
             path.display()
         )
     );
@@ -497,7 +501,18 @@ fn a_base_that_its_version_cannot_hold_or_that_names_an_unusable_schema_is_an_er
         (
             1,
             r#"{"base":{"state":{},"history":{"max_steps":1,"max_bytes":1},"metadata":{},"automatic_schema":{"type":"object"}}}"#,
-            "a version 1 base snapshot cannot hold a seed, a profile or an automatic schema",
+            "a version 1 base snapshot cannot hold a seed, a profile, an automatic schema, a \
+             card's fingerprint or macros",
+        ),
+        (
+            4,
+            r#"{"base":{"state":{},"history":{"max_steps":1,"max_bytes":1},"metadata":{},"seed":0,"macros":{"user":"Alex"}}}"#,
+            "a version 4 base snapshot cannot hold a card's fingerprint or macros",
+        ),
+        (
+            4,
+            r#"{"base":{"state":{},"history":{"max_steps":1,"max_bytes":1},"metadata":{},"seed":0,"card_fingerprint":"ab"}}"#,
+            "a version 4 base snapshot cannot hold a card's fingerprint or macros",
         ),
         (
             4,
@@ -546,4 +561,75 @@ fn a_hand_framed_version_4_save_keeps_its_profile_and_automatic_schema() {
         .expect("one by one");
     assert_eq!(game.state().to_json(), json!({"hp": 2, "bag": []}));
     assert_eq!(commit.warnings[0].kind.code(), "schema_violation");
+}
+
+#[test]
+fn a_card_update_in_a_version_4_file_or_with_an_unusable_schema_is_an_error_at_its_offset() {
+    let good = r#"{"step":{"id":1,"parent":0,"label":"ok","changes":[{"path":["hp"],"old":1,"new":2,"op":"assign"}]}}"#;
+    let after = r#"{"checkout":{"to":0}}"#;
+    let update = r#"{"step":{"id":2,"parent":1,"changes":[],"card":{"fingerprint":"ab"}}}"#;
+    let seeded = |base: &str| base.replace(r#""metadata":{}"#, r#""metadata":{},"seed":0"#);
+    for (version, payload, problem) in [
+        (
+            4,
+            update.to_owned(),
+            "a version 4 step cannot take a new version of the card".to_owned(),
+        ),
+        (
+            5,
+            update.replace(
+                r#""fingerprint":"ab""#,
+                r#""automatic_schema":{"type":"thing"}"#,
+            ),
+            "the record does not replay on the timeline before it: step 2 takes a card whose \
+             automatic schema is unusable"
+                .to_owned(),
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = header(version);
+        bytes.extend(frame(&seeded(BASE)));
+        bytes.extend(frame(good));
+        let offset = bytes.len();
+        bytes.extend(frame(&payload));
+        bytes.extend(frame(after));
+        let (path, opened) = open_bytes(dir.path(), "update.save", &bytes);
+        let error = opened.unwrap_err().to_string();
+        let expected = format!("{} at byte {offset}: {problem}", path.display());
+        assert!(
+            error.starts_with(&expected),
+            "{error}\nexpected: {expected}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    }
+}
+
+#[test]
+fn a_hand_framed_version_5_save_keeps_its_macros_and_its_card_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = header(5);
+    bytes.extend(frame(
+        r#"{"base":{"state":{"hp":1},"history":{"max_steps":10,"max_bytes":100000},"metadata":{},"seed":0,"profile":"mvu","automatic_schema":{"type":"object","properties":{"hp":{"type":"number","required":true}}},"card_fingerprint":"c1","macros":{"user":"Alex"}}}"#,
+    ));
+    bytes.extend(frame(
+        r#"{"step":{"id":1,"parent":0,"label":"card 2","changes":[{"path":["mp"],"new":3,"op":"assign"}],"card":{"fingerprint":"c2","automatic_schema":{"type":"object","properties":{"hp":{"type":"number","required":true},"mp":{"type":"number","required":true}}}}}}"#,
+    ));
+    let (_, opened) = open_bytes(dir.path(), "v5.save", &bytes);
+    let mut game = opened.unwrap();
+    assert_eq!(game.macros().get("user").map(String::as_str), Some("Alex"));
+    assert_eq!(game.store().card().fingerprint.as_deref(), Some("c2"));
+    let commit = game
+        .apply(&batch(json!([{"op": "delete", "path": ["mp"]}])), None)
+        .unwrap()
+        .committed()
+        .expect("one by one");
+    assert_eq!(
+        commit.warnings[0].kind.code(),
+        "schema_violation",
+        "mp is required now"
+    );
+    game.undo().unwrap();
+    game.undo().unwrap();
+    assert_eq!(game.store().card().fingerprint.as_deref(), Some("c1"));
+    assert_eq!(game.state().to_json(), json!({"hp": 1}));
 }

@@ -689,3 +689,81 @@ fn synced_steps_keep_their_keys_and_refusals_across_reopening_and_compaction() {
         game.compact().unwrap();
     }
 }
+
+/// A card update trimmed into the root, and one taken with history off, leave the new card at the
+/// root of the rewritten file: it survives compaction and a restart, its automatic schema enforced.
+#[test]
+fn a_card_update_survives_trimming_compaction_and_history_off() {
+    use statecraft_engine::{
+        CardUpdateOptions, CardVersion, Profile, StructureSchema, plan_card_update,
+    };
+    let locked = StructureSchema::new(json!({"type": "object", "properties": {
+        "hp": {"type": "number", "required": true},
+        "log": {"type": "array", "required": true, "extensible": false}}}))
+    .unwrap();
+    let version = CardVersion {
+        structure: Some(locked),
+        fingerprint: Some("v2".to_owned()),
+    };
+    let initial = Value::from(json!({"hp": 10, "log": [], "mp": 1}));
+    for history in [
+        HistoryLimits {
+            max_steps: 2,
+            max_bytes: 1 << 20,
+        },
+        HistoryLimits {
+            max_steps: 0,
+            max_bytes: 0,
+        },
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut game = start(
+            &dir,
+            NewGame::default()
+                .profile(Profile::Mvu)
+                .card_fingerprint("v1")
+                .history(history),
+        );
+        let update = plan_card_update(
+            game.state(),
+            &initial,
+            game.store().card(),
+            &version,
+            CardUpdateOptions::default(),
+        );
+        assert!(
+            game.take_card(&update, version.clone(), None)
+                .unwrap()
+                .is_committed()
+        );
+        for hp in [9, 8, 7] {
+            let reply = batch(json!([{"op": "assign", "path": ["hp"], "value": hp}]));
+            assert!(game.apply(&reply, None).unwrap().is_committed());
+        }
+        game.compact().unwrap();
+        let mut game = reopen(game);
+        assert_eq!(
+            game.store()
+                .card_at(statecraft_engine::StepId::ROOT)
+                .unwrap()
+                .fingerprint
+                .as_deref(),
+            Some("v2"),
+            "{history:?}"
+        );
+        assert_eq!(game.state().to_json(), json!({"hp": 7, "log": [], "mp": 1}));
+        let commit = game
+            .apply(
+                &batch(json!([{"op": "push", "path": ["log"], "value": 1}])),
+                None,
+            )
+            .unwrap()
+            .committed()
+            .unwrap();
+        assert_eq!(
+            commit.warnings[0].kind.code(),
+            "schema_violation",
+            "{history:?}"
+        );
+    }
+}

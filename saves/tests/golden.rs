@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 
 use common::{batch, unsynced, view};
 use serde_json::{Value as Json, json};
-use statecraft_engine::{ApplyOptions, HistoryLimits, Profile, StepId, Value};
+use statecraft_engine::{
+    ApplyOptions, CardUpdateOptions, CardVersion, HistoryLimits, Profile, StepId, StructureSchema,
+    Value, plan_card_update,
+};
 use statecraft_saves::{FORMAT_VERSION, Game, NewGame};
 
 fn golden_root() -> PathBuf {
@@ -175,14 +178,80 @@ fn write_card(path: &Path) -> Game {
     game
 }
 
+/// The scenario of `mvu_card.save` (version 5 on): a card's game that keeps its macros and its card's
+/// fingerprint, and takes a new version of its card as one step (a new key, the template merged in,
+/// a dropped key only listed, the new automatic schema), then a reply under the new card.
+fn write_card_update(path: &Path) -> Game {
+    let automatic = |properties: Json| json!({"type": "object", "extensible": false, "recursiveExtensible": false, "properties": properties});
+    let v1 = automatic(json!({
+        "hp": {"type": "number", "required": true},
+        "title": {"type": "string", "required": true},
+        "npcs": {"type": "object", "required": true, "extensible": true, "recursiveExtensible": false,
+                 "template": {"mood": "calm"}, "properties": {}}
+    }));
+    let v2 = automatic(json!({
+        "hp": {"type": "number", "required": true},
+        "mp": {"type": "number", "required": true},
+        "npcs": {"type": "object", "required": true, "extensible": true, "recursiveExtensible": false,
+                 "template": {"mood": "calm"}, "properties": {"Alex": {"type": "object", "required": true,
+                 "extensible": false, "recursiveExtensible": false, "properties": {}}}}
+    }));
+    let setup = NewGame::default()
+        .profile(Profile::Mvu)
+        .automatic_schema(v1)
+        .card_fingerprint("1".repeat(64))
+        .macros(std::collections::BTreeMap::from([(
+            "user".to_owned(),
+            "Alex".to_owned(),
+        )]))
+        .metadata("card", json!("golden card"));
+    let state = Value::from(json!({"hp": 10, "title": "squire", "npcs": {}}));
+    let mut game = Game::create_with(path, state, setup, unsynced()).unwrap();
+    assert!(
+        game.apply(
+            &batch(json!([{"op": "assign", "path": ["hp"], "value": 9}])),
+            Some("m1"),
+        )
+        .unwrap()
+        .is_committed()
+    );
+    let version = CardVersion {
+        structure: Some(StructureSchema::new(v2).unwrap()),
+        fingerprint: Some("2".repeat(64)),
+    };
+    let initial = Value::from(json!({"hp": 10, "mp": 5, "npcs": {"Alex": {}}}));
+    let update = plan_card_update(
+        game.state(),
+        &initial,
+        game.store().card(),
+        &version,
+        CardUpdateOptions::default(),
+    );
+    assert!(
+        game.take_card(&update, version, Some("card 2"))
+            .unwrap()
+            .is_committed()
+    );
+    assert!(
+        game.apply(
+            &batch(json!([{"op": "assign", "path": ["mp"], "value": 4}])),
+            Some("m2"),
+        )
+        .unwrap()
+        .is_committed()
+    );
+    game
+}
+
 /// Writes a scenario's save at a path.
 type Scenario = fn(&Path) -> Game;
 
 /// Every scenario the current version writes, by file stem.
-const SCENARIOS: [(&str, Scenario); 3] = [
+const SCENARIOS: [(&str, Scenario); 4] = [
     ("basic", write_basic),
     ("timeline", write_timeline),
     ("card", write_card),
+    ("card_update", write_card_update),
 ];
 
 fn expected_of(game: &Game) -> Json {
@@ -199,6 +268,12 @@ fn expected_of(game: &Game) -> Json {
     }
     if let Some(structure) = game.store().structure() {
         expected["automatic_schema"] = structure.source().clone();
+    }
+    if let Some(fingerprint) = &game.store().card().fingerprint {
+        expected["card_fingerprint"] = json!(fingerprint);
+    }
+    if !game.macros().is_empty() {
+        expected["macros"] = json!(game.macros());
     }
     expected
 }
@@ -337,4 +412,42 @@ fn a_golden_timeline_goes_on_after_loading() {
     drop(game);
     let game = Game::open_with(&copy, unsynced()).unwrap();
     assert_eq!(game.state().to_json()["mood"], json!("tired"));
+}
+
+/// A version 4 save is rewritten as version 5 when opened, and goes on: it takes a new version of
+/// its card, and the file keeps it across a restart.
+#[test]
+fn a_version_4_card_save_is_upgraded_and_takes_a_card_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.save");
+    std::fs::copy(golden_root().join("v4").join("card.save"), &copy).unwrap();
+    let mut game = Game::open_with(&copy, unsynced()).unwrap();
+    let header = std::fs::read(&copy).unwrap()[16..20].to_vec();
+    assert_eq!(header, FORMAT_VERSION.to_le_bytes(), "rewritten at once");
+    assert_eq!(game.store().card().fingerprint, None);
+    assert!(game.macros().is_empty());
+    let version = CardVersion {
+        structure: game.store().structure().cloned(),
+        fingerprint: Some("f".repeat(64)),
+    };
+    let initial = Value::from(json!({"hp": 10, "npcs": {}, "gold": 0}));
+    let update = plan_card_update(
+        game.state(),
+        &initial,
+        game.store().card(),
+        &version,
+        CardUpdateOptions::default(),
+    );
+    assert!(
+        game.take_card(&update, version, Some("card 2"))
+            .unwrap()
+            .is_committed()
+    );
+    drop(game);
+    let game = Game::open_with(&copy, unsynced()).unwrap();
+    assert_eq!(game.state().to_json()["gold"], json!(0));
+    assert_eq!(
+        game.store().card().fingerprint.as_deref(),
+        Some("f".repeat(64).as_str())
+    );
 }

@@ -1,7 +1,8 @@
 // The inspector page: the games (made from a state or from an MVU character card, chosen or
 // dropped), and for the open game its timeline, state, MVU's views, step diff, a reply tried as a dry
 // run, and a value over time. Everything it shows comes from the HTTP API, through the JavaScript
-// client (`api.js`).
+// client (`api.js`). The address says what is shown (`?game=ID`, and `&step=N` for a step picked on
+// the timeline), so a link opens it, the address bar can be copied, and the back button goes back.
 
 import { client, el, lookup, typeOf, StatecraftError } from "./api.js";
 import { renderTree, schemaDescription } from "./tree.js";
@@ -12,8 +13,59 @@ import { renderPlot } from "./plot.js";
 
 const $ = (id) => document.getElementById(id);
 
-/** What the page is looking at; `card` is the card chosen for the next game, as the API takes it. */
-const view = { game: null, log: null, selected: null, steps: null, after: null, card: null };
+/**
+ * What the page is looking at; `card` is the card chosen for the next game, as the API takes it;
+ * `pinned` whether the selected step was picked (by a click or a link) rather than the current one.
+ */
+const view = { game: null, log: null, selected: null, steps: null, after: null, card: null, pinned: false };
+
+/**
+ * Writes what the page shows into its address: `?game=ID`, with `&step=N` when a step is pinned.
+ * `push` makes a new history entry (the user opened or picked something), else the entry is
+ * replaced (the page only caught up with a move).
+ */
+function address(push) {
+  const params = new URLSearchParams();
+  if (view.game !== null) params.set("game", view.game);
+  if (view.game !== null && view.pinned && view.selected !== null) params.set("step", String(view.selected));
+  const query = params.toString();
+  const url = `${location.pathname}${query ? `?${query}` : ""}`;
+  if (url === `${location.pathname}${location.search}`) return;
+  history[push ? "pushState" : "replaceState"]({ game: view.game, step: view.pinned ? view.selected : null }, "", url);
+}
+
+/**
+ * Shows what an address names (a link, or the back and forward buttons): the game and the step, or
+ * says on the page that the game or the step is unknown. Changes no history entry of its own.
+ */
+async function follow() {
+  const params = new URLSearchParams(location.search);
+  const id = params.get("game");
+  const stepText = params.get("step");
+  if (id === null || id === "") {
+    closeGame();
+    return;
+  }
+  const step = stepText === null ? null : /^\d+$/.test(stepText) ? Number(stepText) : NaN;
+  try {
+    await openGame(id, { step, from: "address" });
+  } catch (error) {
+    if (error instanceof StatecraftError && error.kind === "unknown_game") {
+      closeGame();
+      status(`no game "${id}" on this server: it was deleted, or the link is for another server`, true);
+      return;
+    }
+    throw error;
+  }
+}
+
+function closeGame() {
+  view.game = null;
+  view.selected = null;
+  view.pinned = false;
+  $("game").hidden = true;
+  for (const item of $("game-list").children) item.classList.remove("open");
+}
 
 function status(message, error = false) {
   const line = $("status");
@@ -49,7 +101,7 @@ async function listGames(more = false) {
       el(
         "li",
         { class: game.id === view.game ? "game open" : "game", "data-id": game.id },
-        el("button", { type: "button", class: "open-game", onclick: () => attempt(() => openGame(game.id)) }, game.id),
+        el("button", { type: "button", class: "open-game", onclick: () => attempt(() => openGame(game.id, { from: "click" })) }, game.id),
         el("span", { class: "where", text: game.label ? ` at “${game.label}”` : ` at step ${game.step}` }),
       ),
     );
@@ -147,16 +199,24 @@ async function createGame(form) {
     forget(created.id);
     if (body.schema !== undefined) sessionStorage.setItem(schemaKey(created.id), JSON.stringify(body.schema));
     await listGames();
-    await openGame(created.id);
+    await openGame(created.id, { from: "click" });
     status(`created ${created.id}`);
   } catch (error) {
     $("create-error").textContent = error instanceof StatecraftError ? `${error.kind}: ${error.message}` : String(error);
   }
 }
 
-async function openGame(id) {
+/**
+ * Opens a game, at `step` when one is named (an unknown step says so and shows the current one).
+ * `from` is what opened it: a `click` makes a new history entry, an `address` (a link, back or
+ * forward) follows the one there is. The game is read before anything changes on the page, so an
+ * unknown game leaves the page as it was.
+ */
+async function openGame(id, { step = null, from = "click" } = {}) {
+  const [position, log] = await Promise.all([client.getGame(id), client.log(id)]);
   view.game = id;
   view.selected = null;
+  view.pinned = false;
   $("game").hidden = false;
   $("game-title").textContent = id;
   $("schema-text").value = sessionStorage.getItem(schemaKey(id)) ?? "";
@@ -164,7 +224,22 @@ async function openGame(id) {
   $("plot-chart").replaceChildren();
   $("diff-table").replaceChildren(el("p", { class: "empty", text: "click a step of the timeline" }));
   for (const item of $("game-list").children) item.classList.toggle("open", item.dataset.id === id);
-  await refresh();
+  let missing = false;
+  if (step !== null) {
+    missing = !(step === 0 || log.steps.some((each) => each.id === step));
+    if (!missing) {
+      view.selected = step;
+      view.pinned = true;
+    }
+  }
+  await refresh({ position, log });
+  if (from === "click") address(true);
+  else if (missing) address(false);
+  if (missing) {
+    status(`game ${id} has no step ${Number.isNaN(step) ? "like that" : step} (trimmed, or never made): showing the current step`, true);
+  } else {
+    status(`opened ${id}${view.pinned ? ` at step ${view.selected}` : ""}`);
+  }
 }
 
 async function deleteGame() {
@@ -172,8 +247,8 @@ async function deleteGame() {
   if (!confirm(`Delete the game ${id} and its whole history?`)) return;
   await client.deleteGame(id);
   forget(id);
-  view.game = null;
-  $("game").hidden = true;
+  closeGame();
+  address(true);
   await listGames();
   status(`deleted ${id}`);
 }
@@ -181,8 +256,11 @@ async function deleteGame() {
 // Timeline and state.
 
 /** Reloads the open game's timeline and shows the selected step (the current one by default). */
-async function refresh() {
-  const [position, log] = await Promise.all([client.getGame(view.game), client.log(view.game)]);
+async function refresh(read) {
+  const { position, log } = read ?? {
+    position: await client.getGame(view.game),
+    log: await client.log(view.game),
+  };
   view.log = log;
   view.steps = treeOf(log);
   if (view.selected === null || !view.steps.has(view.selected)) view.selected = position.step;
@@ -202,7 +280,7 @@ async function showViews() {
 }
 
 function drawTimeline() {
-  renderTimeline($("timeline-graph"), view.log, { selected: view.selected, onPick: (step) => attempt(() => pickStep(step.id)) });
+  renderTimeline($("timeline-graph"), view.log, { selected: view.selected, onPick: (step) => attempt(() => pickStep(step.id, true)) });
   $("checkout").disabled = view.selected === view.log.current;
 }
 
@@ -210,8 +288,13 @@ async function stateAt(step) {
   return client.stateAt(view.game, { step });
 }
 
-async function pickStep(id) {
+/** Shows a step; `picked` when the user picked it, which the address then names. */
+async function pickStep(id, picked = false) {
   view.selected = id;
+  if (picked) {
+    view.pinned = true;
+    address(true);
+  }
   drawTimeline();
   const at = await stateAt(id);
   showState(at.state, id, at.label, id === view.log.current);
@@ -263,6 +346,8 @@ function showDiff(id, changes) {
 async function move(how) {
   const moved = how === "checkout" ? await client.checkout(view.game, view.selected) : await client[how](view.game);
   view.selected = moved.step;
+  view.pinned = false;
+  address(false);
   await refresh();
   await listGames();
   status(moved.moved === false ? `${how}: nowhere to go` : `now at ${moved.label ? `“${moved.label}”` : `step ${moved.step}`}`);
@@ -319,6 +404,8 @@ async function applyReply() {
     }
     $("try-outcome").replaceChildren(el("p", { class: "verdict committed", text: `committed as step ${answer.step}` }), renderChanges(answer.changes));
     view.selected = answer.step;
+    view.pinned = false;
+    address(false);
     await refresh();
     await listGames();
   } catch (error) {
@@ -403,9 +490,12 @@ function wire() {
 }
 
 wire();
+window.addEventListener("popstate", () => attempt(follow));
 attempt(async () => {
   await listGames();
   status("ready");
+  await follow();
+}).finally(() => {
   document.body.dataset.ready = "true";
 });
 

@@ -35,8 +35,9 @@ use crate::inspector;
 use crate::loaded_game::{Operation, SyncJob, compile_schema, load_scripts};
 use crate::new_game;
 use crate::requests::{
-    ApplyRequest, CheckoutRequest, ConvertRequest, CreateRequest, ExtractRequest, Lang, Notation,
-    PromptRequest, SchemaRequest, SyncRequest, check_macros, check_script_names, read_replies,
+    ApplyRequest, CardUpdateRequest, CheckoutRequest, ConvertRequest, CreateRequest,
+    ExtractRequest, Lang, Notation, PromptRequest, SchemaRequest, SyncRequest, check_macros,
+    check_script_names, read_replies,
 };
 use crate::wire::{
     Converted, Extracted, GameList, GameListing, Health, Problem, Prompted, Report, Schemas,
@@ -88,6 +89,7 @@ fn api() -> Router<Arc<App>> {
         .route("/v1/games/{id}/sync", post(sync))
         .route("/v1/games/{id}/undo", post(undo))
         .route("/v1/games/{id}/redo", post(redo))
+        .route("/v1/games/{id}/card", get(game_card).post(update_card))
         .route("/v1/extract", post(extract_reply))
         .route("/v1/convert", post(convert))
         .route("/v1/prompt", post(prompt))
@@ -645,6 +647,33 @@ async fn redo(
 ) -> Result<Answer, ApiError> {
     let idempotency = idempotency(&headers, "redo", &body.bytes)?;
     app.run(&id, Operation::Redo, idempotency).await
+}
+
+/// `GET /v1/games/{id}/card`: the card the game holds, for a front end to compare with its own.
+async fn game_card(
+    State(app): State<Arc<App>>,
+    GameId(id): GameId,
+    _: NoQuery,
+) -> Result<Answer, ApiError> {
+    app.run(&id, Operation::Card, None).await
+}
+
+/// `POST /v1/games/{id}/card`: a new version of the game's card, as one step.
+async fn update_card(
+    State(app): State<Arc<App>>,
+    GameId(id): GameId,
+    _: NoQuery,
+    headers: HeaderMap,
+    body: Body<CardUpdateRequest>,
+) -> Result<Answer, ApiError> {
+    let idempotency = idempotency(&headers, "card", &body.bytes)?;
+    check_macros(None, &body.value.macros)?;
+    app.run(
+        &id,
+        Operation::UpdateCard(Box::new(body.value)),
+        idempotency,
+    )
+    .await
 }
 
 async fn extract_reply(

@@ -16,21 +16,21 @@ use std::time::Instant;
 
 use serde_json::{Map, Value as Json};
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, ChatReply, Commit, ErrorKind, Limits, Outcome, Policies,
-    StateSchema, StepId, StepRef, Store, StructureSchema, SyncError, SyncOptions, SyncReply,
-    TimelineError, Value,
+    ApplyOptions, Batch, BatchError, CardUpdateOptions, ChatReply, Commit, ErrorKind, Limits,
+    Outcome, Policies, StateSchema, StepId, StepRef, Store, StructureSchema, SyncError,
+    SyncOptions, SyncReply, TimelineError, Value, plan_card_update,
 };
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
 use statecraft_translators::mvu::MvuOptions;
-use statecraft_translators::{Diagnostic, ExtractOptions, ExtractReader, Severity, extract};
+use statecraft_translators::{Diagnostic, ExtractOptions, ExtractReader, Severity, card, extract};
 
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
-use crate::requests::{ApplyRequest, CheckoutRequest};
+use crate::requests::{ApplyRequest, CardUpdateRequest, CheckoutRequest, check_macros};
 use crate::wire::{
-    Applied, AppliedOutcome, Changes, Event, Log, LogStep, MvuView, Position, Problem, Report,
-    StepState, SyncApplied, Synced, Trimmed, WireDiagnostic,
+    Applied, AppliedOutcome, CardUpdated, Changes, Event, GameCard, Log, LogStep, MvuView,
+    Position, Problem, Report, StepState, SyncApplied, Synced, Trimmed, WireDiagnostic, WirePath,
 };
 
 /// What a request does to a game.
@@ -54,6 +54,10 @@ pub(crate) enum Operation {
     Undo,
     /// `POST /v1/games/{id}/redo`.
     Redo,
+    /// `GET /v1/games/{id}/card`.
+    Card,
+    /// `POST /v1/games/{id}/card`.
+    UpdateCard(Box<CardUpdateRequest>),
     /// `DELETE /v1/games/{id}`.
     Delete,
 }
@@ -63,12 +67,17 @@ impl Operation {
     pub(crate) fn changes(&self) -> bool {
         match self {
             Operation::Apply(request) => !request.dry_run,
+            Operation::UpdateCard(request) => !request.dry_run,
             Operation::Checkout(_)
             | Operation::Sync(_)
             | Operation::Undo
             | Operation::Redo
             | Operation::Delete => true,
-            Operation::Show | Operation::MvuView | Operation::StateAt(_) | Operation::Log => false,
+            Operation::Show
+            | Operation::MvuView
+            | Operation::StateAt(_)
+            | Operation::Log
+            | Operation::Card => false,
         }
     }
 }
@@ -141,15 +150,13 @@ pub(crate) fn build_store(
     if let Some(schema) = schema {
         builder = builder.schema(schema.clone());
     }
-    if let Some(source) = &base.automatic_schema {
-        let structure = StructureSchema::new(source.clone()).map_err(|error| {
-            ApiError::new(
-                Kind::InvalidGame,
-                format!("the card's automatic schema is unusable: {error}"),
-            )
-        })?;
-        builder = builder.structure(structure);
-    }
+    let card = base.card().map_err(|error| {
+        ApiError::new(
+            Kind::InvalidGame,
+            format!("the card's automatic schema is unusable: {error}"),
+        )
+    })?;
+    builder = builder.card(card);
     let mut vm_bytes = 0;
     if !scripts.is_empty() {
         let handlers = load_scripts(scripts, limits)?;
@@ -279,11 +286,17 @@ impl LoadedGame {
             .store
             .state_at(StepId::ROOT)
             .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
-        let base = BaseRecord {
+        let mut base = BaseRecord {
             state: root.value().clone(),
             root_keys: self.store.root_keys().to_vec(),
             ..self.base.clone()
         };
+        // The card at the root, which trimming may have moved past a card update.
+        let root_card = self
+            .store
+            .card_at(StepId::ROOT)
+            .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))?;
+        base.set_card(root_card);
         Ok((base, TimelineRecord::all_of(&self.store)))
     }
 
@@ -360,6 +373,8 @@ impl LoadedGame {
                     .map(|_| ())
                     .map_err(|error| ApiError::new(Kind::Damaged, error.to_string()))
             }),
+            Operation::Card => Ok(self.card()),
+            Operation::UpdateCard(request) => self.update_card(request, deadline),
             Operation::Delete => Err(ApiError::new(
                 Kind::BadRequest,
                 "deleting a game is not an operation on its store",
@@ -415,25 +430,31 @@ impl LoadedGame {
         })
     }
 
-    fn apply(&mut self, request: &ApplyRequest, deadline: Instant) -> Result<Done, ApiError> {
-        if let Some(expected) = request.expect_step {
-            let current = self.store.current_step();
-            if current.get() != expected {
-                return Err(ApiError::new(
-                    Kind::StepConflict,
-                    format!(
-                        "the current step is {current}, not {expected}: the game changed since"
-                    ),
-                )
-                .with_step(current.get()));
-            }
+    /// A 409 `step_conflict` unless the current step is `expected` (when a request names one).
+    fn expect_step(&self, expected: Option<u64>) -> Result<(), ApiError> {
+        let current = self.store.current_step();
+        match expected {
+            Some(expected) if current.get() != expected => Err(ApiError::new(
+                Kind::StepConflict,
+                format!("the current step is {current}, not {expected}: the game changed since"),
+            )
+            .with_step(current.get())),
+            _ => Ok(()),
         }
+    }
+
+    fn apply(&mut self, request: &ApplyRequest, deadline: Instant) -> Result<Done, ApiError> {
+        self.expect_step(request.expect_step)?;
         let at = request
             .at
             .as_ref()
             .map(|at| self.find(&at.to_ref()))
             .transpose()?;
-        let mut reading = read_batch(request, &self.store, at)?;
+        let macros = self.macros_with(&request.macros);
+        if let Some(input) = &request.input {
+            check_macros(Some(input), &macros)?;
+        }
+        let mut reading = read_batch(request, &self.store, at, macros)?;
         let options = ApplyOptions {
             label: request.label.clone(),
             at: at.map(StepRef::Id),
@@ -443,6 +464,7 @@ impl LoadedGame {
             spans: reading.spans(),
             deadline: Some(deadline),
             key: None,
+            card: None,
         };
         if request.dry_run {
             return self.dry_run(&mut reading, options, request);
@@ -475,10 +497,16 @@ impl LoadedGame {
     /// it was.
     fn sync(&mut self, job: &SyncJob, deadline: Instant) -> Result<Done, ApiError> {
         let replies: Vec<SyncReply<'_>> = job.replies.iter().map(ChatReply::as_sync).collect();
+        let macros = self.macros_with(&job.macros);
+        for reply in &job.replies {
+            if let ChatReply::Text(text) = reply {
+                check_macros(Some(text), &macros)?;
+            }
+        }
         let mut reader = ExtractReader::new(ExtractOptions {
             limits: self.store.limits().clone(),
             mvu: MvuOptions {
-                macros: job.macros.clone(),
+                macros,
                 profile: self.store.profile(),
                 strict_set: self
                     .store
@@ -551,6 +579,126 @@ impl LoadedGame {
         })
     }
 
+    /// The macros the game keeps, with a request's own over them.
+    fn macros_with(&self, given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut macros = self.base.macros.clone();
+        macros.extend(
+            given
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
+        macros
+    }
+
+    /// `{"fingerprint", "automatic_schema", "macros", "profile", "step", "label"}`: the card the
+    /// game holds at its current step.
+    fn card(&self) -> Done {
+        let card = self.store.card();
+        let step = self.store.current_step();
+        Done::read(&GameCard {
+            fingerprint: card.fingerprint.as_deref(),
+            automatic_schema: card.structure.as_ref().map(StructureSchema::source),
+            macros: &self.base.macros,
+            profile: self.store.profile().name(),
+            step: step.get(),
+            label: self.label_of(step),
+        })
+    }
+
+    /// A new version of the game's card (docs/mvu.md, "Card updates"): read with the game's macros
+    /// and the request's, planned on the current state, and taken as one step unless it is a dry
+    /// run or the same card.
+    fn update_card(
+        &mut self,
+        request: &CardUpdateRequest,
+        deadline: Instant,
+    ) -> Result<Done, ApiError> {
+        self.expect_step(request.expect_step)?;
+        if Instant::now() >= deadline {
+            return Err(ApiError::new(
+                Kind::Timeout,
+                "the request's time limit (--request-timeout) passed before the card was read",
+            ));
+        }
+        let macros = self.macros_with(&request.macros);
+        let made = card::read_value(&request.card, &macros).map_err(|error| {
+            ApiError::new(
+                Kind::BadRequest,
+                format!("the card cannot be read: {error}"),
+            )
+        })?;
+        let version = made.version().map_err(|error| {
+            ApiError::new(
+                Kind::BadRequest,
+                format!("the card's automatic schema is unusable: {error}"),
+            )
+        })?;
+        let previous = self.store.card().fingerprint.clone();
+        let changed = previous.as_deref() != Some(made.fingerprint.as_str());
+        let update = plan_card_update(
+            self.store.state(),
+            &Value::from(made.state),
+            self.store.card(),
+            &version,
+            CardUpdateOptions {
+                remove_dropped: request.remove_dropped,
+                descriptions: self.store.profile().is_mvu(),
+            },
+        );
+        let label = request.label.as_deref().unwrap_or("card update");
+        let mut records = Vec::new();
+        let mut commit = None;
+        if changed && !request.dry_run {
+            match self
+                .store
+                .take_card(&update, version, Some(label.to_owned()))
+            {
+                Outcome::Committed(made) => {
+                    let card = self.store.card().clone();
+                    records.extend(
+                        StepRecord::of_card_update(&made, Some(label), &card)
+                            .map(TimelineRecord::Step),
+                    );
+                    commit = Some(made);
+                }
+                Outcome::Rejected(rejection) => {
+                    return Err(ApiError::new(
+                        Kind::Rejected,
+                        format!(
+                            "the game refuses the new card ({} problem{}); nothing changed",
+                            rejection.errors.len(),
+                            if rejection.errors.len() == 1 { "" } else { "s" }
+                        ),
+                    )
+                    .with_errors(Problem::batch(&rejection.errors)));
+                }
+            }
+        }
+        let step = self.store.current_step();
+        let answer = Answer::ok(&CardUpdated {
+            changed,
+            committed: commit.is_some(),
+            step: step.get(),
+            label: self.label_of(step),
+            added: wire_paths(&update.added),
+            dropped: wire_paths(&update.dropped),
+            removed: if update.removes_dropped {
+                wire_paths(&update.dropped)
+            } else {
+                Vec::new()
+            },
+            descriptions: wire_paths(&update.descriptions),
+            changes: Changes(
+                commit
+                    .as_ref()
+                    .map_or(&[][..], |commit| &commit.changes[..]),
+            ),
+            fingerprint: &made.fingerprint,
+            previous: previous.as_deref(),
+        });
+        Ok(Done { answer, records })
+    }
+
     /// Runs the batch on a throwaway store with the state it would run on and a fresh VM.
     fn dry_run(
         &self,
@@ -558,19 +706,25 @@ impl LoadedGame {
         options: ApplyOptions,
         request: &ApplyRequest,
     ) -> Result<Done, ApiError> {
-        let state = match &options.at {
-            Some(at) => self
-                .store
-                .state_at(at)
-                .map_err(timeline_error)?
-                .value()
-                .clone(),
-            None => self.store.state().clone(),
+        let (state, card) = match &options.at {
+            Some(at) => (
+                self.store
+                    .state_at(at)
+                    .map_err(timeline_error)?
+                    .value()
+                    .clone(),
+                self.store.card_at(at).map_err(timeline_error)?,
+            ),
+            None => (self.store.state().clone(), self.store.card()),
         };
+        // The card the batch would run under: the one its step holds, which a card update may have
+        // changed since the game was made.
+        let mut base = self.base.clone();
+        base.set_card(card);
         let (mut trial, _) = build_store(
             state,
             self.schema.as_ref(),
-            &self.base,
+            &base,
             &self.scripts,
             &self.limits,
         )?;
@@ -649,6 +803,7 @@ fn read_batch(
     request: &ApplyRequest,
     store: &Store,
     at: Option<StepId>,
+    macros: BTreeMap<String, String>,
 ) -> Result<Reading, ApiError> {
     match (&request.input, &request.batch) {
         (Some(text), None) => {
@@ -660,7 +815,7 @@ fn read_batch(
                 limits: store.limits().clone(),
                 mvu: MvuOptions {
                     state: Some(state),
-                    macros: request.macros.clone(),
+                    macros,
                     profile: store.profile(),
                     strict_set: store.structure().is_some_and(StructureSchema::strict_set),
                     ..MvuOptions::default()
@@ -776,6 +931,11 @@ fn committed(commit: &Commit, reading: &Reading, outcome: AppliedOutcome<'_>) ->
         diagnostics: WireDiagnostic::all(reading.diagnostics()),
         report: reading.report(),
     })
+}
+
+/// Paths as the wire writes them.
+fn wire_paths(paths: &[statecraft_engine::Path]) -> Vec<WirePath<'_>> {
+    paths.iter().map(WirePath).collect()
 }
 
 /// A move of the current step, if it moved.

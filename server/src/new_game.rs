@@ -4,8 +4,9 @@
 //! This is the one place a request becomes a game: `POST /v1/games` calls [`base`], and so does
 //! any other endpoint that makes games (a sync that creates its game first), so that a game means
 //! the same whatever made it. A card (its JSON, `{"png": BASE64}`, or InitVar text) gives the initial
-//! state and MVU's automatic schema and defaults the profile to `mvu` (docs/mvu.md); SillyTavern's
-//! macros are substituted in its InitVar text. Everything is checked before anything is written: the
+//! state and MVU's automatic schema and defaults the profile to `mvu` (docs/mvu.md), or, when it
+//! carries statecraft's settings, their state, JSON Schema, scripts and profile; SillyTavern's
+//! macros are substituted in its InitVar text and kept with the game for its replies. Everything is checked before anything is written: the
 //! state against the limits and the schema, the schemas compiled, the scripts loaded. This module
 //! must not write to the database.
 
@@ -45,39 +46,56 @@ pub(crate) struct Source {
 /// card together, or neither, is a 400 `bad_request`; a state, schema or script that makes no game
 /// a 422 `invalid_game`.
 pub(crate) fn base(
-    source: Source,
+    mut source: Source,
     limits: &Limits,
 ) -> Result<(BaseRecord, BTreeMap<String, String>), ApiError> {
     check_script_names(&source.scripts)?;
     check_macros(None, &source.macros)?;
     let mut metadata = Map::new();
-    let (state, automatic_schema, default_profile) = match (source.state, source.card) {
-        (Some(state), None) => (Value::from(state), None, Profile::Strict),
-        (None, Some(given)) => {
-            let made = card::read_value(&given, &source.macros).map_err(|error| {
-                ApiError::new(
-                    Kind::BadRequest,
-                    format!("the card cannot be read: {error}"),
+    let mut macros = source.macros.clone();
+    let (state, automatic_schema, default_profile, card_fingerprint) =
+        match (source.state.take(), source.card.take()) {
+            (Some(state), None) => (Value::from(state), None, Profile::Strict, None),
+            (None, Some(given)) => {
+                let made = card::read_value(&given, &source.macros).map_err(|error| {
+                    ApiError::new(
+                        Kind::BadRequest,
+                        format!("the card cannot be read: {error}"),
+                    )
+                })?;
+                if let Some(name) = &made.name {
+                    metadata.insert("card".to_owned(), json!(name));
+                }
+                macros = made.game_macros(&source.macros);
+                check_macros(None, &macros)?;
+                // The card's statecraft settings, where the request gives none of its own.
+                if source.schema.is_none() {
+                    source.schema = made.json_schema;
+                }
+                if source.scripts.is_empty() {
+                    source.scripts = made.scripts;
+                    check_script_names(&source.scripts)?;
+                }
+                (
+                    Value::from(made.state),
+                    made.schema,
+                    made.profile,
+                    Some(made.fingerprint),
                 )
-            })?;
-            if let Some(name) = &made.name {
-                metadata.insert("card".to_owned(), json!(name));
             }
-            (Value::from(made.state), Some(made.schema), Profile::Mvu)
-        }
-        (Some(_), Some(_)) => {
-            return Err(ApiError::new(
-                Kind::BadRequest,
-                "give `state` or `card`, not both: a card's InitVar entries are its state",
-            ));
-        }
-        (None, None) => {
-            return Err(ApiError::new(
-                Kind::BadRequest,
-                "a game needs a `state` or a `card`",
-            ));
-        }
-    };
+            (Some(_), Some(_)) => {
+                return Err(ApiError::new(
+                    Kind::BadRequest,
+                    "give `state` or `card`, not both: a card's InitVar entries are its state",
+                ));
+            }
+            (None, None) => {
+                return Err(ApiError::new(
+                    Kind::BadRequest,
+                    "a game needs a `state` or a `card`",
+                ));
+            }
+        };
     let schema = compile_schema(source.schema.as_ref())?;
     let refused = limits.check_state(&state);
     if !refused.is_empty() {
@@ -97,6 +115,8 @@ pub(crate) fn base(
         seed: Some(source.seed),
         profile: (profile != Profile::Strict).then_some(profile),
         automatic_schema,
+        card_fingerprint,
+        macros,
         root_keys: Vec::new(),
     };
     // Building the store checks the state against the schema, compiles the automatic schema and

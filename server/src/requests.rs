@@ -259,6 +259,29 @@ pub(crate) struct ApplyRequest {
     pub(crate) best_effort: bool,
 }
 
+/// `POST /v1/games/{id}/card`: a new version of the game's card.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CardUpdateRequest {
+    /// The new version of the card, as `POST /v1/games` takes one.
+    pub(crate) card: Json,
+    /// SillyTavern macros for the card's InitVar text, over the ones the game keeps.
+    #[serde(default)]
+    pub(crate) macros: BTreeMap<String, String>,
+    /// Remove the keys the new card dropped; by default they are only listed.
+    #[serde(default)]
+    pub(crate) remove_dropped: bool,
+    /// Only say what would change.
+    #[serde(default)]
+    pub(crate) dry_run: bool,
+    /// The step's label (default `card update`).
+    #[serde(default, deserialize_with = "text_without_nul")]
+    pub(crate) label: Option<String>,
+    /// Refuse (409) unless this is the current step.
+    #[serde(default)]
+    pub(crate) expect_step: Option<u64>,
+}
+
 /// `POST /v1/games/{id}/checkout`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

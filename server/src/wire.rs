@@ -117,6 +117,46 @@ pub(crate) struct LogStep<'a> {
     pub(crate) refusal: Option<&'a str>,
 }
 
+/// `GET /v1/games/{id}/card`: the version of the card the game holds at its current step, and the
+/// macros it reads replies with.
+#[derive(Serialize)]
+pub(crate) struct GameCard<'a> {
+    /// The card's fingerprint (SHA-256 of its `[InitVar]` text or settings); `null` for a game made
+    /// without a card.
+    pub(crate) fingerprint: Option<&'a str>,
+    /// MVU's automatic schema of that card, in MVU's shape; `null` when it has none.
+    pub(crate) automatic_schema: Option<&'a Json>,
+    pub(crate) macros: &'a std::collections::BTreeMap<String, String>,
+    pub(crate) profile: &'a str,
+    pub(crate) step: u64,
+    pub(crate) label: Option<&'a str>,
+}
+
+/// `POST /v1/games/{id}/card` (200): what a new version of the card does, or for a dry run (or the
+/// same card) would do.
+#[derive(Serialize)]
+pub(crate) struct CardUpdated<'a> {
+    /// Whether the card differs from the one the game holds (its fingerprint).
+    pub(crate) changed: bool,
+    /// Whether a step was made.
+    pub(crate) committed: bool,
+    /// The current step after the request.
+    pub(crate) step: u64,
+    pub(crate) label: Option<&'a str>,
+    /// The keys added, each the topmost one the game lacked.
+    pub(crate) added: Vec<WirePath<'a>>,
+    /// The keys the old card had, the new one lacks and the game holds.
+    pub(crate) dropped: Vec<WirePath<'a>>,
+    /// The dropped keys removed (only when asked).
+    pub(crate) removed: Vec<WirePath<'a>>,
+    /// The descriptions brought up to the new card.
+    pub(crate) descriptions: Vec<WirePath<'a>>,
+    pub(crate) changes: Changes<'a>,
+    pub(crate) fingerprint: &'a str,
+    /// The fingerprint the game held before.
+    pub(crate) previous: Option<&'a str>,
+}
+
 /// `POST /v1/games/{id}/apply` (200): what a batch did, or for a dry run would do.
 #[derive(Serialize)]
 pub(crate) struct Applied<'a> {
@@ -291,7 +331,7 @@ struct WireChange<'a> {
 }
 
 /// A canonical path: keys as strings, indices as numbers.
-struct WirePath<'a>(&'a Path);
+pub(crate) struct WirePath<'a>(pub(crate) &'a Path);
 
 impl Serialize for WirePath<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -156,6 +156,8 @@ mod tests {
                 root_keys: Vec::new(),
                 profile: None,
                 automatic_schema: None,
+                card_fingerprint: None,
+                macros: BTreeMap::new(),
             },
             scripts: BTreeMap::new(),
             head: Head {

@@ -29,6 +29,8 @@ fn base(hp: i64) -> BaseRecord {
         root_keys: Vec::new(),
         profile: None,
         automatic_schema: None,
+        card_fingerprint: None,
+        macros: Default::default(),
     }
 }
 

@@ -217,16 +217,17 @@ proptest! {
         recursive in any::<bool>(),
         zod in any::<bool>(),
     ) {
-        let card = card::read(initvar(open_bag, recursive).as_bytes(), &card::Macros::new())
+        let mut card = card::read(initvar(open_bag, recursive).as_bytes(), &card::Macros::new())
             .expect("the InitVar text reads");
+        let automatic = card.schema.take().expect("an InitVar card has an automatic schema");
         let profile = if zod { Profile::MvuZod } else { Profile::Mvu };
         let reply = commands.join("\n");
-        let mut whole = store(&card.state, &card.schema, profile);
+        let mut whole = store(&card.state, &automatic, profile);
         let applied = apply(&mut whole, &reply);
         prop_assert!(applied.committed, "under {profile} a reply of commands always commits");
         prop_assert!(whole.history_len() <= 1, "one step at most");
 
-        let mut single = store(&card.state, &card.schema, profile);
+        let mut single = store(&card.state, &automatic, profile);
         let mut changes = Vec::new();
         let mut warnings = Vec::new();
         let mut diagnostics = Vec::new();
@@ -248,10 +249,11 @@ proptest! {
         commands in prop::collection::vec(command(), 1..8),
         open_bag in any::<bool>(),
     ) {
-        let card = card::read(initvar(open_bag, false).as_bytes(), &card::Macros::new())
+        let mut card = card::read(initvar(open_bag, false).as_bytes(), &card::Macros::new())
             .expect("the InitVar text reads");
+        let automatic = card.schema.take().expect("an InitVar card has an automatic schema");
         let reply = commands.join("\n");
-        let mut strict = store(&card.state, &card.schema, Profile::Strict);
+        let mut strict = store(&card.state, &automatic, Profile::Strict);
         let before = strict.state().clone();
         let unchanged = Unchanged::of(&strict);
         // Read as before: MVU's own policies and no profile, whatever the game's profile says.
@@ -291,15 +293,16 @@ proptest! {
 
 #[test]
 fn the_generated_card_is_what_the_properties_expect() {
-    let card = card::read(initvar(true, true).as_bytes(), &card::Macros::new()).unwrap();
+    let mut card = card::read(initvar(true, true).as_bytes(), &card::Macros::new()).unwrap();
+    let automatic = card.schema.take().unwrap();
     assert_eq!(card.state["hero"]["bag"], json!(["rope"]));
-    assert_eq!(card.schema["properties"]["npcs"]["extensible"], true);
+    assert_eq!(automatic["properties"]["npcs"]["extensible"], true);
     assert_eq!(
-        card.schema["properties"]["world"]["recursiveExtensible"],
+        automatic["properties"]["world"]["recursiveExtensible"],
         true
     );
     // One reply that meets every rule at once, to be sure the properties are not vacuous.
-    let mut whole = store(&card.state, &card.schema, Profile::Mvu);
+    let mut whole = store(&card.state, &automatic, Profile::Mvu);
     let reply = "_.set('hero.hp', 10, 7);\n_.insert('hero', 'mana', 1);\n_.remove('npcs', 'bo');\n_.insert('npcs', 'cy', {});\n_.set('npcs.cy.mood', 'glad');\n_.add('hero.name', 1);\n_.set('n', 50);\n_.set('typo', 1);";
     let applied = apply(&mut whole, reply);
     let kinds: Vec<&str> = applied.warnings.iter().map(|w| w.0.as_str()).collect();

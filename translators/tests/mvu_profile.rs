@@ -75,6 +75,73 @@ fn set_and_add_on_a_missing_path_are_skipped_under_mvu() {
     assert_eq!(batch.as_array().unwrap().len(), 3);
 }
 
+/// MVU's documentation: "if 'achievements' is {"a":1, "b":2, "c":3}, this line removes '"b":2'".
+/// Under the `mvu` profiles a number names an object's key by its position (keys that are array
+/// indexes first, in numeric order, as `Object.keys` lists them); out of range is skipped with a
+/// warning, as MVU skips it. `strict` reads the number as the key's text.
+#[test]
+fn remove_by_position_on_objects_and_arrays() {
+    let state = json!({"achievements": {"a": 1, "b": 2, "c": 3}, "bag": ["rope", "lamp"],
+                       "slots": {"x": 0, "10": "ten", "2": "two"}});
+    for profile in [Profile::Mvu, Profile::MvuZod] {
+        let (batch, kinds) = instructions(
+            "_.remove('achievements', 1);\n_.remove('bag', 1);\n_.remove('slots', 1);\n\
+             _.remove('slots', 2);",
+            &options(profile, state.clone()),
+        );
+        assert_eq!(
+            batch,
+            json!([{"op": "delete", "path": ["achievements", "b"]},
+                   {"op": "delete", "path": ["bag", 1]},
+                   {"op": "delete", "path": ["slots", "10"]},
+                   {"op": "delete", "path": ["slots", "x"]}]),
+            "{profile}"
+        );
+        assert!(kinds.is_empty(), "{kinds:?}");
+        let (batch, kinds) = instructions(
+            "_.remove('achievements', 3);\n_.remove('bag', 2);",
+            &options(profile, state.clone()),
+        );
+        assert_eq!(batch, json!([]));
+        assert_eq!(kinds, vec!["mvu_missing_target", "mvu_missing_target"]);
+    }
+    let (batch, kinds) = instructions(
+        "_.remove('achievements', 1);\n_.remove('bag', 1);\n_.remove('slots', 2);",
+        &options(Profile::Strict, state),
+    );
+    assert_eq!(
+        batch,
+        json!([{"op": "delete", "path": ["bag", 1]}, {"op": "delete", "path": ["slots", "2"]}])
+    );
+    assert_eq!(kinds, vec!["mvu_missing_target"]);
+}
+
+/// The same through a store: the reply is one step, the command applied, the key gone.
+#[test]
+fn remove_by_position_applies_under_mvu() {
+    let text = "_.remove('achievements', 1);//forgotten";
+    let mut store = Store::builder(Value::from(
+        json!({"achievements": {"a": 1, "b": 2, "c": 3}}),
+    ))
+    .profile(Profile::Mvu)
+    .build()
+    .unwrap();
+    let extraction = extract(
+        text,
+        &ExtractOptions {
+            mvu: options(Profile::Mvu, store.state().to_json()),
+            ..ExtractOptions::default()
+        },
+    );
+    let (batch, apply) = extraction.applicable().unwrap();
+    let batch = batch.clone();
+    assert!(store.apply_with(&batch, &apply).is_committed());
+    assert_eq!(
+        store.state().to_json(),
+        json!({"achievements": {"a": 1, "c": 3}})
+    );
+}
+
 #[test]
 fn a_value_written_over_a_number_becomes_one_as_in_mvu() {
     let state = json!({"hp": 10, "gold": [5, "coins"], "name": "x"});

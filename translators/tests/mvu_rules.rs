@@ -154,7 +154,7 @@ fn collection_commands_without_state(
 fn with_state(pairs: bool) -> MvuOptions {
     MvuOptions {
         state: Some(Value::from_json(&json!({
-            "bag": ["rope", "lamp"], "obj": {"k": 1}, "n": 5, "pair": [10, "desc"], "list": [[1, "x"]]
+            "bag": ["rope", "lamp"], "obj": {"k": 1}, "n": 5, "nums": [10, 30], "pair": [10, "desc"], "list": [[1, "x"]]
         }))),
         value_description_pairs: pairs,
         ..MvuOptions::default()
@@ -175,6 +175,9 @@ fn with_state(pairs: bool) -> MvuOptions {
 #[case::key_on_missing("_.insert('new', 'm', 2);", json!([{"op": "assign", "path": ["new", "m"], "value": 2}]), &[])]
 #[case::remove_by_value("_.remove('bag', 'lamp');", json!([{"op": "delete", "path": ["bag", 1]}]), &[])]
 #[case::remove_by_index("_.remove('bag', 0);", json!([{"op": "delete", "path": ["bag", 0]}]), &[])]
+#[case::remove_index_out_of_range("_.remove('bag', 2);", json!([]), &["mvu_missing_target"])]
+#[case::remove_number_is_never_a_value("_.remove('nums', 30);", json!([]), &["mvu_missing_target"])]
+#[case::strict_reads_a_number_on_an_object_as_its_key("_.remove('obj', 1);", json!([]), &["mvu_missing_target"])]
 #[case::remove_by_deep_value("_.remove('list', [1, 'x']);", json!([{"op": "delete", "path": ["list", 0]}]), &[])]
 #[case::remove_absent_value("_.remove('bag', 'zzz');", json!([]), &["mvu_missing_target"])]
 #[case::remove_key("_.unset('obj', 'k');", json!([{"op": "delete", "path": ["obj", "k"]}]), &[])]

@@ -218,7 +218,7 @@ impl Scenario {
             bail!("cannot play {}: it is not a scenario folder", dir.display());
         }
         let settings_path = dir.join("scenario.json");
-        let settings: Settings = if settings_path.exists() {
+        let mut settings: Settings = if settings_path.exists() {
             serde_json::from_value(files::read_json(&settings_path, "scenario")?).with_context(
                 || format!("the scenario file {} is not valid", settings_path.display()),
             )?
@@ -226,7 +226,8 @@ impl Scenario {
             Settings::default()
         };
         let state_path = dir.join("state.json");
-        let (state, structure) = match &settings.card {
+        let mut card_profile = None;
+        let (state, structure) = match &settings.card.clone() {
             Some(card) => {
                 if state_path.exists() {
                     bail!(
@@ -241,21 +242,25 @@ impl Scenario {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 let made = crate::card::load(&dir.join(card), &macros)?;
-                let structure = StructureSchema::new(made.schema).with_context(|| {
-                    format!(
-                        "the automatic schema of the card {} is unusable",
-                        card.display()
-                    )
-                })?;
-                (Value::from(made.state), Some(structure))
+                let structure = made
+                    .schema
+                    .clone()
+                    .map(StructureSchema::new)
+                    .transpose()
+                    .with_context(|| {
+                        format!(
+                            "the automatic schema of the card {} is unusable",
+                            card.display()
+                        )
+                    })?;
+                // The card's replies read `{{char}}` as its name, as a game made from it does.
+                settings.macros = made.game_macros(&settings.macros);
+                card_profile = Some(made.profile);
+                (Value::from(made.state), structure)
             }
             None => (files::read_state(&state_path)?, None),
         };
-        let profile = settings.profile.unwrap_or(if structure.is_some() {
-            Profile::Mvu
-        } else {
-            Profile::Strict
-        });
+        let profile = settings.profile.or(card_profile).unwrap_or(Profile::Strict);
         let schema_path = dir.join("schema.json");
         let schema = schema_path
             .exists()

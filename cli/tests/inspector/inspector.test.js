@@ -373,6 +373,68 @@ test("a card dropped on the page makes the same game from its PNG", async () => 
   await shot(page, "card-refused", "#games");
 });
 
+/** A fresh tab opened at an address of the page (a link), past the token question. */
+async function openAt(query) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const tab = await context.newPage();
+  tab.on("pageerror", (error) => pageErrors.push(error));
+  await tab.goto(`${server.url}/${query}`);
+  await tab.locator("#token-dialog").waitFor({ state: "visible" });
+  await tab.fill("#token-dialog input", TOKEN);
+  await tab.click("#token-dialog button");
+  await tab.locator("body[data-ready=true]").waitFor();
+  return { tab, context };
+}
+
+const search = (tab) => tab.evaluate(() => location.search);
+
+test("a link opens a game at a step, says when the game or the step is unknown, and the address follows", async () => {
+  // The extension's drawer links to SERVER/?game=ID&step=N.
+  const { tab, context } = await openAt("?game=quest&step=1");
+  await tab.locator("#game-title", { hasText: "quest" }).waitFor();
+  await tab.locator("#timeline-graph .step.selected[data-step='1']").waitFor();
+  await tab.locator("#state-at", { hasText: "step 1" }).waitFor();
+  await tab.locator('#game-list li.open[data-id="quest"]').waitFor();
+  assert.equal(await search(tab), "?game=quest&step=1");
+  await shot(tab, "deep-link");
+  // Picking another step and opening another game write the address; back goes back through them.
+  await tab.click("#timeline-graph .step[data-step='0']");
+  await tab.locator("#timeline-graph .step.selected[data-step='0']").waitFor();
+  assert.equal(await search(tab), "?game=quest&step=0");
+  await tab.click("#game-list li[data-id=inn] .open-game");
+  await tab.locator("#game-title", { hasText: "inn" }).waitFor();
+  assert.equal(await search(tab), "?game=inn");
+  await tab.goBack();
+  await tab.locator("#game-title", { hasText: "quest" }).waitFor();
+  await tab.locator("#timeline-graph .step.selected[data-step='0']").waitFor();
+  assert.equal(await search(tab), "?game=quest&step=0");
+  await tab.goBack();
+  await tab.locator("#timeline-graph .step.selected[data-step='1']").waitFor();
+  await tab.goForward();
+  await tab.locator("#timeline-graph .step.selected[data-step='0']").waitFor();
+  // The address bar's text is a link that opens the same view in another tab.
+  const copied = await tab.evaluate(() => location.href);
+  await context.close();
+  const again = await openAt(new URL(copied).search);
+  await again.tab.locator("#timeline-graph .step.selected[data-step='0']").waitFor();
+  await again.context.close();
+
+  // An unknown game says so on the page, and no game is open.
+  const unknown = await openAt("?game=nobody");
+  await status(unknown.tab, /no game "nobody"/);
+  assert.equal(await unknown.tab.isHidden("#game"), true);
+  assert.equal(await unknown.tab.locator("#status.error").count(), 1);
+  await shot(unknown.tab, "deep-link-unknown-game");
+  await unknown.context.close();
+  // An unknown step says so and shows the game at its current step; the address drops the step.
+  const trimmed = await openAt("?game=quest&step=999");
+  await status(trimmed.tab, /no step 999/);
+  await trimmed.tab.locator("#game-title", { hasText: "quest" }).waitFor();
+  await trimmed.tab.locator("#timeline-graph .step.current.selected").waitFor();
+  assert.equal(await search(trimmed.tab), "?game=quest");
+  await trimmed.context.close();
+});
+
 test("no script error happened on any page", () => {
   assert.deepEqual(pageErrors.map(String), []);
 });

@@ -22,11 +22,12 @@ import { test, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { chromium } from "playwright-core";
-import { Statecraft } from "../../../clients/js/statecraft.js";
+import { Statecraft, sha256HexPlain } from "../../../clients/js/statecraft.js";
 import { alive, binary, startServer } from "../../../clients/js/test/server.js";
 import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/keeper.js";
 import { startFakeModel } from "./fake-model.js";
@@ -339,6 +340,23 @@ function promptState(request = model.requests.at(-1)) {
   const text = request.messages.map((message) => (typeof message.content === "string" ? message.content : JSON.stringify(message.content))).join("\n");
   const found = [...text.matchAll(/Current state:\n```json\n([\s\S]*?)\n```/g)];
   return found.length === 0 ? null : JSON.parse(found.at(-1)[1]);
+}
+
+/**
+ * After a continue of the reply whose text was `shorter`: the reply's whole text made one step, on
+ * the same parent as the shorter text's step, so its commands applied once.
+ */
+async function continuedOnce(action, shorter) {
+  await check(`${action}: applied once`, async () => {
+    const whole = (await shownReplies()).at(-1);
+    assert.ok(whole.startsWith(shorter) && whole.length > shorter.length, `the reply grew: ${JSON.stringify(whole)}`);
+    const log = await api.log(await gameId());
+    const byKey = (text) => log.steps.find((step) => step.key === sha256HexPlain(text));
+    const [before, after] = [byKey(shorter), byKey(whole)];
+    assert.ok(before && after, "both texts made their step");
+    assert.equal(after.parent, before.parent, "the whole text applies on the shorter text's parent");
+    assert.equal(log.current, after.id);
+  });
 }
 
 async function promptCarries(action, replies, request = model.requests.at(-1)) {
@@ -715,11 +733,15 @@ test("every chat action keeps the game on what the chat shows", async () => {
   await promptCarries("regenerate", [greeting, afterTwo[1]]);
   await stateMatchesChat("regenerate");
 
-  // Continue: the last reply grows; the prompt builds on the state before it.
+  // Continue: the last reply grows. The model writes after the reply's commands, so the prompt
+  // carries the whole shown chat's state, the reply being continued included; once it ends, the
+  // reply's whole text is that reply, applied once (a step beside the shorter text's, on its parent).
+  const beforeContinue = await shownReplies();
   model.next(" A draught blows. _.add('torches', -1);");
   await option("option_continue");
-  await promptCarries("continue", [greeting, afterTwo[1]]);
+  await promptCarries("continue", beforeContinue);
   await stateMatchesChat("continue");
+  await continuedOnce("continue", beforeContinue.at(-1));
 
   // Impersonate writes the user's message: no reply, no new step.
   model.next("I light a torch.");
@@ -779,6 +801,12 @@ test("every chat action keeps the game on what the chat shows", async () => {
   model.next("A rat steals a coin. _.add('gold', -1);");
   await generating(() => page.locator("#chat .last_mes .swipe_right").click());
   await stateMatchesChat("swipe (streaming)");
+  const beforeStreamedContinue = await shownReplies();
+  model.next(" It drops a torch. _.add('torches', 1);");
+  await option("option_continue");
+  await promptCarries("continue (streaming)", beforeStreamedContinue);
+  await stateMatchesChat("continue (streaming)");
+  await continuedOnce("continue (streaming)", beforeStreamedContinue.at(-1));
   await page.evaluate(() => {
     SillyTavern.getContext().chatCompletionSettings.stream_openai = false;
   });
@@ -790,6 +818,36 @@ test("every chat action keeps the game on what the chat shows", async () => {
     assert.equal((await api.listGames({ limit: 100 })).games.length, games);
   });
   await shot("closed");
+});
+
+test("the chat file SillyTavern saved, imported with its card, ends on the extension's game", async () => {
+  // The Warden's card carries statecraft's own settings (its state) and no [InitVar] entry.
+  await characterList();
+  await page.locator(".character_select:has-text('Warden')").first().click();
+  await page.waitForFunction(() => SillyTavern.getContext().chatMetadata.statecraft?.game, null, { timeout: 30000 });
+  await settle();
+  const game = await gameId();
+  const id = await chatId();
+  await page.evaluate(() => SillyTavern.getContext().saveChat());
+  const folder = mkdtempSync(join(tmpdir(), "statecraft-import-"));
+  try {
+    writeFileSync(join(folder, "warden.json"), JSON.stringify(CHARACTER));
+    const chatFile = join(tavern.userFolder, "chats", "Warden", `${id}.jsonl`);
+    const run = (args) => {
+      const result = spawnSync(binary(), args, { cwd: folder, encoding: "utf8" });
+      assert.equal(result.status, 0, `statecraft ${args.join(" ")}: ${result.stderr}`);
+      return result.stdout;
+    };
+    await check("import-chat --card: the saved chat ends on the live game's state", async () => {
+      run(["import-chat", chatFile, "--save", "warden.save", "--card", "warden.json"]);
+      const imported = JSON.parse(run(["show", "--save", "warden.save"]));
+      assert.deepEqual(imported, (await api.getGame(game)).state);
+      const card = JSON.parse(run(["card", "warden.json"]));
+      assert.deepEqual(card.state, INITIAL, "the card's settings give the extension's initial state");
+    });
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
 });
 
 test("an MVU card runs unchanged: its game from its [InitVar] entries, MVU's rules, its status bar", async () => {
@@ -859,6 +917,66 @@ test("an MVU card runs unchanged: its game from its [InitVar] entries, MVU's rul
   });
   await shot("mvu-card-swipe-back");
 });
+
+test("a changed card is offered to the chat in progress, before anything changes, and taken as one step", async () => {
+  await characterList();
+  await page.locator(".character_select:has-text('Mira')").first().click();
+  await page.waitForFunction(() => SillyTavern.getContext().chatMetadata.statecraft?.game?.startsWith("st-Mira-"), null, { timeout: 30000 });
+  await settle();
+  const game = await gameId();
+  const before = (await api.getGame(game)).state;
+  const steps = (await api.log(game)).steps.length;
+  // The card's author adds a stat and a list to the [InitVar] entry of the card's world book (the
+  // book SillyTavern imported from the card; its link is saved with the card first, as the card's
+  // next save would).
+  await page.evaluate(async () => {
+    const ctx = SillyTavern.getContext();
+    const character = ctx.characters[ctx.characterId];
+    const name = character.data.extensions?.world || character.data.character_book.name;
+    if (character.data.extensions?.world !== name) await ctx.writeExtensionField(ctx.characterId, "world", name);
+    const book = structuredClone(await ctx.loadWorldInfo(name));
+    const entry = Object.values(book.entries).find((each) => /\[initvar\]/i.test(each.comment));
+    entry.content = entry.content.replace("  mood: calm\n", "  mood: calm\n  mana: 10\n").replace("bag:", "quests: []\nbag:");
+    await ctx.saveWorldInfo(name, book, true);
+  });
+  await extensionDrawer(true);
+  try {
+    await cardUpdateInTheDrawer(game, before, steps);
+  } finally {
+    await extensionDrawer(false);
+  }
+  // The next reply builds on the new card: its new stat is there to change.
+  model.next("Mira studies her spellbook. _.set('Mira.mana', 10, 8);//practice");
+  await send("Study with me.");
+  await check("card update: the next reply builds on it", async () => {
+    assert.equal((await api.getGame(game)).state.Mira.mana, 8);
+    assert.equal(promptState().Mira.mana, 10, "the prompt carried the new stat");
+  });
+});
+
+/** The drawer's offer of the changed card, checked, then taken. */
+async function cardUpdateInTheDrawer(game, before, steps) {
+  await check("card update: offered with what it adds, nothing changed yet", async () => {
+    await page.locator("#statecraft_card_update").waitFor({ state: "visible", timeout: 30000 });
+    assert.match(await page.textContent("#statecraft_card_changes"), /adds Mira\.mana, quests/);
+    assert.deepEqual((await api.getGame(game)).state, before);
+    assert.equal((await api.log(game)).steps.length, steps);
+  });
+  await page.locator("#statecraft_card_update").scrollIntoViewIfNeeded();
+  await shot("card-update-offered");
+  await page.click("#statecraft_card_take");
+  await page.locator("#statecraft_card_update_result", { hasText: "updated" }).waitFor();
+  const updated = { ...before, Mira: { ...before.Mira, mana: 10 }, quests: [] };
+  await check("card update: one step on the last reply, every value kept, the status bar follows", async () => {
+    assert.deepEqual((await api.getGame(game)).state, updated);
+    const log = await api.log(game);
+    const step = log.steps.find((each) => each.id === log.current);
+    assert.equal(step.label, "card update");
+    assert.equal(await page.isHidden("#statecraft_card_update"), true, "offered no more");
+    await page.waitForFunction((mana) => SillyTavern.getContext().chat.at(-1).variables?.[SillyTavern.getContext().chat.at(-1).swipe_id ?? 0]?.stat_data?.Mira?.mana === mana, 10, { timeout: 10000 });
+  });
+  await shot("card-update-taken");
+}
 
 test("a refused reply, a deleted range, a branch and the way back", async () => {
   await characterList();

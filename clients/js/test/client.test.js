@@ -161,6 +161,26 @@ test("a game from an MVU card follows MVU's rules and shows MVU's views", async 
   await assert.rejects(client.apply(strict.id, { input: "_.add('A', 1);" }), { kind: "rejected", status: 422 });
 });
 
+test("a card game keeps its macros and takes a new version of its card", async () => {
+  const book = (content) => ({ spec: "chara_card_v2", data: { name: "Io", character_book: { entries: [{ comment: "[InitVar]", content }] } } });
+  const { id } = await client.createGame({ card: book("<user>:\n  hp: 10\n  title: squire\n"), macros: { user: "Alex" } });
+  await client.apply(id, { input: "_.set('<user>.hp', 10, 4);" });
+  const held = await client.gameCard(id);
+  assert.deepEqual(held.macros, { user: "Alex", char: "Io" });
+  assert.equal(held.fingerprint.length, 64);
+  const v2 = book("<user>:\n  hp: 10\n  mp: 5\n");
+  const preview = await client.updateCard(id, { card: v2, dry_run: true });
+  assert.deepEqual([preview.changed, preview.committed, preview.added, preview.dropped], [true, false, [["Alex", "mp"]], [["Alex", "title"]]]);
+  const taken = await client.updateCard(id, { card: v2, remove_dropped: true }, { idempotencyKey: "card-1" });
+  assert.equal(taken.committed, true);
+  assert.equal(taken.previous, held.fingerprint);
+  assert.deepEqual((await client.getGame(id)).state, { Alex: { hp: 4, mp: 5 } });
+  assert.deepEqual(await client.updateCard(id, { card: v2, remove_dropped: true }, { idempotencyKey: "card-1" }), taken);
+  await client.undo(id);
+  assert.equal((await client.gameCard(id)).fingerprint, held.fingerprint);
+  await assert.rejects(client.updateCard(id, { card: [1] }), { kind: "bad_request", status: 400 });
+});
+
 test("the stateless endpoints", async () => {
   const found = await client.extract("ok: {'op': 'assign', 'path': 'a.b', 'value': 1}");
   assert.deepEqual(found.batch, [{ op: "assign", path: ["a", "b"], value: 1 }]);

@@ -146,6 +146,14 @@ export async function everyCall(): Promise<void> {
   (await client.checkout(id, 0)).state;
   (await client.undo(id)).label;
   (await client.redo(id, { idempotencyKey: "k5" })).step;
+  const held = await client.gameCard(id);
+  const fingerprint: string | null = held.fingerprint;
+  held.macros.user?.trim();
+  const updated = await client.updateCard(id, { card: { png: "" }, dry_run: true, remove_dropped: true });
+  const added: (string | number)[][] = updated.added.concat(updated.dropped, updated.removed, updated.descriptions);
+  const taken: boolean = updated.changed && updated.committed && updated.previous !== fingerprint;
+  // @ts-expect-error a card update needs a card
+  await client.updateCard(id, { dry_run: true });
   const extracted = await client.extract("_.set('hp', 1);", { state, macros: { user: "Alex" } });
   extracted.batch.map((instruction) => instruction.op);
   const feedback: string = extracted.feedback;
@@ -178,4 +186,5 @@ export async function everyCall(): Promise<void> {
   }
   void [health, reused, step0, next, byLabel, deleted, moved, feedback, converted.output, prompt, partial];
   void [shown, delta, stat, viewLabel, where, score, gbnf];
+  void [added, taken];
 }

@@ -6,7 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Statecraft } from "../../js/statecraft.js";
 import { startServer } from "../../js/test/server.js";
-import { ChatKeeper, generationPath, shownReplies, isReply, gameSource, initVarEntries, testConnection, valueAt, mvuViews, newGameId, recoverable } from "../keeper.js";
+import { ChatKeeper, cardChange, generationPath, pathText, shownReplies, isReply, gameSource, initVarEntries, testConnection, valueAt, mvuViews, newGameId, recoverable } from "../keeper.js";
 
 let server;
 let client;
@@ -58,7 +58,8 @@ test("replies are the model's messages, hidden ones included, narrator notes not
 test("a generation builds on the right path", () => {
   const chat = [bot("a"), user("x"), bot("b")];
   assert.deepEqual(generationPath(chat, "swipe"), { replies: ["a"], move: false });
-  assert.deepEqual(generationPath(chat, "continue"), { replies: ["a"], move: false });
+  // Continue: the reply being continued is on the path; the model writes after its commands.
+  assert.deepEqual(generationPath(chat, "continue"), { replies: ["a", "b"], move: true });
   assert.deepEqual(generationPath(chat, "normal"), { replies: ["a", "b"], move: true });
   assert.deepEqual(generationPath(chat, "impersonate"), { replies: ["a", "b"], move: true });
   // Regenerate: SillyTavern has removed the reply before the interceptor runs.
@@ -104,6 +105,22 @@ test("every chat action lands the game on the shown replies' state", async () =>
   chat.messages.splice(1, 2);
   await keeper.sync();
   assert.deepEqual(await state(), { hp: 95, gold: 1 });
+  assert.equal(events.errors.length, 0, events.errors.map((error) => error.message).join());
+});
+
+test("a continue is prompted with the reply it continues, and its whole text applies once", async () => {
+  const chat = { messages: [bot("Hi."), user("fight"), bot("The blow lands. _.set('hp', 100, 60);")] };
+  const { keeper, events } = keeperFor(chat, "keeper-continue");
+  await keeper.sync();
+  const prompt = await keeper.stateForGeneration("continue");
+  assert.deepEqual(prompt.state, { hp: 60, gold: 0 }, "the model writes after the reply's commands");
+  keeper.generationStarted();
+  const message = chat.messages[2];
+  message.mes = message.swipes[0] = `${message.mes} Then a coin. _.add('gold', 3);`;
+  await keeper.generationEnded();
+  assert.deepEqual((await client.getGame("keeper-continue")).state, { hp: 60, gold: 3 }, "each command once");
+  const log = await client.log("keeper-continue");
+  assert.equal(log.steps.length, 3, "the greeting, the reply as first written, the continued reply beside it");
   assert.equal(events.errors.length, 0, events.errors.map((error) => error.message).join());
 });
 
@@ -201,7 +218,11 @@ test("the connection check names the problem", async () => {
 
 test("the game comes from the card's settings, its [InitVar] entries, or nothing", () => {
   const own = { data: { extensions: { statecraft: { state: { hp: 1 }, schema: { type: "object" }, profile: "strict" } } } };
-  assert.deepEqual(gameSource(own).create, { state: { hp: 1 }, schema: { type: "object" }, profile: "strict" });
+  // The card goes to the server, which reads its settings as `new --card` does.
+  assert.deepEqual(gameSource(own, { macros: { user: "You" } }).create, {
+    card: { spec: "chara_card_v2", spec_version: "2.0", data: own.data },
+    macros: { user: "You" },
+  });
   assert.deepEqual(gameSource(own).schema, { type: "object" });
   // A disabled [InitVar] entry counts: MVU reads it all the same.
   const entries = [{ comment: "[InitVar] start", content: "hp: 1", enabled: false }];
@@ -223,6 +244,22 @@ test("the game comes from the card's settings, its [InitVar] entries, or nothing
   assert.deepEqual(gameSource({ data: {} }).create, { state: {} });
   assert.deepEqual(initVarEntries(world).length, 1);
   assert.match(newGameId("Warden - 2026-1-1@10h / ü"), /^st-Warden-2026-1-1-10h-u-[0-9a-z]{8}$/);
+});
+
+test("a game made from a card's settings is the extension's, and a changed card is offered", async () => {
+  const settings = { state: { gold: 3 }, schema: { type: "object" }, profile: "mvu" };
+  const character = { name: "Vex", data: { name: "Vex", extensions: { statecraft: settings } } };
+  const source = gameSource(character, { macros: { user: "You", char: "Vex" } });
+  const chat = { messages: [bot("Hi. _.add('gold', 1);")] };
+  const { keeper } = keeperFor(chat, "keeper-settings", source.create);
+  await keeper.sync();
+  assert.deepEqual((await client.getGame("keeper-settings")).state, { gold: 4 });
+  assert.equal(await cardChange(client, "keeper-settings", source.card), null, "the same card: nothing to offer");
+  const edited = { ...character, data: { ...character.data, extensions: { statecraft: { ...settings, state: { gold: 3, gems: 0 } } } } };
+  const change = await cardChange(client, "keeper-settings", gameSource(edited).card);
+  assert.deepEqual(change.added, [["gems"]]);
+  assert.equal(pathText(["a", "b.c", 0, "d"]), 'a["b.c"][0].d');
+  assert.deepEqual((await client.getGame("keeper-settings")).state, { gold: 4 }, "a dry run");
 });
 
 test("a chat of an MVU card: its game is made from the card and follows MVU's rules", async () => {

@@ -21,7 +21,14 @@ pub fn unsynced() -> OpenOptions {
 pub fn view(store: &Store) -> Json {
     let history: Vec<Json> = store
         .history()
-        .map(|step| json!({"id": step.id, "parent": step.parent, "label": step.label, "applied": step.applied, "changes": step.changes}))
+        .map(|step| {
+            let mut view = json!({"id": step.id, "parent": step.parent, "label": step.label, "applied": step.applied, "changes": step.changes});
+            // Only a card update says so, so that the files of older versions stay as written.
+            if let Some(card) = step.card_update {
+                view["card"] = json!(statecraft_saves::CardRecord::of(card));
+            }
+            view
+        })
         .collect();
     json!({
         "state": store.state(),

@@ -24,13 +24,15 @@ pub(crate) fn create_scope(game: &str) -> &str {
 /// The layout of the tables, kept in `statecraft_meta` under `schema_version`: written when the
 /// tables are made, read at every open, and raised only with a migration that reads the versions
 /// before it. Version 2: a base row may name the game's profile and hold its automatic schema
-/// (`BaseRecord::profile`, `BaseRecord::automatic_schema`), which version 1 never wrote.
-pub(crate) const SCHEMA_VERSION: &str = "2";
+/// (`BaseRecord::profile`, `BaseRecord::automatic_schema`), which version 1 never wrote. Version 3:
+/// a base row may hold the card's fingerprint and the game's macros (`BaseRecord::card_fingerprint`,
+/// `BaseRecord::macros`) and a step record a card update (`StepRecord::card`).
+pub(crate) const SCHEMA_VERSION: &str = "3";
 
-/// The older layouts this version reads: version 1's rows are version 2's without the two base
-/// members, read as they are, so opening one only raises the recorded version (a server of
-/// version 1 then refuses the database, whose base rows it could misread).
-const UPGRADABLE: [&str; 1] = ["1"];
+/// The older layouts this version reads: version 1's and 2's rows are version 3's without the
+/// members added since, read as they are, so opening one only raises the recorded version (a
+/// server of an older version then refuses the database, whose rows it could misread).
+const UPGRADABLE: [&str; 2] = ["1", "2"];
 
 /// What opening a database of the recorded version `found` needs: nothing (`Ok(false)`), the
 /// recorded version raised to [`SCHEMA_VERSION`] (`Ok(true)`), or a refusal when the tables are of
@@ -51,7 +53,7 @@ pub(crate) fn check_schema_version(found: String) -> Result<bool, StorageError> 
 
 /// The statement that records the upgrade to [`SCHEMA_VERSION`] (the same text on both backends).
 pub(crate) const UPGRADE_SCHEMA_VERSION: &str =
-    "UPDATE statecraft_meta SET value = '2' WHERE key = 'schema_version'";
+    "UPDATE statecraft_meta SET value = '3' WHERE key = 'schema_version'";
 
 /// A write's JSON text, made before the transaction starts so that no encoding runs inside it.
 #[derive(Debug, Default)]

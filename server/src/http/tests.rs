@@ -19,6 +19,7 @@ use crate::writer::Writer;
 
 mod owners;
 // The PostgreSQL set-up every test of the server and the command shares.
+mod cards;
 #[path = "../../tests/common/pg_schema.rs"]
 mod pg_schema;
 mod sync;
@@ -376,7 +377,7 @@ fn a_create_retried_after_its_game_was_deleted_answers_409() {
 
 /// A V2 card in the shape of MVU's example cards: value-description pairs, a locked character, an
 /// open, templated list of characters, and the `<user>` macro.
-fn mvu_card() -> Json {
+pub(crate) fn mvu_card() -> Json {
     let initvar = "```yaml\n<user>:\n  金钱: 50\n  背包: [绳子, $__META_EXTENSIBLE__$]\nMira:\n  好感度: [10, \"-100 to 100\"]\n  心情: 平静\nNPC:\n  $meta:\n    extensible: true\n    template: {好感度: 0, 心情: 平静}\n  小林: {好感度: 5, 心情: 开心}\n```";
     json!({
         "spec": "chara_card_v2",

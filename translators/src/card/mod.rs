@@ -8,8 +8,12 @@
 //! substitutes SillyTavern macros (`<user>`, `{{user}}`, `{{char}}`, and any `{{name}}` the caller
 //! passes), reads it as YAML (or JSON), and merges the entries in the world book's order the way MVU
 //! does (objects deep, arrays replaced whole); then MVU's structure markers leave the state and become
-//! the automatic schema (`schema.rs`). Bad input is an error naming the entry and the line, never a
-//! panic.
+//! the automatic schema (`schema.rs`). A character card that carries statecraft's own settings
+//! (`data.extensions.statecraft` with a `state`, as the SillyTavern extension stores them) gives that
+//! state, JSON Schema, scripts and profile instead, before its `[InitVar]` entries. Every card has a
+//! fingerprint, the SHA-256 of what its state is made from (its InitVar entries' text, or its
+//! settings), by which a game notices that its card changed. Bad input is an error naming the entry
+//! and the line, never a panic.
 //!
 //! This module must not run instructions, enforce the schema or touch files: it turns bytes into a
 //! state and a schema.
@@ -22,6 +26,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use serde_json::{Map, Value as Json};
+use statecraft_engine::{CardVersion, ContentKey, Profile, SchemaError, StructureSchema};
 
 #[doc(hidden)]
 pub use png::png_with_text;
@@ -32,14 +37,48 @@ pub struct Card {
     /// The character's name, when the input is a character card.
     pub name: Option<String>,
     /// The initial state: MVU's `stat_data` after its InitVar entries are merged and its markers
-    /// removed.
+    /// removed, or the state of the card's statecraft settings.
     pub state: Json,
     /// MVU's automatic schema for that state, in MVU's own shape (`type`, `extensible`,
     /// `recursiveExtensible`, `required`, `properties`, `elementType`, `template`, and at the top
-    /// `strictTemplate`, `concatTemplateArray`, `strictSet` when the card sets them).
-    pub schema: Json,
-    /// The names of the InitVar entries read, in the order they were merged.
+    /// `strictTemplate`, `concatTemplateArray`, `strictSet` when the card sets them); `None` for a
+    /// card whose statecraft settings give its state (they are statecraft's, not MVU's).
+    pub schema: Option<Json>,
+    /// The names of the InitVar entries read, in the order they were merged (none for settings).
     pub entries: Vec<String>,
+    /// The SHA-256 (64 lowercase hex digits) of what the state is made from: the JSON array of the
+    /// InitVar entries' texts as written (before macros), in the order merged, or the JSON text of
+    /// the card's statecraft settings. A game keeps it to notice that its card changed.
+    pub fingerprint: String,
+    /// The profile the card's replies follow: its settings' `profile`, else `mvu` for InitVar and
+    /// `strict` for settings.
+    pub profile: Profile,
+    /// The JSON Schema of the card's statecraft settings.
+    pub json_schema: Option<Json>,
+    /// The Lua scripts of the card's statecraft settings, by file name.
+    pub scripts: BTreeMap<String, String>,
+}
+
+impl Card {
+    /// The version of the card a game holds: its automatic schema, compiled, and its fingerprint.
+    pub fn version(&self) -> Result<CardVersion, SchemaError> {
+        Ok(CardVersion {
+            structure: self.schema.clone().map(StructureSchema::new).transpose()?,
+            fingerprint: Some(self.fingerprint.clone()),
+        })
+    }
+
+    /// The macros a game made from this card keeps: `given`, with `char` the card's name unless
+    /// given, so that `{{char}}` in a reply's commands reads as it did in the card.
+    pub fn game_macros(&self, given: &Macros) -> Macros {
+        let mut macros = given.clone();
+        if let Some(name) = &self.name
+            && !macros.keys().any(|key| key.eq_ignore_ascii_case("char"))
+        {
+            macros.insert("char".to_owned(), name.clone());
+        }
+        macros
+    }
 }
 
 /// Why a card could not be read: what, and where.
@@ -107,6 +146,13 @@ pub enum CardError {
     NoInitVar {
         /// How many entries there are.
         entries: usize,
+    },
+    /// The card's statecraft settings (`data.extensions.statecraft`) are not what the extension
+    /// stores.
+    #[error("the card's statecraft settings (data.extensions.statecraft): {problem}")]
+    Settings {
+        /// What is wrong.
+        problem: String,
     },
     /// An InitVar entry could not be read.
     #[error("InitVar entry \"{entry}\", line {line}, column {column}: {message}")]
@@ -214,6 +260,14 @@ fn is_card(json: &Json) -> bool {
 }
 
 fn from_json(json: Json, macros: &Macros) -> Result<Card, CardError> {
+    let settings = statecraft_settings(&json);
+    if let Some(settings) = settings.filter(|settings| settings.get("state").is_some()) {
+        return from_settings(&json, settings);
+    }
+    let profile = match settings.map(|settings| settings_profile(settings, Profile::Mvu)) {
+        Some(profile) => profile?,
+        None => Profile::Mvu,
+    };
     let (name, book) = if is_card(&json) {
         let data = json
             .get("data")
@@ -239,7 +293,96 @@ fn from_json(json: Json, macros: &Macros) -> Result<Card, CardError> {
         .into_iter()
         .filter(|entry| entry.name.to_lowercase().contains("[initvar]"))
         .collect();
-    build(name, chosen, count, macros)
+    let mut card = build(name, chosen, count, macros)?;
+    card.profile = profile;
+    Ok(card)
+}
+
+/// A character card's statecraft settings: `data.extensions.statecraft`, when it is an object.
+fn statecraft_settings(json: &Json) -> Option<&Map<String, Json>> {
+    if !is_card(json) {
+        return None;
+    }
+    json.get("data")?
+        .get("extensions")?
+        .get("statecraft")?
+        .as_object()
+}
+
+/// The profile the settings name, or `default`.
+fn settings_profile(settings: &Map<String, Json>, default: Profile) -> Result<Profile, CardError> {
+    match settings.get("profile") {
+        None | Some(Json::Null) => Ok(default),
+        Some(Json::String(name)) if name.is_empty() => Ok(default),
+        Some(Json::String(name)) => name.parse().map_err(|error| CardError::Settings {
+            problem: format!("`profile`: {error}"),
+        }),
+        Some(other) => Err(CardError::Settings {
+            problem: format!(
+                "`profile` is a name (strict, mvu or mvu-zod), not {}",
+                kind(other)
+            ),
+        }),
+    }
+}
+
+/// A card made from its statecraft settings (`{"state", "schema"?, "scripts"?, "profile"?}`), read
+/// as the extension makes a chat's game of them: the state as it is, no automatic schema.
+fn from_settings(json: &Json, settings: &Map<String, Json>) -> Result<Card, CardError> {
+    let bad = |problem: String| CardError::Settings { problem };
+    if let Some(name) = settings
+        .keys()
+        .find(|name| !["state", "schema", "scripts", "profile"].contains(&name.as_str()))
+    {
+        return Err(bad(format!(
+            "unknown member `{name}` (state, schema, scripts, profile)"
+        )));
+    }
+    let json_schema = match settings.get("schema") {
+        None | Some(Json::Null) => None,
+        Some(schema @ (Json::Object(_) | Json::Bool(_))) => Some(schema.clone()),
+        Some(other) => {
+            return Err(bad(format!(
+                "`schema` is a JSON Schema (an object), not {}",
+                kind(other)
+            )));
+        }
+    };
+    let scripts = match settings.get("scripts") {
+        None | Some(Json::Null) => BTreeMap::new(),
+        Some(Json::Object(files)) => files
+            .iter()
+            .map(|(name, source)| match source {
+                Json::String(source) => Ok((name.clone(), source.clone())),
+                other => Err(bad(format!(
+                    "`scripts` maps file names to Lua source; \"{name}\" is {}",
+                    kind(other)
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(bad(format!(
+                "`scripts` is an object of file names to Lua source, not {}",
+                kind(other)
+            )));
+        }
+    };
+    let name = json
+        .get("data")
+        .and_then(|data| data.get("name"))
+        .or_else(|| json.get("name"))
+        .and_then(Json::as_str)
+        .map(str::to_owned);
+    Ok(Card {
+        name,
+        state: settings.get("state").cloned().unwrap_or(Json::Null),
+        schema: None,
+        entries: Vec::new(),
+        fingerprint: ContentKey::of_text(&Json::Object(settings.clone()).to_string()).to_string(),
+        profile: settings_profile(settings, Profile::Strict)?,
+        json_schema,
+        scripts,
+    })
 }
 
 /// The entries of a world book in SillyTavern's order: a card's `character_book.entries` is a list
@@ -285,6 +428,8 @@ fn build(
     }
     let mut state = Json::Object(Map::new());
     let mut names = Vec::new();
+    let texts: Vec<&str> = entries.iter().map(|entry| entry.content.as_str()).collect();
+    let fingerprint = ContentKey::of_text(&Json::from(texts).to_string()).to_string();
     for entry in entries {
         let body = substitute(initvar_body(&entry.content), macros, name.as_deref());
         let read = yaml::read(&body).map_err(|error| CardError::Entry {
@@ -314,8 +459,12 @@ fn build(
     Ok(Card {
         name,
         state,
-        schema,
+        schema: Some(schema),
         entries: names,
+        fingerprint,
+        profile: Profile::Mvu,
+        json_schema: None,
+        scripts: BTreeMap::new(),
     })
 }
 
@@ -472,7 +621,10 @@ mod tests {
         let initvar = json!({"bag": ["rope", "$__META_EXTENSIBLE__$"]});
         let read = read_value(&initvar, &macros).unwrap();
         assert_eq!(read.state, json!({"bag": ["rope"]}));
-        assert_eq!(read.schema["properties"]["bag"]["extensible"], true);
+        assert_eq!(
+            read.schema.as_ref().unwrap()["properties"]["bag"]["extensible"],
+            true
+        );
         assert!(matches!(
             read_value(&json!({"png": "%%%"}), &macros),
             Err(CardError::Base64 { .. })
@@ -491,5 +643,72 @@ mod tests {
             state,
             json!({"a": {"x": 1, "y": 2, "list": [9]}, "b": null})
         );
+    }
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn card(extensions: Json, entries: Json) -> Json {
+        json!({"spec": "chara_card_v2", "data": {"name": "Mo", "extensions": extensions,
+               "character_book": {"entries": entries}}})
+    }
+
+    #[test]
+    fn settings_with_a_state_come_before_initvar() {
+        let initvar = json!([{"comment": "[InitVar]", "content": "hp: 1"}]);
+        let settings = json!({"statecraft": {"state": {"gold": 3}, "schema": {"type": "object"},
+                               "scripts": {"a.lua": "on('x', function() end)"}, "profile": "mvu"}});
+        let read = read_value(&card(settings, initvar.clone()), &Macros::new()).unwrap();
+        assert_eq!(read.state, json!({"gold": 3}));
+        assert_eq!(read.schema, None);
+        assert_eq!(read.json_schema, Some(json!({"type": "object"})));
+        assert_eq!(read.scripts.len(), 1);
+        assert_eq!(read.profile, Profile::Mvu);
+        assert!(read.entries.is_empty());
+        // Settings without a state name only the profile of the InitVar card.
+        let zod = read_value(
+            &card(
+                json!({"statecraft": {"profile": "mvu-zod"}}),
+                initvar.clone(),
+            ),
+            &Macros::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            (zod.state, zod.profile),
+            (json!({"hp": 1}), Profile::MvuZod)
+        );
+        // Settings alone make a card: no [InitVar] entry needed; strict unless they say otherwise.
+        let alone = read_value(
+            &card(json!({"statecraft": {"state": {"a": 1}}}), json!([])),
+            &Macros::new(),
+        )
+        .unwrap();
+        assert_eq!(alone.profile, Profile::Strict);
+        assert!(matches!(
+            read_value(
+                &card(
+                    json!({"statecraft": {"state": {}, "scripts": {"a.lua": 1}}}),
+                    json!([])
+                ),
+                &Macros::new()
+            ),
+            Err(CardError::Settings { .. })
+        ));
+    }
+
+    #[test]
+    fn the_fingerprint_follows_the_initvar_text_not_the_macros() {
+        let entries = |hp: &str| json!([{"comment": "[InitVar]", "content": format!("<user>: {{hp: {hp}}}")}]);
+        let macros = |name: &str| Macros::from([("user".to_owned(), name.to_owned())]);
+        let a = read_value(&card(json!({}), entries("1")), &macros("Ann")).unwrap();
+        let b = read_value(&card(json!({}), entries("1")), &macros("Bo")).unwrap();
+        let c = read_value(&card(json!({}), entries("2")), &macros("Ann")).unwrap();
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert_ne!(a.fingerprint, c.fingerprint);
+        assert_eq!(a.fingerprint.len(), 64);
     }
 }

@@ -364,7 +364,15 @@ fn remove(
             None
         }
         None => Some(Instruction::new(Op::Delete, path)),
-        Some(which) => remove_from(&path, target, state.is_some(), which, name, report),
+        Some(which) => remove_from(
+            &path,
+            target,
+            state.is_some(),
+            options.profile.is_mvu(),
+            which,
+            name,
+            report,
+        ),
     }
 }
 
@@ -500,11 +508,14 @@ fn key_text(key: &Value) -> Key {
     }
 }
 
-/// `_.remove(path, key_index_or_value)`.
+/// `_.remove(path, key_index_or_value)`. A number names an element of an array by its index, as in
+/// MVU (never an element equal to it); under the `mvu` profiles it names an object's key by its
+/// position too ([`nth_key`]), where `strict` reads it as the key's text.
 fn remove_from(
     path: &Path,
     target: Option<&Value>,
     known: bool,
+    mvu: bool,
     which: &Value,
     name: &str,
     report: &mut Report<'_>,
@@ -533,21 +544,40 @@ fn remove_from(
             None => Instruction::new(Op::Delete, path.child(Segment::Key(key_text(which)))),
         });
     }
+    let mut skip = |why: String| {
+        report(
+            DiagnosticKind::MvuMissingTarget,
+            Severity::Warning,
+            format!("`_.{name}` skipped: {why}").into(),
+        );
+        None
+    };
     match target {
         Some(Value::Array(items)) => {
-            let position = index
-                .filter(|&i| i < items.len())
-                .or_else(|| items.iter().position(|item| item == which));
+            let position = if which.as_number().is_some() {
+                index.filter(|&i| i < items.len())
+            } else {
+                items.iter().position(|item| item == which)
+            };
             match position {
                 Some(position) => Some(Instruction::new(Op::Delete, path.child(position))),
-                None => {
-                    report(
-                        DiagnosticKind::MvuMissingTarget,
-                        Severity::Warning,
-                        format!("`_.{name}` skipped: the array at {path} holds no {which}").into(),
-                    );
-                    None
-                }
+                None if which.as_number().is_some() => skip(format!(
+                    "the array at {path} has {} element{}, so no index {which}; mvu skips it too",
+                    items.len(),
+                    if items.len() == 1 { "" } else { "s" }
+                )),
+                None => skip(format!("the array at {path} holds no {which}")),
+            }
+        }
+        Some(Value::Object(map)) if mvu && which.as_number().is_some() => {
+            match index.and_then(|index| nth_key(map, index)) {
+                Some(key) => Some(Instruction::new(Op::Delete, path.child(Segment::Key(key)))),
+                None => skip(format!(
+                    "the object at {path} has {} key{}, so no key at position {which}; mvu skips \
+                     it too",
+                    map.len(),
+                    if map.len() == 1 { "" } else { "s" }
+                )),
             }
         }
         Some(Value::Object(map)) => {
@@ -555,22 +585,37 @@ fn remove_from(
             if map.contains_key(&key) {
                 Some(Instruction::new(Op::Delete, path.child(Segment::Key(key))))
             } else {
-                report(
-                    DiagnosticKind::MvuMissingTarget,
-                    Severity::Warning,
-                    format!("`_.{name}` skipped: the object at {path} has no key {which}").into(),
-                );
-                None
+                skip(format!("the object at {path} has no key {which}"))
             }
         }
-        _ => {
-            report(
-                DiagnosticKind::MvuMissingTarget,
-                Severity::Warning,
-                format!("`_.{name}` skipped: no array or object at {path}, mvu skips it too")
-                    .into(),
-            );
-            None
-        }
+        _ => skip(format!("no array or object at {path}, mvu skips it too")),
     }
+}
+
+/// The key at `index` (from 0) in an object's order as MVU counts it with `Object.keys`: keys that
+/// are array indexes in JavaScript (`"0"` to `"4294967294"`, written without a sign or leading zero)
+/// first, in numeric order, then the others. JavaScript keeps those others in the order they were
+/// added, which a state does not keep: statecraft counts them in its own order, by bytes
+/// (docs/numbers-and-keys.md), which is the same whenever they were added in that order.
+/// Time: O(n) in the object's keys.
+fn nth_key(map: &Object, index: usize) -> Option<Key> {
+    let mut indexes: Vec<(u32, &Key)> = map
+        .keys()
+        .filter_map(|key| array_index(key).map(|number| (number, key)))
+        .collect();
+    if index < indexes.len() {
+        indexes.sort_unstable_by_key(|(number, _)| *number);
+        return Some(indexes[index].1.clone());
+    }
+    map.keys()
+        .filter(|key| array_index(key).is_none())
+        .nth(index - indexes.len())
+        .cloned()
+}
+
+/// The number a key stands for when JavaScript takes it for an array index: `0` to `2^32 - 2`,
+/// written as JavaScript writes the number.
+fn array_index(key: &str) -> Option<u32> {
+    let number: u32 = key.parse().ok()?;
+    (number != u32::MAX && number.to_string() == key).then_some(number)
 }

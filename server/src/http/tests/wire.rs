@@ -83,6 +83,40 @@ fn schema() -> Json {
     })
 }
 
+/// A card's game: its macros kept for its replies, the card it holds, and a new version of it.
+fn card_answers(g: &mut Goldens) {
+    let card = |content: &str| {
+        json!({"spec": "chara_card_v2", "data": {"name": "Io", "character_book": {"entries": [
+            {"comment": "[InitVar]", "content": content}]}}})
+    };
+    g.server.create(&json!({
+        "id": "io",
+        "card": card("<user>:\n  hp: 10\n  title: squire\nnpcs:\n  $meta: {extensible: true}"),
+        "macros": {"user": "Alex"},
+    }));
+    g.server.call(
+        "POST",
+        "/v1/games/io/apply",
+        Some(&json!({"input": "_.set('<user>.hp', 10, 4);"})),
+    );
+    g.check("card", "GameCard", "GET", "/v1/games/io/card", None);
+    let v2 = card("<user>:\n  hp: 10\n  mp: 5\nnpcs: {}\nquests: []");
+    g.check(
+        "card_update_dry_run",
+        "CardUpdated",
+        "POST",
+        "/v1/games/io/card",
+        Some(json!({"card": v2, "dry_run": true})),
+    );
+    g.check(
+        "card_update",
+        "CardUpdated",
+        "POST",
+        "/v1/games/io/card",
+        Some(json!({"card": v2, "remove_dropped": true})),
+    );
+}
+
 #[test]
 fn every_answer_matches_its_golden_file() {
     let mut goldens = Goldens {
@@ -225,6 +259,7 @@ fn every_answer_matches_its_golden_file() {
     );
     g.check("log", "Log", "GET", "/v1/games/chat/log", None);
     g.check("log_timeline", "Log", "GET", "/v1/games/hero/log", None);
+    card_answers(g);
     g.check(
         "extract",
         "Extracted",
