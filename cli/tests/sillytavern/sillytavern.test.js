@@ -377,11 +377,16 @@ async function extensionDrawer(open) {
   if (!open) return;
   await panel.locator(".statecraft-settings").waitFor();
   // Whether the drawer is open, by its icon: while the panel slides open, an open drawer's content
-  // is not visible yet, and a click would close it.
-  if (await page.locator(".statecraft-settings .inline-drawer-header .inline-drawer-icon.down").count()) {
-    await page.locator(".statecraft-settings .inline-drawer-toggle").click();
+  // is not visible yet, and a click would close it. A click while the panel is still settling (just
+  // after a page load) can be lost, so each click waits to see the drawer open, and clicks again if
+  // it did not (then whatever its icon says).
+  const content = page.locator(".statecraft-settings .inline-drawer-content");
+  for (let attempt = 0; attempt < 4 && !(await content.isVisible()); attempt += 1) {
+    const closed = await page.locator(".statecraft-settings .inline-drawer-header .inline-drawer-icon.down").count();
+    if (closed || attempt >= 2) await page.locator(".statecraft-settings .inline-drawer-toggle").click();
+    await content.waitFor({ state: "visible", timeout: 5000 }).catch(() => {});
   }
-  await page.locator(".statecraft-settings .inline-drawer-content").waitFor({ state: "visible" });
+  await content.waitFor({ state: "visible" });
 }
 
 /** The name SillyTavern knows the installed extension by (the clone's folder, from the URL's last segment). */
@@ -1306,25 +1311,29 @@ test("no binary, and a binary of another API version: the drawer and the console
     ["no binary", (env) => (env.PATH = "/usr/bin:/bin"), /^the server plugin: the statecraft binary is missing \(looked in .*\)\. Install it with `(.*)` \(or unpack a release archive into (.*)\), then press Test connection$/],
     ["a binary too old", (env) => (env.STATECRAFT_BIN = old), /^the server plugin: .* is statecraft 0\.0\.9, HTTP API older than 1, and this plugin needs HTTP API 1\. Update the binary with `(.*)` \(or unpack a release archive into (.*)\), then press Test connection$/],
   ];
-  for (const [name, change, pattern] of cases) {
-    await restartTavern({ env: tavernEnv(change) });
-    await extensionDrawer(true);
-    await check(`${name}: the drawer says what is wrong and the command that fixes it`, async () => {
-      const shown = await pluginConnection();
-      const match = pattern.exec(shown);
-      assert.ok(match, shown);
-      assert.equal(match[1], install);
-      assert.equal(match[2], join(pluginFolder, "bin"));
-      const { ok, text } = await pressTest();
-      assert.equal(ok, false);
-      assert.equal(text, shown);
-      assert.ok(tavern.log().includes(shown.replace("the server plugin: ", "statecraft: ").split(". ")[0]), "SillyTavern's console says it too");
-    });
-    await shot(`plugin-${name.replace(/ /g, "-")}`);
-    await extensionDrawer(false);
+  try {
+    for (const [name, change, pattern] of cases) {
+      await restartTavern({ env: tavernEnv(change) });
+      await extensionDrawer(true);
+      await check(`${name}: the drawer says what is wrong and the command that fixes it`, async () => {
+        const shown = await pluginConnection();
+        const match = pattern.exec(shown);
+        assert.ok(match, shown);
+        assert.equal(match[1], install);
+        assert.equal(match[2], join(pluginFolder, "bin"));
+        const { ok, text } = await pressTest();
+        assert.equal(ok, false);
+        assert.equal(text, shown);
+        assert.ok(tavern.log().includes(shown.replace("the server plugin: ", "statecraft: ").split(". ")[0]), "SillyTavern's console says it too");
+      });
+      await shot(`plugin-${name.replace(/ /g, "-")}`);
+      await extensionDrawer(false);
+    }
+  } finally {
+    // Whatever happened above, the tests after this one get SillyTavern with the binary again.
+    rmSync(join(old, ".."), { recursive: true, force: true });
+    await restartTavern();
   }
-  rmSync(join(old, ".."), { recursive: true, force: true });
-  await restartTavern();
   await extensionDrawer(true);
   await check("binary back: connected", async () => {
     assert.equal(await pluginConnection(), "connected through SillyTavern's server plugin");
