@@ -183,6 +183,8 @@ export class StateView {
   #scan = null;
   #ownMvuMacro = false;
   #mvu = false;
+  /** The entry whose condition the drawer shows (`world.uid`). */
+  #editing = null;
 
   constructor({ context, client, keeper, settings, enabled = () => true, explain = (error) => String(error?.message ?? error), toast = () => {}, mode = () => "reply" }) {
     this.context = context;
@@ -567,6 +569,10 @@ export class StateView {
   async showEntryCondition() {
     const $ = globalThis.jQuery;
     const found = await this.selectedEntry();
+    const key = found ? `${found.name}.${found.entry.uid}` : null;
+    // A refill of the same entry (after a save, or another edit of the book) keeps what is typed and said.
+    if (key === this.#editing) return;
+    this.#editing = key;
     const condition = found ? entryCondition(found.entry) : null;
     $("#statecraft_wi_condition").val(condition?.condition ?? "");
     $("#statecraft_wi_result").text(condition?.from === "title" ? "this condition is written in the entry's title; saving one here takes precedence" : "").removeClass("bad ok");
