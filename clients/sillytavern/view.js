@@ -300,29 +300,26 @@ export class StateView {
   async prepare(type) {
     if (!this.enabled() || !this.keeper()) return;
     const record = { type, at: null, error: null };
-    record.ready = this.#prepare(type).then(
-      (at) => {
-        record.at = at;
-        return at;
-      },
-      (error) => {
-        record.error = error;
-        return null;
-      },
-    );
     this.#active = record;
+    record.ready = this.#prepare(type, record);
     await record.ready;
   }
 
-  async #prepare(type) {
-    const at = await this.keeper().stateForGeneration(type);
-    if (!at) return null;
-    const ctx = this.context();
-    const withPrompt = type !== "quiet" || this.settings().quiet;
-    const pending = String(globalThis.jQuery?.("#send_textarea").val() ?? "");
-    const messages = recentMessages(ctx.chat, type, this.options().messages, pending);
-    const view = withPrompt ? await this.fetchView(at, { messages, mode: this.mode(type) }) : null;
-    return { ...at, view };
+  /** The state first (the macros read it even if the view fails), then the view. */
+  async #prepare(type, record) {
+    try {
+      const at = await this.keeper().stateForGeneration(type);
+      if (!at) return null;
+      record.at = { ...at, view: null };
+      if (type !== "quiet" || this.settings().quiet) {
+        const pending = String(globalThis.jQuery?.("#send_textarea").val() ?? "");
+        const messages = recentMessages(this.context().chat, type, this.options().messages, pending);
+        record.at.view = await this.fetchView(at, { messages, mode: this.mode(type) });
+      }
+    } catch (error) {
+      record.error = error;
+    }
+    return record.at;
   }
 
   /** The per-game prompt at `at.step` with the drawer's budget and format; measured for the drawer. */

@@ -317,6 +317,13 @@ test("an MVU card: {{get_message_variable::stat_data...}} and {{state::...}} rea
   await page.locator("#WorldInfo.openDrawer").waitFor({ timeout: 10000 }).catch(() => {});
   if (await page.locator("#WorldInfo.openDrawer").count()) await page.click("#WIDrawerIcon");
   await page.waitForFunction(() => String(SillyTavern.getContext().chatMetadata.statecraft?.game ?? "").startsWith("st-Mira"), null, { timeout: 30000 });
+  // SillyTavern 1.19 imports the book at once but saves its link to the card with the card's next
+  // save (any edit of it): saved here as that save does, so the book is the character's for the scan.
+  await page.waitForFunction(() => SillyTavern.getContext().getWorldInfoNames().includes("Mira's book"), null, { timeout: 30000 });
+  await page.evaluate(() => {
+    const context = SillyTavern.getContext();
+    return context.writeExtensionField(context.characterId, "world", "Mira's book");
+  });
   await settle();
   const first = await send("Show me a spell.", "A spark. _.set('Mira.hp', 100, 85);");
   assert.ok(first.includes("Health 100; mood curious."), "the greeting's state");
@@ -335,6 +342,7 @@ async function miraEntry(title) {
   return page.evaluate(async (title) => {
     const context = SillyTavern.getContext();
     const world = context.characters[context.characterId].data.extensions.world;
+    if (world !== "Mira's book") throw new Error(`Mira's world is ${world}`);
     const data = await context.loadWorldInfo(world);
     const entry = Object.values(data.entries).find((one) => String(one.comment).startsWith(title));
     return { world, uid: entry.uid };
