@@ -179,7 +179,7 @@ export class StateView {
   #shown = null;
   /** The generation being made: `{type, ready, at}`; `at` once its state is known. */
   #active = null;
-  /** The generation whose world-info scan comes next: its `ready`. */
+  /** The generation whose world-info scan comes next (its record, as `#active`). */
   #scan = null;
   #ownMvuMacro = false;
   #mvu = false;
@@ -351,7 +351,7 @@ export class StateView {
     const $ = globalThis.jQuery;
     if (!$) return;
     const elided = view.elided?.length ? `; ${view.elided.length} part${view.elided.length === 1 ? "" : "s"} left out (${view.elided.reduce((sum, part) => sum + part.tokens, 0)} tokens)` : "";
-    const tavern = view.tavernTokens === null ? "SillyTavern's tokenizer did not answer" : `${view.tavernTokens} tokens by SillyTavern's tokenizer (${view.tokenizer})`;
+    const tavern = view.tavernTokens === null ? "SillyTavern's tokenizer did not answer" : `${view.tavernTokens} tokens by SillyTavern's tokenizer for ${view.tokenizer}`;
     const budget = view.budget > 0 ? `budget ${view.budget}` : "no budget";
     $("#statecraft_view_size")
       .text(`step ${view.step}, ${view.format}, ${budget}: the view is ${tavern}, ${view.tokens.state} by statecraft's estimate; the whole state ${view.tokens.full_state} by the estimate${elided}`)
@@ -372,7 +372,7 @@ export class StateView {
       await this.prepare(type);
       record = this.#active;
     }
-    this.#scan = record?.ready ?? null;
+    this.#scan = record ?? null;
     if (!record) return null;
     const at = await record.ready;
     if (record.error) throw record.error;
@@ -407,7 +407,8 @@ export class StateView {
     let at = null;
     let failure = null;
     if (scan) {
-      at = await scan;
+      at = await scan.ready;
+      if (!at && scan.error) failure = this.explain(scan.error);
       if (at) {
         try {
           const answer = await this.client().request("POST", `/v1/games/${encodeURIComponent(at.gameId)}/evaluate`, {
@@ -474,7 +475,7 @@ export class StateView {
 
   static DRAWER = `
       <hr>
-      <b>The state the model sees</b>
+      <div><b>The state the model sees</b></div>
       <label for="statecraft_budget">State budget (tokens; 0 = the whole state)</label>
       <input id="statecraft_budget" class="text_pole" type="number" min="0" step="50">
       <label for="statecraft_format">Format</label>
@@ -484,7 +485,7 @@ export class StateView {
       </select>
       <div id="statecraft_measure" class="menu_button">Measure the view</div>
       <div id="statecraft_view_size" class="statecraft-note"></div>
-      <b>World info that follows the state</b>
+      <div><b>World info that follows the state</b></div>
       <div class="statecraft-note">An entry with a condition is in the prompt exactly when its condition holds on the state (its keys no longer decide). Write it here, or in the entry's title as [state: CONDITION].</div>
       <label for="statecraft_wi_world">World</label>
       <select id="statecraft_wi_world" class="text_pole"></select>
@@ -513,7 +514,12 @@ export class StateView {
     $("#statecraft_wi_world").on("change", () => this.fillEntries());
     $("#statecraft_wi_entry").on("change", () => this.showEntryCondition());
     $("#statecraft_wi_save").on("click", () => this.saveCondition());
-    this.fillWorlds();
+    // SillyTavern lists a new world book only after its save's event: the list is read again
+    // whenever the drawer is opened, and when the world list is opened.
+    const refresh = () => this.fillWorlds().catch(() => {});
+    $("#extensions-settings-button .drawer-toggle, .statecraft-settings .inline-drawer-toggle").on("click", refresh);
+    $("#statecraft_wi_world").on("mousedown focus", () => this.fillWorlds({ entries: false }).catch(() => {}));
+    refresh();
   }
 
   /** "Measure the view": the view of the chat's state as it stands, with the drawer's settings. */
@@ -533,7 +539,7 @@ export class StateView {
   }
 
   /** The world books SillyTavern has, the open character's first. */
-  fillWorlds() {
+  fillWorlds({ entries = true } = {}) {
     const $ = globalThis.jQuery;
     const ctx = this.context();
     const names = ctx.getWorldInfoNames?.() ?? [];
@@ -541,10 +547,13 @@ export class StateView {
     const ordered = own && names.includes(own) ? [own, ...names.filter((name) => name !== own)] : names;
     const select = $("#statecraft_wi_world");
     const before = select.val();
+    const listed = select.find("option").map((_, option) => option.value).get();
+    if (listed.join("\n") === ordered.join("\n")) return entries ? this.fillEntries() : Promise.resolve();
     select.empty();
     for (const name of ordered) select.append($("<option></option>").val(name).text(name));
     if (before && ordered.includes(before)) select.val(before);
-    return this.fillEntries();
+    const same = select.val() === before;
+    return entries || !same ? this.fillEntries() : Promise.resolve();
   }
 
   async fillEntries() {
