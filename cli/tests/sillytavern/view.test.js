@@ -276,8 +276,8 @@ test("the prompt holds the budgeted view, measured by SillyTavern's tokenizer be
   assert.equal(full.elided.length, 0);
   assert.equal(full.tokens.state, full.tokens.full_state);
   const { state } = await api.stateAt(await gameId(), { step: full.step });
-  const blocks = [...whole.matchAll(/```json\n([\s\S]*?)\n```/g)];
-  assert.equal(blocks.length, 1, "one JSON block");
+  const blocks = [...whole.matchAll(/Current state:\n```json\n([\s\S]*?)\n```/g)];
+  assert.equal(blocks.length, 1, "one state");
   assert.deepEqual(JSON.parse(blocks[0][1]), state, "the whole state, as JSON");
   assert.ok(whole.includes("HP now: 70."), "the card's macro: the state after the first reply");
 });

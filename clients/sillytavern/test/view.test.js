@@ -4,7 +4,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { byteSpanToChars, conditionInComment, entryCondition, entryName, macroText, mvuStatePath, pointAt, recentMessages, scanEntry, stringHash } from "../view.js";
+import { StateView, byteSpanToChars, conditionInComment, entryCondition, entryName, macroText, mvuStatePath, pointAt, recentMessages, scanEntry, stringHash } from "../view.js";
 
 test("a condition in an entry's title runs to the bracket that closes the tag", () => {
   assert.equal(conditionInComment("Mira hurt [state: Mira.hp[0] < 30]"), "Mira.hp[0] < 30");
@@ -72,4 +72,42 @@ test("an entry for WORLDINFO_FORCE_ACTIVATE is the entry SillyTavern's scan make
   assert.deepEqual(decorated.decorators, ["@@activate"]);
   assert.equal(decorated.content, "body\n@@kept");
   assert.equal(decorated.hash, stringHash(JSON.stringify({ uid: 2, world: "w", content: "body\n@@kept", decorators: ["@@activate"] })));
+});
+
+/** A StateView with SillyTavern's context replaced by what these tests need. */
+function bareView(emitted = []) {
+  const context = { eventSource: { emit: async (name, entries) => emitted.push({ name, entries }) }, eventTypes: { WORLDINFO_FORCE_ACTIVATE: "worldinfo_force_activate" }, chat: [] };
+  return new StateView({ context: () => context, client: () => null, keeper: () => ({ generating: false }), settings: () => ({}) });
+}
+
+test("the macros read the chat's state between generations, and nothing before a sync", () => {
+  const view = bareView();
+  assert.equal(view.stateMacro("hp"), "");
+  view.synced({ moved: true, gameId: "g", step: 3, state: { hp: 30, name: "Mira", bag: { potion: [2, "count"] } } }, { mvu: false });
+  assert.equal(view.stateMacro("hp"), "30");
+  assert.equal(view.stateMacro("/name"), "Mira");
+  assert.equal(view.stateMacro("bag.potion[0]"), "2");
+  assert.equal(view.stateMacro("bag.nothing"), "");
+  assert.equal(view.stateMacro(), JSON.stringify({ hp: 30, name: "Mira", bag: { potion: [2, "count"] } }, null, 2));
+  assert.equal(view.mvuMacro("stat_data.bag.potion"), '[2,"count"]');
+  assert.equal(view.mvuMacro("display_data.hp"), "");
+  // A step read without moving the chat (a swipe's state) is not the chat's.
+  view.synced({ moved: false, gameId: "g", step: 2, state: { hp: 90 } }, { mvu: false });
+  assert.equal(view.stateMacro("hp"), "30");
+  view.chatChanged();
+  assert.equal(view.stateMacro("hp"), "");
+});
+
+test("outside a generation, entries with a condition are left out of a scan and nothing is activated", async () => {
+  const emitted = [];
+  const view = bareView(emitted);
+  const plain = { uid: 0, world: "w", comment: "plain", content: "a" };
+  const titled = { uid: 1, world: "w", comment: "x [state: hp < 3]", content: "b" };
+  const stored = { uid: 2, world: "v", comment: "y", content: "c", extensions: { statecraft: { condition: "hp > 3" } } };
+  const lore = { globalLore: [plain, titled], characterLore: [stored], chatLore: [], personaLore: [] };
+  await view.entriesLoaded(lore);
+  assert.deepEqual(lore.globalLore, [plain]);
+  assert.deepEqual(lore.characterLore, []);
+  assert.deepEqual(emitted, []);
+  assert.equal(view.activation, null, "no report without a generation");
 });
