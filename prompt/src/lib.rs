@@ -15,6 +15,8 @@ mod grade;
 mod review;
 mod rules;
 mod spec;
+mod tokens;
+mod view;
 
 pub use batch_schema::{BatchSchema, batch_schema};
 pub use gbnf::batch_gbnf;
@@ -25,3 +27,5 @@ pub use spec::{
     InstructionSpec, MAX_DESCRIBED_SEGMENTS, MAX_TARGETS, Mismatch, OpGroup, Property,
     SegmentPattern, Shape, ShapeId, Target,
 };
+pub use tokens::estimate_tokens;
+pub use view::{ALWAYS_KEYWORD, ELIDE_EACH, Elided, View, ViewFormat, ViewOptions, view};

@@ -330,7 +330,7 @@ fn prune(value: &Json, schema: Option<&Json>, root: &Json, depth: usize) -> Json
 }
 
 /// Follows a chain of local `$ref`s (bounded, so a cycle of references ends).
-fn resolve<'a>(mut schema: &'a Json, root: &'a Json) -> &'a Json {
+pub(crate) fn resolve<'a>(mut schema: &'a Json, root: &'a Json) -> &'a Json {
     for _ in 0..16 {
         let target = schema
             .get("$ref")
@@ -345,7 +345,7 @@ fn resolve<'a>(mut schema: &'a Json, root: &'a Json) -> &'a Json {
     schema
 }
 
-fn hidden(schema: &Json, root: &Json) -> bool {
+pub(crate) fn hidden(schema: &Json, root: &Json) -> bool {
     let is_false = |s: &Json| s.get(VISIBLE_KEYWORD) == Some(&Json::Bool(false));
     is_false(schema) || is_false(resolve(schema, root))
 }
