@@ -13,9 +13,11 @@
 //! 3. everything else,
 //!
 //! then by depth (shallow first), then in the state's own order. Nodes are taken in that order while
-//! the text stays within the budget by [`estimate_tokens`]; a node brings its parents with it, and an
-//! array item the items before it (so that an item's place in the array is its index). A node that does
-//! not fit is skipped and the next one tried. What is left out is named after the rendering, one line
+//! the text stays within the budget by [`estimate_tokens`]: a node with members is tried first with
+//! its whole subtree, then alone; a node brings its parents with it, and an array item the items
+//! before it (so that an item's place in the array is its index). A node that does not fit is skipped
+//! and the next one tried. A container left with none of its members shown is then named as left out
+//! rather than shown empty. What is left out is named after the rendering, one line
 //! per left-out member (`… /npcs/Mira: 120 tokens not shown`), or one line per container when more
 //! than [`ELIDE_EACH`] of its members are left out (`… /log: 40 of 42 items, 800 tokens not shown`;
 //! the top level of the state is named `top`).
@@ -97,7 +99,7 @@ pub struct Elided {
 }
 
 /// The rendered view.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct View {
     /// The state as shown: the rendering, then one line per elision (see [`View::body`]).
     pub text: String,
@@ -139,8 +141,6 @@ struct Node<'a> {
     value: &'a Json,
     children: usize,
     tier: u8,
-    /// Whether the node starts a subtree ranked above its parent.
-    marked: bool,
     /// Tokens of the node's own lines (with their line breaks), an upper bound.
     own: usize,
     /// Tokens of its whole subtree shown.
@@ -212,9 +212,40 @@ pub fn view(state: &Json, schema: Option<&Json>, options: &ViewOptions<'_>) -> V
             }],
         };
     }
-    let mut text = render(&nodes, Some(&included), options.format);
+    let chosen = written(&nodes, &included, options.format, full_tokens);
+    // A container whose members are all left out says less as a left-out member of its parent
+    // than as `{}` with a line of its own: it goes, when that keeps within the budget (it nearly
+    // always saves tokens).
+    let mut emptied = included.clone();
+    for index in (1..nodes.len()).rev() {
+        let node = &nodes[index];
+        if !emptied[index] || node.children == 0 {
+            continue;
+        }
+        let mut child = index + 1;
+        let mut any = false;
+        while child < node.end && !any {
+            any = emptied[child];
+            child = nodes[child].end;
+        }
+        if !any {
+            emptied[index] = false;
+        }
+    }
+    if emptied != included && emptied[0] {
+        let lean = written(&nodes, &emptied, options.format, full_tokens);
+        if lean.tokens <= budget && lean.tokens <= chosen.tokens {
+            return lean;
+        }
+    }
+    chosen
+}
+
+/// The view that shows the nodes `included` shows, with its elision lines.
+fn written(nodes: &[Node<'_>], included: &[bool], format: ViewFormat, full_tokens: usize) -> View {
+    let mut text = render(nodes, Some(included), format);
     let body_len = text.len();
-    let elided = elisions(&nodes, &included);
+    let elided = elisions(nodes, included);
     for (_, line) in &elided {
         text.push('\n');
         text.push_str(line);
@@ -318,7 +349,6 @@ impl<'a> Builder<'a> {
             value,
             children: 0,
             tier: own_tier,
-            marked: tier < inherited,
             own,
             full: own,
             pointer,
@@ -558,9 +588,9 @@ fn choose_counting(nodes: &[Node<'_>], budget: usize) -> (Vec<bool>, usize) {
         if chooser.included[index] {
             continue;
         }
-        // Where a ranked subtree starts, the whole subtree is tried first, so that it is shown
-        // whole when it fits rather than as a container whose members are named as left out.
-        if nodes[index].marked && nodes[index].end > index + 1 {
+        // A subtree is tried whole first, so that it is shown whole when it fits rather than as a
+        // container whose members are named as left out.
+        if nodes[index].end > index + 1 {
             if let Some(take) = chooser.needs(index, true) {
                 if chooser.take(&take, budget) {
                     continue;
@@ -1120,7 +1150,8 @@ mod tests {
         }
     }
 
-    fn work(state: &Json, budget: usize, messages: &[String]) -> usize {
+    /// The chooser's work on `state` with a budget of `percent` of its whole size.
+    fn work(state: &Json, percent: usize, messages: &[String]) -> usize {
         let mut builder = Builder {
             nodes: Vec::new(),
             format: ViewFormat::Json,
@@ -1128,6 +1159,7 @@ mod tests {
             root_schema: None,
         };
         builder.build(state, Key::Root, usize::MAX, 0, None, None, 3);
+        let budget = builder.nodes[0].full * percent / 100;
         choose_counting(&builder.nodes, budget).1
     }
 
@@ -1145,7 +1177,7 @@ mod tests {
         let long = |n: usize| json!({"log": (0..n).map(|i| format!("w{i}")).collect::<Vec<_>>()});
         let messages: Vec<String> = (0..64).map(|i| format!("w{}", 4000 + i)).collect();
         for (name, make) in [("wide", &wide as &dyn Fn(usize) -> Json), ("long", &long)] {
-            for budget in [50, 2000, 20000] {
+            for budget in [1, 10, 50, 90] {
                 let small = work(&make(2000), budget, &messages);
                 let large = work(&make(4000), budget, &messages);
                 assert!(
