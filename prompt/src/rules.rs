@@ -297,7 +297,10 @@ pub fn prompt_with(
     let shown = view(&visible, schema, &options.view);
     let fence = if compact { "" } else { "json" };
     let mut text = format!("{rules}\n```{fence}\n{}\n```\n", shown.body());
-    if !shown.elided.is_empty() {
+    if shown.text.is_empty() {
+        // Not even the line naming the state fitted the budget: the state is not shown at all.
+        text = format!("{rules}\n");
+    } else if !shown.elided.is_empty() {
         if shown.body().is_empty() {
             // Not even the top of the state fitted: the view is its one line.
             text = format!("{rules}\n{}\n", shown.text);

@@ -55,7 +55,7 @@ use crate::tokens::estimate_tokens;
 pub const ALWAYS_KEYWORD: &str = "x-statecraft-always";
 
 /// How many left-out members of one container are named one by one; more make one line.
-pub const ELIDE_EACH: usize = 3;
+pub const ELIDE_EACH: usize = 1;
 
 /// A mention of at most this many bytes is looked for in the messages; longer strings are not.
 const MENTION_MAX: usize = 200;
