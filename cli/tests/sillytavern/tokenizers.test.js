@@ -28,6 +28,8 @@ let client;
 /** name → (text) → number of tokens. */
 const tokenizers = {};
 const rows = [];
+/** Every comparison that breaks the documented relation, said at the end (all of them, not the first). */
+const broken = [];
 
 before(async () => {
   const sillytavern = installSillyTavern({ log: (line) => process.stderr.write(`${line}\n`) });
@@ -76,10 +78,10 @@ function compare(name, text, estimate) {
   const counts = Object.fromEntries(Object.entries(tokenizers).map(([tokenizer, count]) => [tokenizer, count(text)]));
   const smallest = Math.min(...Object.values(counts));
   for (const [tokenizer, count] of Object.entries(counts)) {
-    assert.ok(estimate >= count, `${name}: the estimate ${estimate} is below ${tokenizer}'s ${count}`);
+    if (estimate < count) broken.push(`${name}: the estimate ${estimate} is below ${tokenizer}'s ${count}`);
   }
   const ratio = estimate / Math.max(1, smallest);
-  assert.ok(ratio <= FACTOR, `${name}: the estimate ${estimate} is ${ratio.toFixed(2)} times the smallest count (${smallest})`);
+  if (ratio > FACTOR) broken.push(`${name}: the estimate ${estimate} is ${ratio.toFixed(2)} times the smallest count (${smallest})`);
   const row = { name, estimate, counts, ratio };
   rows.push(row);
   return row;
@@ -101,4 +103,5 @@ test("the estimator is never below SillyTavern's tokenizers, and within the docu
       compare(`${subject.name} ${format} budget ${budget}`, half.state, half.tokens.state);
     }
   }
+  assert.deepEqual(broken, [], "the estimator against SillyTavern's tokenizers");
 });
