@@ -406,7 +406,10 @@ test("the drawer measures the views of this repository's examples", async () => 
     const name = `Ex${example}`;
     await importCharacter(name, { ...KEEPER, data: { ...KEEPER.data, name, description: "", extensions: { statecraft: { state, schema } } } });
     await openCharacter(name);
-    for (const [budget, format] of [[0, "json"], [0, "compact"], [200, "compact"]]) {
+    let half = 0;
+    for (const [wanted, format] of [[0, "json"], [0, "compact"], ["half", "compact"]]) {
+      // Half of the whole compact view: a budget that leaves things out.
+      const budget = wanted === "half" ? half : wanted;
       await setDrawer(budget, format);
       await extensionDrawer(true);
       await page.evaluate(() => {
@@ -420,6 +423,7 @@ test("the drawer measures the views of this repository's examples", async () => 
       const view = await lastView();
       assert.ok(view.tavernTokens > 0);
       if (budget) assert.ok(view.tokens.state <= budget);
+      half = Math.floor(view.tokens.full_state / 2);
       measured.push(`${example} ${format} budget ${budget || "none"}: SillyTavern (${view.tokenizer}) ${view.tavernTokens}, estimate ${view.tokens.state}, whole state ${view.tokens.full_state}`);
       await extensionDrawer(false);
     }
