@@ -25,7 +25,10 @@ fn main() -> ExitCode {
     }
     let git = Command::new("git").arg("--version").output();
     if !git.is_ok_and(|output| output.status.success()) {
-        return browser::skip_or_fail(TEST, "git is not installed (SillyTavern's installer clones with it)");
+        return browser::skip_or_fail(
+            TEST,
+            "git is not installed (SillyTavern's installer clones with it)",
+        );
     }
     if let Some(missing) =
         browser::missing_browser_tool(&folder, &chromium, "playwright-core and SillyTavern need")
