@@ -276,8 +276,11 @@ export class StateView {
     if (!result?.moved) return;
     const view = this.#shown?.gameId === result.gameId && this.#shown?.step === result.step ? this.#shown.view : null;
     this.#shown = { gameId: result.gameId, step: result.step, state: result.state, view };
-    // The sync after a generation: the generation is over.
-    if (this.#active && !this.keeper()?.generating) this.#active = null;
+    // The sync after a generation: once its interceptor ran and SillyTavern no longer shows it
+    // running, the generation is over. (Not the keeper's flag: a sync between the generation's start
+    // and SillyTavern marking it running clears that, and the macros must keep the generation's state
+    // until its prompt is assembled.)
+    if (this.#active?.intercepted && !globalThis.document?.body?.dataset.generating) this.#active = null;
   }
 
   /** No chat, or another chat: nothing of the last one stays. */
@@ -299,7 +302,7 @@ export class StateView {
    */
   async prepare(type) {
     if (!this.enabled() || !this.keeper()) return;
-    const record = { type, at: null, error: null };
+    const record = { type, at: null, error: null, intercepted: false };
     this.#active = record;
     record.ready = this.#prepare(type, record);
     await record.ready;
@@ -374,6 +377,7 @@ export class StateView {
     }
     this.#scan = record ?? null;
     if (!record) return null;
+    record.intercepted = true;
     const at = await record.ready;
     if (record.error) throw record.error;
     if (at && !at.view && (type !== "quiet" || this.settings().quiet)) at.view = await this.fetchView(at, { mode: this.mode(type) });
