@@ -16,7 +16,7 @@ use statecraft_engine::{Condition, StateSchema, StepId, StepRef, Value};
 use statecraft_prompt::{
     Expectation, Grade, InstructionSpec, Lang, MAX_DESCRIBED_SEGMENTS, MAX_TARGETS, Mode,
     PromptOptions, ViewFormat, ViewOptions, batch_gbnf, batch_schema, estimate_tokens, grade,
-    prompt_with, review,
+    prompt_with, recent_changes, review,
 };
 
 use crate::EXIT_REJECTED;
@@ -191,12 +191,8 @@ pub(crate) struct GradeArgs {
     pub(crate) input: Option<PathBuf>,
 }
 
-/// How many steps, the one shown and those above it, give the recent changes a save's view ranks
-/// first (as the server's game prompt does).
-const RECENT_STEPS: usize = 3;
-
 /// The state a command reads (a state file, or a save at a step), the save's schema, and the paths the
-/// last [`RECENT_STEPS`] steps on its path changed.
+/// last steps on its path changed (`recent_changes`).
 fn source(
     state: Option<&Path>,
     save: Option<&Path>,
@@ -228,15 +224,7 @@ fn source(
         .with_context(|| format!("cannot read step {} of {}", id.get(), save.display()))?
         .value()
         .clone();
-    let mut recent = Vec::new();
-    let mut step = id;
-    for _ in 0..RECENT_STEPS {
-        let Some(info) = store.step(step) else {
-            break;
-        };
-        recent.extend(info.changes.iter().map(|change| change.path.clone()));
-        step = info.parent;
-    }
+    let recent = recent_changes(store, id);
     Ok((state, game.schema().cloned(), recent))
 }
 

@@ -46,7 +46,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value as Json;
-use statecraft_engine::{Path, Segment, escape_pointer_token};
+use statecraft_engine::{Path, Segment, StepId, Store, escape_pointer_token};
 
 use crate::rules::{hidden, resolve};
 use crate::tokens::estimate_tokens;
@@ -56,6 +56,27 @@ pub const ALWAYS_KEYWORD: &str = "x-statecraft-always";
 
 /// How many left-out members of one container are named one by one; more make one line.
 pub const ELIDE_EACH: usize = 1;
+
+/// How many steps, the one a view shows and those above it on its path, give the recent changes a
+/// view ranks after the always-shown subtrees ([`recent_changes`]).
+pub const RECENT_STEPS: usize = 3;
+
+/// The paths the change logs of `step` and the [`RECENT_STEPS`]` - 1` steps above it on its path
+/// changed, newest first (none at the root, which is not a step).
+///
+/// Time: O(those changes).
+pub fn recent_changes(store: &Store, step: StepId) -> Vec<Path> {
+    let mut recent = Vec::new();
+    let mut at = step;
+    for _ in 0..RECENT_STEPS {
+        let Some(info) = store.step(at) else {
+            break;
+        };
+        recent.extend(info.changes.iter().map(|change| change.path.clone()));
+        at = info.parent;
+    }
+    recent
+}
 
 /// A mention of at most this many bytes is looked for in the messages; longer strings are not.
 const MENTION_MAX: usize = 200;
