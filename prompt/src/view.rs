@@ -13,11 +13,12 @@
 //! 3. everything else,
 //!
 //! then by depth (shallow first), then in the state's own order. Nodes are taken in that order while
-//! the text stays within the budget by [`estimate_tokens`]: a node with members is tried first with
-//! its whole subtree, then alone; a node brings its parents with it, and an array item the items
-//! before it (so that an item's place in the array is its index). A node that does not fit is skipped
-//! and the next one tried. A container left with none of its members shown is then named as left out
-//! rather than shown empty. What is left out is named after the rendering, one line
+//! the text stays within the budget by [`estimate_tokens`]: a node with members is tried with its whole
+//! subtree, and otherwise comes in only as the parent of a member that fits; a node brings its parents
+//! with it, and an array item the items before it (so that an item's place in the array is its index).
+//! A node that does not fit is skipped and the next one tried. A container left with none of its
+//! members shown (an array item before a shown one) is then named as left out rather than shown empty
+//! where that keeps within the budget. What is left out is named after the rendering, one line
 //! per left-out member (`… /npcs/Mira: 120 tokens not shown`), or one line per container when more
 //! than [`ELIDE_EACH`] of its members are left out (`… /log: 40 of 42 items, 800 tokens not shown`;
 //! the top level of the state is named `top`).
@@ -609,14 +610,13 @@ fn choose_counting(nodes: &[Node<'_>], budget: usize) -> (Vec<bool>, usize) {
         if chooser.included[index] {
             continue;
         }
-        // A subtree is tried whole first, so that it is shown whole when it fits rather than as a
-        // container whose members are named as left out.
+        // A container is tried whole, and only whole: shown empty it would tell less than the line
+        // naming it, so it comes in alone only as the parent of a member that fits.
         if nodes[index].end > index + 1 {
             if let Some(take) = chooser.needs(index, true) {
-                if chooser.take(&take, budget) {
-                    continue;
-                }
+                chooser.take(&take, budget);
             }
+            continue;
         }
         let Some(take) = chooser.needs(index, false) else {
             continue;
