@@ -30,4 +30,7 @@ pub use spec::{
     SegmentPattern, Shape, ShapeId, Target,
 };
 pub use tokens::estimate_tokens;
-pub use view::{ALWAYS_KEYWORD, ELIDE_EACH, Elided, View, ViewFormat, ViewOptions, view};
+pub use view::{
+    ALWAYS_KEYWORD, ELIDE_EACH, Elided, RECENT_STEPS, View, ViewFormat, ViewOptions,
+    recent_changes, view,
+};

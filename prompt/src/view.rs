@@ -13,11 +13,12 @@
 //! 3. everything else,
 //!
 //! then by depth (shallow first), then in the state's own order. Nodes are taken in that order while
-//! the text stays within the budget by [`estimate_tokens`]: a node with members is tried first with
-//! its whole subtree, then alone; a node brings its parents with it, and an array item the items
-//! before it (so that an item's place in the array is its index). A node that does not fit is skipped
-//! and the next one tried. A container left with none of its members shown is then named as left out
-//! rather than shown empty. What is left out is named after the rendering, one line
+//! the text stays within the budget by [`estimate_tokens`]: a node with members is tried with its whole
+//! subtree, and otherwise comes in only as the parent of a member that fits; a node brings its parents
+//! with it, and an array item the items before it (so that an item's place in the array is its index).
+//! A node that does not fit is skipped and the next one tried. A container left with none of its
+//! members shown (an array item before a shown one) is then named as left out rather than shown empty
+//! where that keeps within the budget. What is left out is named after the rendering, one line
 //! per left-out member (`… /npcs/Mira: 120 tokens not shown`), or one line per container when more
 //! than [`ELIDE_EACH`] of its members are left out (`… /log: 40 of 42 items, 800 tokens not shown`;
 //! the top level of the state is named `top`).
@@ -46,7 +47,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value as Json;
-use statecraft_engine::{Path, Segment, escape_pointer_token};
+use statecraft_engine::{Path, Segment, StepId, Store, escape_pointer_token};
 
 use crate::rules::{hidden, resolve};
 use crate::tokens::estimate_tokens;
@@ -56,6 +57,27 @@ pub const ALWAYS_KEYWORD: &str = "x-statecraft-always";
 
 /// How many left-out members of one container are named one by one; more make one line.
 pub const ELIDE_EACH: usize = 1;
+
+/// How many steps, the one a view shows and those above it on its path, give the recent changes a
+/// view ranks after the always-shown subtrees ([`recent_changes`]).
+pub const RECENT_STEPS: usize = 3;
+
+/// The paths the change logs of `step` and the [`RECENT_STEPS`]` - 1` steps above it on its path
+/// changed, newest first (none at the root, which is not a step).
+///
+/// Time: O(those changes).
+pub fn recent_changes(store: &Store, step: StepId) -> Vec<Path> {
+    let mut recent = Vec::new();
+    let mut at = step;
+    for _ in 0..RECENT_STEPS {
+        let Some(info) = store.step(at) else {
+            break;
+        };
+        recent.extend(info.changes.iter().map(|change| change.path.clone()));
+        at = info.parent;
+    }
+    recent
+}
 
 /// A mention of at most this many bytes is looked for in the messages; longer strings are not.
 const MENTION_MAX: usize = 200;
@@ -588,14 +610,13 @@ fn choose_counting(nodes: &[Node<'_>], budget: usize) -> (Vec<bool>, usize) {
         if chooser.included[index] {
             continue;
         }
-        // A subtree is tried whole first, so that it is shown whole when it fits rather than as a
-        // container whose members are named as left out.
+        // A container is tried whole, and only whole: shown empty it would tell less than the line
+        // naming it, so it comes in alone only as the parent of a member that fits.
         if nodes[index].end > index + 1 {
             if let Some(take) = chooser.needs(index, true) {
-                if chooser.take(&take, budget) {
-                    continue;
-                }
+                chooser.take(&take, budget);
             }
+            continue;
         }
         let Some(take) = chooser.needs(index, false) else {
             continue;

@@ -73,10 +73,6 @@ pub(crate) enum Operation {
     Delete,
 }
 
-/// How many steps, the asked one and those above it on its path, give the "recent changes" a
-/// game's prompt view ranks first.
-pub(crate) const RECENT_STEPS: usize = 3;
-
 impl Operation {
     /// Whether it may change the game (and so takes an `Idempotency-Key`).
     pub(crate) fn changes(&self) -> bool {
@@ -427,19 +423,11 @@ impl LoadedGame {
     }
 
     /// The prompt at a step (docs/state-view.md): its state, viewed with the paths the last
-    /// [`RECENT_STEPS`] steps on its path changed ranked first.
+    /// steps on its path changed ranked first (`statecraft_prompt::recent_changes`).
     fn prompt(&mut self, request: &GamePromptRequest) -> Result<Done, ApiError> {
         let id = self.step_or_current(request.step.as_ref())?;
         let state = self.store.state_at(id).map_err(timeline_error)?;
-        let mut recent = Vec::new();
-        let mut at = id;
-        for _ in 0..RECENT_STEPS {
-            let Some(step) = self.store.step(at) else {
-                break;
-            };
-            recent.extend(step.changes.iter().map(|change| change.path.clone()));
-            at = step.parent;
-        }
+        let recent = statecraft_prompt::recent_changes(&self.store, id);
         let callbacks = self.callbacks()?;
         let asked = prompting::Asked {
             lang: request.lang,
