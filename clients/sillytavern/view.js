@@ -308,15 +308,20 @@ export class StateView {
     await record.ready;
   }
 
-  /** The state first (the macros read it even if the view fails), then the view. */
+  /**
+   * The state first (the macros read it even if the view fails), then the view. A regeneration
+   * removes the reply it replaces only after this event: until then it builds, as a new swipe does,
+   * on the chat without its last reply (read without moving the game; the sync after it moves it).
+   */
   async #prepare(type, record) {
+    const path = type === "regenerate" ? "swipe" : type;
     try {
-      const at = await this.keeper().stateForGeneration(type);
+      const at = await this.keeper().stateForGeneration(path);
       if (!at) return null;
       record.at = { ...at, view: null };
       if (type !== "quiet" || this.settings().quiet) {
         const pending = String(globalThis.jQuery?.("#send_textarea").val() ?? "");
-        const messages = recentMessages(this.context().chat, type, this.options().messages, pending);
+        const messages = recentMessages(this.context().chat, path, this.options().messages, pending);
         record.at.view = await this.fetchView(at, { messages, mode: this.mode(type) });
       }
     } catch (error) {
