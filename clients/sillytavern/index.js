@@ -658,6 +658,8 @@ function bindEvents() {
   // After the keeper's: a generation's state is fetched once the keeper holds its syncs.
   eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => (dryRun ? undefined : view?.prepare(type)));
   for (const name of ["GENERATION_ENDED", "GENERATION_STOPPED"]) eventSource.on(events[name], () => view?.ended());
+  eventSource.on(events.GROUP_WRAPPER_STARTED, () => view?.groupWrapper(true));
+  eventSource.on(events.GROUP_WRAPPER_FINISHED, () => view?.groupWrapper(false));
   eventSource.on(events.CHAT_CHANGED, () => view?.chatChanged());
   eventSource.on(events.WORLDINFO_ENTRIES_LOADED, (lore) => view?.entriesLoaded(lore));
   for (const name of ["CHAT_CHANGED", "WORLDINFO_UPDATED"]) eventSource.on(events[name], () => view?.fillWorlds().catch(() => {}));

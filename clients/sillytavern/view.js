@@ -183,6 +183,8 @@ export class StateView {
   #scan = null;
   #ownMvuMacro = false;
   #mvu = false;
+  /** Whether SillyTavern's group wrapper runs (a group's members' generations happen inside it). */
+  #groupRunning = false;
   /** The entry whose condition the drawer shows (`world.uid`). */
   #editing = null;
 
@@ -285,6 +287,7 @@ export class StateView {
 
   /** No chat, or another chat: nothing of the last one stays. */
   chatChanged() {
+    this.#groupRunning = false;
     this.#shown = null;
     this.#active = null;
     this.#scan = null;
@@ -292,6 +295,11 @@ export class StateView {
 
   ended() {
     this.#active = null;
+  }
+
+  /** SillyTavern's GROUP_WRAPPER_STARTED / GROUP_WRAPPER_FINISHED. */
+  groupWrapper(running) {
+    this.#groupRunning = running;
   }
 
   /**
@@ -302,6 +310,9 @@ export class StateView {
    */
   async prepare(type) {
     if (!this.enabled() || !this.keeper()) return;
+    // In a group chat SillyTavern's first call only starts the group's wrapper, which then generates
+    // each member's reply in a call of its own: that one is prepared.
+    if (this.context().groupId && !this.#groupRunning) return;
     const record = { type, at: null, error: null, intercepted: false };
     this.#active = record;
     record.ready = this.#prepare(type, record);
