@@ -8,8 +8,9 @@
 //!
 //! - a run of ASCII letters: one token per 4 letters, rounded up (`hp` 1, `description` 3);
 //! - every ASCII digit: one token (SentencePiece tokenizers split numbers into digits);
-//! - a run of spaces or tabs: one token per 4, rounded up, and nothing when it directly precedes a
-//!   letter or a digit (tokenizers join a single leading space to the word);
+//! - a run of spaces or tabs: one token per 4, rounded up, not counting the last when it directly
+//!   precedes a letter (tokenizers join a single leading space to a word; SentencePiece tokenizers
+//!   keep it apart from a digit);
 //! - every line break and every other ASCII character (punctuation, quotes, brackets): one token;
 //! - every other character: one token per 2 bytes of its UTF-8 encoding, rounded up (accented Latin,
 //!   Cyrillic: 1; Chinese, Japanese: 2; emoji: 2).
@@ -41,7 +42,7 @@ pub fn estimate_tokens(text: &str) -> usize {
                 i += 1;
             }
             let mut run = i - start;
-            if i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            if i < bytes.len() && bytes[i].is_ascii_alphabetic() {
                 run -= 1;
             }
             tokens += run.div_ceil(4);
@@ -72,7 +73,7 @@ mod tests {
         assert_eq!(estimate_tokens("hp"), 1);
         assert_eq!(estimate_tokens("description"), 3);
         assert_eq!(estimate_tokens("123"), 3);
-        assert_eq!(estimate_tokens("\"hp\": 30,"), 1 + 1 + 1 + 1 + 2 + 1);
+        assert_eq!(estimate_tokens("\"hp\": 30,"), 1 + 1 + 1 + 1 + 1 + 2 + 1);
         assert_eq!(estimate_tokens("    \"a\""), 1 + 1 + 1 + 1);
         assert_eq!(estimate_tokens("  a"), 1 + 1);
         assert_eq!(estimate_tokens("好感度"), 6);
