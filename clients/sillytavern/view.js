@@ -293,8 +293,13 @@ export class StateView {
     this.#scan = null;
   }
 
+  /**
+   * GENERATION_ENDED / GENERATION_STOPPED: the generation whose prompt was made is over. One that
+   * comes before this generation's interceptor ran is the last one's (in a group, the member before
+   * ends while the next one starts).
+   */
   ended() {
-    this.#active = null;
+    if (this.#active?.intercepted) this.#active = null;
   }
 
   /** SillyTavern's GROUP_WRAPPER_STARTED / GROUP_WRAPPER_FINISHED. */
