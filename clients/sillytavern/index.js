@@ -657,7 +657,8 @@ function bindEvents() {
   eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
   // After the keeper's: a generation's state is fetched once the keeper holds its syncs.
   eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => (dryRun ? undefined : view?.prepare(type)));
-  for (const name of ["GENERATION_ENDED", "GENERATION_STOPPED"]) eventSource.on(events[name], () => view?.ended());
+  eventSource.on(events.GENERATION_ENDED, () => view?.ended());
+  eventSource.on(events.GENERATION_STOPPED, () => view?.ended({ stopped: true }));
   eventSource.on(events.GROUP_WRAPPER_STARTED, () => view?.groupWrapper(true));
   eventSource.on(events.GROUP_WRAPPER_FINISHED, () => view?.groupWrapper(false));
   eventSource.on(events.CHAT_CHANGED, () => view?.chatChanged());

@@ -294,12 +294,12 @@ export class StateView {
   }
 
   /**
-   * GENERATION_ENDED / GENERATION_STOPPED: the generation whose prompt was made is over. One that
-   * comes before this generation's interceptor ran is the last one's (in a group, the member before
-   * ends while the next one starts).
+   * GENERATION_ENDED / GENERATION_STOPPED (`stopped`): the generation is over. An end (not a stop)
+   * that comes before this generation's interceptor ran is the last one's (in a group, the member
+   * before ends while the next one starts).
    */
-  ended() {
-    if (this.#active?.intercepted) this.#active = null;
+  ended({ stopped = false } = {}) {
+    if (stopped || this.#active?.intercepted) this.#active = null;
   }
 
   /** SillyTavern's GROUP_WRAPPER_STARTED / GROUP_WRAPPER_FINISHED. */
