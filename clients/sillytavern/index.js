@@ -691,7 +691,6 @@ globalThis.jQuery?.(() => {
     settings,
     enabled: () => settings().enabled,
     explain,
-    toast,
   });
   view.registerMacros();
   bindSettings();

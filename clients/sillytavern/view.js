@@ -171,13 +171,13 @@ export function entryName(entry) {
  * The state the model sees, in SillyTavern: the prompt's view, the macros' values, the world info
  * that follows the state and the drawer's part for them. `options`: `context()` (SillyTavern's),
  * `client()` and `keeper()` (index.js's current ones), `settings()` (the extension's settings
- * object), `enabled()`, `explain(error)`, `toast(kind, text)`, and `mode()`, the prompt's mode for a
+ * object), `enabled()`, `explain(error)`, and `mode()`, the prompt's mode for a
  * generation of a type (`reply` unless another part of the extension says otherwise).
  */
 export class StateView {
   /** The chat's state as last synced: `{gameId, step, state, view}` (`view`: the prompt answer measured at that step, if any). */
   #shown = null;
-  /** The generation being made: `{type, ready, at}`; `at` once its state is known. */
+  /** The generation being made: `{type, ready, at, error, intercepted}`; `at` once its state is known. */
   #active = null;
   /** The generation whose world-info scan comes next (its record, as `#active`). */
   #scan = null;
@@ -188,14 +188,13 @@ export class StateView {
   /** The entry whose condition the drawer shows (`world.uid`). */
   #editing = null;
 
-  constructor({ context, client, keeper, settings, enabled = () => true, explain = (error) => String(error?.message ?? error), toast = () => {}, mode = () => "reply" }) {
+  constructor({ context, client, keeper, settings, enabled = () => true, explain = (error) => String(error?.message ?? error), mode = () => "reply" }) {
     this.context = context;
     this.client = client;
     this.keeper = keeper;
     this.settings = settings;
     this.enabled = enabled;
     this.explain = explain;
-    this.toast = toast;
     this.mode = mode;
     /** The last world-info decision, for the drawer and tests: `{gameId, step, entries: [{world, uid, name, condition, from, holds, error}]}`. */
     this.activation = null;
