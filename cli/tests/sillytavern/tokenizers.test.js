@@ -59,8 +59,10 @@ after(async () => {
   await server?.stop();
   if (rows.length) {
     const names = Object.keys(tokenizers);
-    process.stderr.write(`view\testimate\t${names.join("\t")}\tratio to the smallest\n`);
-    for (const row of rows) process.stderr.write(`${row.name}\t${row.estimate}\t${names.map((name) => row.counts[name]).join("\t")}\t${row.ratio.toFixed(2)}\n`);
+    // Columns of spaces: node:test writes a tab in a diagnostic line as `\t`.
+    const cell = (text, width = 10) => String(text).padStart(width);
+    process.stderr.write(`${"view".padEnd(32)}${cell("estimate")}${names.map((name) => cell(name)).join("")}${cell("ratio", 7)}\n`);
+    for (const row of rows) process.stderr.write(`${row.name.padEnd(32)}${cell(row.estimate)}${names.map((name) => cell(row.counts[name])).join("")}${cell(row.ratio.toFixed(2), 7)}\n`);
   }
 });
 
