@@ -186,6 +186,27 @@ fn dot_segments_are_no_game_ids() {
     assert_eq!(server.create(&json!({"state": {}, "id": "a.b"})), "a.b");
 }
 
+/// docs/http.md: a query parameter where the endpoint takes none is a 400, the health check included
+/// (a monitor's `?probe=1` is refused the same way as `?dry_run=true` on an apply).
+#[test]
+fn a_query_parameter_is_refused_where_the_endpoint_takes_none() {
+    let server = Harness::sqlite(100);
+    assert_eq!(
+        server.raw("GET", "/v1/health", "", &[]).status,
+        StatusCode::OK
+    );
+    let id = server.create(&json!({"state": {}}));
+    for (method, uri) in [
+        ("GET", "/v1/health?x=1".to_owned()),
+        ("GET", format!("/v1/games/{id}/log?x=1")),
+        ("DELETE", format!("/v1/games/{id}?really=no")),
+    ] {
+        let answer = server.raw(method, &uri, "", &[]);
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(answer.kind(), "bad_request", "{uri}");
+    }
+}
+
 #[test]
 fn every_refusal_has_the_json_error_shape() {
     let server = Harness::sqlite(100);
