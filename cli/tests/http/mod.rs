@@ -14,10 +14,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
-// The PostgreSQL set-up every test of the server and the command shares.
-#[path = "../../../server/tests/common/pg_schema.rs"]
-pub(crate) mod pg_schema;
-
 /// A running `statecraft serve`.
 pub(crate) struct Server {
     child: Option<Child>,

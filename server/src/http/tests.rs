@@ -17,15 +17,13 @@ use crate::db::Database;
 use crate::guard::Policy;
 use crate::writer::Writer;
 
-mod owners;
-// The PostgreSQL set-up every test of the server and the command shares.
 mod cards;
-#[path = "../../tests/common/pg_schema.rs"]
-mod pg_schema;
+mod owners;
 mod sync;
 mod wire;
 
-pub(crate) use pg_schema::PgSchema;
+// The PostgreSQL set-up every test of the server and the command shares.
+pub(crate) use statecraft_test_support::pg_schema::PgSchema;
 
 /// A server in this process, with the runtime its handlers need.
 pub(crate) struct Harness {
