@@ -889,10 +889,7 @@ impl Run<'_> {
                 self.warnings.push(BatchError::whole_batch(
                     ErrorKind::SchemaRepaired,
                     Some(mend.path.to_pointer()),
-                    format!(
-                        "repaired to the schema ({}): {}",
-                        mend.rule, mend.message
-                    ),
+                    format!("repaired to the schema ({}): {}", mend.rule, mend.message),
                 ));
             }
             errors = schema.check_changes(self.root, &self.changes[from..]);

@@ -355,13 +355,7 @@ impl StateSchema {
     }
 
     /// Missing required members whose schema has a `default`.
-    fn defaults(
-        &self,
-        schema: &Json,
-        map: &crate::value::Object,
-        at: &Path,
-        out: &mut Vec<Mend>,
-    ) {
+    fn defaults(&self, schema: &Json, map: &crate::value::Object, at: &Path, out: &mut Vec<Mend>) {
         let Some(Json::Array(required)) = schema.get("required") else {
             return;
         };

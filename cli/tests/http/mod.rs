@@ -1,5 +1,6 @@
-//! What the `statecraft serve` tests share: a server process on a free loopback port, a minimal
-//! HTTP/1.1 client over a TCP socket (no client library), and the PostgreSQL test database.
+//! What the `statecraft serve` tests share: a server process on a free loopback port and a minimal
+//! HTTP/1.1 client over a TCP socket (no client library). A test that needs no real socket or
+//! process drives the router in process instead (`server/src/http/tests.rs`).
 //!
 //! Every server a test starts listens on 127.0.0.1 only and is stopped (SIGTERM, then SIGKILL) when the
 //! test's handle drops, so no process outlives its test.
