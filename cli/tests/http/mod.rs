@@ -322,14 +322,6 @@ pub(crate) fn sqlite(dir: &Path) -> String {
     format!("sqlite:{}", dir.join("games.db").display())
 }
 
-/// Tells the person running the tests that a test skipped. `eprintln!` would not do: the test harness
-/// captures it and shows it only for a failing test, so the skip would pass unseen. Writing to the
-/// standard error handle itself is not captured.
-pub(crate) fn say_skipped(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {message}");
-}
-
 /// Adds one gold, for games made with a `player` object.
 pub(crate) fn increment_gold() -> Json {
     json!({"batch": [{"op": "increment", "path": ["player", "gold"], "value": 1}]})
