@@ -349,6 +349,6 @@ async fn run(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let _ = writer_thread.join();
+    writer_thread.join();
     Ok(())
 }
