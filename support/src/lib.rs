@@ -1,5 +1,5 @@
 //! What the tests, benches and examples of several crates share, in one crate instead of files
-//! included by `#[path]` into each: a dev-dependency only, never shipped (`publish = false`).
+//! included by a path attribute into each: a dev-dependency only, never shipped (`publish = false`).
 //!
 //! - [`unchanged`]: what a rejected batch must leave exactly as it was (the engine's, the scripts'
 //!   and the cross-crate tests).
