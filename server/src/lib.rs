@@ -21,6 +21,7 @@ mod ids;
 mod inspector;
 mod loaded_game;
 mod new_game;
+mod prompting;
 mod requests;
 mod wire;
 mod writer;

@@ -20,6 +20,7 @@ use crate::writer::Writer;
 mod cards;
 mod inspector;
 mod owners;
+mod prompts;
 mod scenarios;
 mod sync;
 mod wire;
