@@ -7,6 +7,7 @@
 // the folder the extension was installed into.
 
 import { Statecraft } from "../js/statecraft.js";
+import { StateView } from "./view.js";
 import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, cardChange, describeError, gameSource, mvuViews, pathText, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
 
 const NAME = "statecraft";
@@ -48,6 +49,8 @@ function settings() {
 let client = null;
 let keeper = null;
 let last = null;
+/** The state the model sees: the prompt's view, the macros, world info that follows the state (view.js). */
+let view = null;
 
 /** Whether the extension talks to SillyTavern's server plugin (no other server set). */
 function viaPlugin() {
@@ -156,7 +159,9 @@ async function target() {
   // {{char}} in a reply's commands is the source character, in a group too (whoever wrote the
   // reply), so that the same text always does the same.
   const macros = { user: ctx.name1, char: character?.name ?? ctx.name2 };
-  return { gameId: game, chat: ctx.chat, create: source.create, schema: source.schema, macros, card: source.card };
+  const profile = source.create?.profile ?? source.card?.data?.extensions?.[NAME]?.profile;
+  const mvu = typeof profile === "string" && profile.startsWith("mvu");
+  return { gameId: game, chat: ctx.chat, create: source.create, schema: source.schema, macros, card: source.card, mvu };
 }
 
 function origin() {
@@ -174,7 +179,10 @@ function start() {
     client,
     target,
     busy: () => Boolean(globalThis.document?.body?.dataset.generating),
-    onSynced: (result) => showSynced(result),
+    onSynced: (result, chat) => {
+      view?.synced(result, chat);
+      return showSynced(result);
+    },
     onRefused: ({ index, feedback }) => toast("warning", `Reply ${index + 1}'s update was refused; the model is told:\n${feedback}`, "statecraft: update refused", { timeOut: 15000 }),
     onError: (error) => {
       toast("error", explain(error), "statecraft", { timeOut: 15000 });
@@ -255,28 +263,25 @@ function setStatus(text) {
   globalThis.jQuery?.("#statecraft_status").text(text);
 }
 
-/** The manifest's `generate_interceptor`: real generations only (SillyTavern skips it for dry runs). */
+/**
+ * The manifest's `generate_interceptor`: real generations only (SillyTavern skips it for dry runs).
+ * The state and its view were fetched when the generation started (view.js), before SillyTavern
+ * expanded the card's macros; here they go into the prompt.
+ */
 async function interceptGeneration(_chat, _contextSize, _abort, type) {
   const ctx = context();
-  if (!keeper || !settings().enabled) return;
-  if (type === "quiet" && !settings().quiet) {
-    ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
-    return;
-  }
+  if (!keeper || !view || !settings().enabled) return;
+  const withState = type !== "quiet" || settings().quiet;
+  const clear = () => ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
   try {
-    const at = await keeper.stateForGeneration(type);
-    if (!at) {
-      ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
-      return;
-    }
-    const schema = (await target())?.schema;
-    const { text } = await client.prompt(at.state, schema === undefined ? {} : { schema });
-    const prompt = at.feedback ? `${text}\n${at.feedback}` : text;
+    const at = await view.forGeneration(type);
+    if (!at || !at.view || !withState) return clear();
+    const prompt = at.feedback ? `${at.view.text}\n${at.feedback}` : at.view.text;
     ctx.setExtensionPrompt(PROMPT_KEY, prompt, 1, Number(settings().depth), false, Number(settings().role));
   } catch (error) {
     // No stale state: the model gets none this time, and the user is told why.
-    ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
-    toast("error", `the state is not in this prompt: ${explain(error)}`, "statecraft");
+    clear();
+    if (withState) toast("error", `the state is not in this prompt: ${explain(error)}`, "statecraft");
   }
 }
 
@@ -650,6 +655,15 @@ function bindEvents() {
     });
   }
   eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
+  // After the keeper's: a generation's state is fetched once the keeper holds its syncs.
+  eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => (dryRun ? undefined : view?.prepare(type)));
+  eventSource.on(events.GENERATION_ENDED, () => view?.ended());
+  eventSource.on(events.GENERATION_STOPPED, () => view?.ended({ stopped: true }));
+  eventSource.on(events.GROUP_WRAPPER_STARTED, () => view?.groupWrapper(true));
+  eventSource.on(events.GROUP_WRAPPER_FINISHED, () => view?.groupWrapper(false));
+  eventSource.on(events.CHAT_CHANGED, () => view?.chatChanged());
+  eventSource.on(events.WORLDINFO_ENTRIES_LOADED, (lore) => view?.entriesLoaded(lore));
+  for (const name of ["CHAT_CHANGED", "WORLDINFO_UPDATED"]) eventSource.on(events[name], () => view?.fillWorlds().catch(() => {}));
 }
 
 /**
@@ -670,7 +684,17 @@ globalThis.statecraftGenerateInterceptor = interceptGeneration;
 
 globalThis.jQuery?.(() => {
   settings();
+  view = new StateView({
+    context,
+    client: () => client,
+    keeper: () => keeper,
+    settings,
+    enabled: () => settings().enabled,
+    explain,
+  });
+  view.registerMacros();
   bindSettings();
+  view.bindDrawer();
   if (applyHiding()) context().reloadCurrentChat?.();
   registerSlashCommand();
   start();
@@ -681,6 +705,7 @@ globalThis.jQuery?.(() => {
     keeper: () => keeper,
     client: () => client,
     last: () => last,
+    view: () => view,
     /** Whose card makes the open chat's game, and from what: `{character, from}`. */
     source: async () => {
       const { character, source } = await sourceCharacter();

@@ -57,7 +57,7 @@ let shots = 0;
 let current = "before";
 const pageErrors = [];
 const checks = [];
-/** For each fetch of the prompt (`POST /v1/prompt`), how many generations the model had had by then. */
+/** For each fetch of the prompt (`POST /v1/games/{id}/prompt`, or the stateless `/v1/prompt`), how many generations the model had had by then. */
 const promptFetches = [];
 /** Every sync the page sent: the game, the body's size, and the request (for its answer). */
 const syncs = [];
@@ -231,7 +231,7 @@ function watchRequests() {
     if (!url.pathname.startsWith(`${PLUGIN_PATH}/`) || request.method() !== "POST") return;
     const path = url.pathname.slice(PLUGIN_PATH.length);
     // The generation a prompt belongs to is the next one the model gets.
-    if (path === "/v1/prompt") promptFetches.push(model.requests.length);
+    if (path === "/v1/prompt" || /^\/v1\/games\/[^/]+\/prompt$/.test(path)) promptFetches.push(model.requests.length);
     const sync = /^\/v1\/games\/([^/]+)\/sync$/.exec(path);
     if (sync) syncs.push({ game: decodeURIComponent(sync[1]), bytes: request.postDataBuffer()?.length ?? 0, request });
   });
