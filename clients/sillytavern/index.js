@@ -7,14 +7,15 @@
 // the folder the extension was installed into.
 
 import { Statecraft } from "../js/statecraft.js";
+import { UpdatePass, applyPromptRegex, bindPassDrawer, showPass, PROMPT_REGEX_ID } from "./pass.js";
 import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, cardChange, describeError, gameSource, mvuViews, pathText, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
 
 const NAME = "statecraft";
 const PROMPT_KEY = "statecraft_state";
 const REGEX_ID = "statecraft-hide-update-commands";
-/** MVU's command blocks, `_.set(...)` lines, JSON Patch blocks and JSON fences: what a reply's updates look like. */
+/** MVU's command blocks, `_.set(...)` lines, JSON Patch blocks, JSON fences and the pass's blocks (pass.js): what a reply's updates look like. */
 const UPDATE_PATTERN =
-  "/<UpdateVariable>[\\s\\S]*?<\\/UpdateVariable>|<JSONPatch>[\\s\\S]*?<\\/JSONPatch>|```(?:json)?[ \\t]*\\n[\\s\\S]*?```|_\\.(?:set|add|insert|assign|remove|unset|delete)\\((?:[^()'\"]|'[^']*'|\"[^\"]*\"|\\([^()]*\\))*\\);?(?:[ \\t]*\\/\\/[^\\n]*)?/gi";
+  "/<statecraft>[\\s\\S]*?<\\/statecraft>|<UpdateVariable>[\\s\\S]*?<\\/UpdateVariable>|<JSONPatch>[\\s\\S]*?<\\/JSONPatch>|```(?:json)?[ \\t]*\\n[\\s\\S]*?```|_\\.(?:set|add|insert|assign|remove|unset|delete)\\((?:[^()'\"]|'[^']*'|\"[^\"]*\"|\\([^()]*\\))*\\);?(?:[ \\t]*\\/\\/[^\\n]*)?/gi";
 
 export const DEFAULTS = Object.freeze({
   enabled: true,
@@ -28,6 +29,11 @@ export const DEFAULTS = Object.freeze({
   hideCommands: true,
   mvuVariables: true,
   badge: true,
+  // State updates by a separate pass (pass.js): the default for chats, how it is constrained, and
+  // how long a generation waits for a pass still running.
+  passMode: "reply",
+  passConstraint: "auto",
+  passWaitSeconds: 30,
 });
 
 const context = () => globalThis.SillyTavern.getContext();
@@ -48,6 +54,8 @@ function settings() {
 let client = null;
 let keeper = null;
 let last = null;
+/** State updates by a separate pass (pass.js). */
+let pass = null;
 
 /** Whether the extension talks to SillyTavern's server plugin (no other server set). */
 function viaPlugin() {
@@ -156,7 +164,8 @@ async function target() {
   // {{char}} in a reply's commands is the source character, in a group too (whoever wrote the
   // reply), so that the same text always does the same.
   const macros = { user: ctx.name1, char: character?.name ?? ctx.name2 };
-  return { gameId: game, chat: ctx.chat, create: source.create, schema: source.schema, macros, card: source.card };
+  // A reply whose update pass runs is not on the path yet.
+  return { gameId: game, chat: pass ? pass.visible(ctx.chat) : ctx.chat, create: source.create, schema: source.schema, macros, card: source.card };
 }
 
 function origin() {
@@ -264,13 +273,16 @@ async function interceptGeneration(_chat, _contextSize, _abort, type) {
     return;
   }
   try {
+    if (pass && type !== "quiet") await pass.beforeGeneration(type);
     const at = await keeper.stateForGeneration(type);
     if (!at) {
       ctx.setExtensionPrompt(PROMPT_KEY, "", 1, settings().depth, false, settings().role);
       return;
     }
     const schema = (await target())?.schema;
-    const { text } = await client.prompt(at.state, schema === undefined ? {} : { schema });
+    // A chat whose updates come from a pass: the state without the command rules.
+    const mode = pass?.storyMode() ?? "reply";
+    const { text } = await client.prompt(at.state, { ...(schema === undefined ? {} : { schema }), ...(mode === "reply" ? {} : { mode }) });
     const prompt = at.feedback ? `${text}\n${at.feedback}` : text;
     ctx.setExtensionPrompt(PROMPT_KEY, prompt, 1, Number(settings().depth), false, Number(settings().role));
   } catch (error) {
@@ -301,6 +313,9 @@ function applyHiding() {
       minDepth: null,
       maxDepth: null,
     });
+  } else if (settings().hideCommands && all.regex[at].findRegex !== UPDATE_PATTERN) {
+    // Saved by an earlier version: what a reply's updates look like grew (the pass's blocks).
+    all.regex[at].findRegex = UPDATE_PATTERN;
   } else if (!settings().hideCommands && at >= 0) {
     all.regex.splice(at, 1);
   } else {
@@ -376,6 +391,7 @@ const DRAWER = `
 function bindSettings() {
   const $ = globalThis.jQuery;
   $("#extensions_settings2").append(DRAWER);
+  bindPassDrawer(pass, { $, into: $(".statecraft-settings .inline-drawer-content").first(), save: () => context().saveSettingsDebounced(), lastReply: () => lastReplyIndex(context().chat) });
   const s = settings();
   const save = () => context().saveSettingsDebounced();
   $("#statecraft_enabled").prop("checked", s.enabled).on("change", function () {
@@ -650,6 +666,10 @@ function bindEvents() {
     });
   }
   eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
+  // The update pass: after a real generation that left a new or changed reply (pass.js).
+  eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => pass?.generationStarted(type, dryRun));
+  eventSource.on(events.GENERATION_ENDED, () => pass?.generationEnded());
+  eventSource.on(events.CHAT_CHANGED, () => pass && showPass(pass, globalThis.jQuery));
 }
 
 /**
@@ -661,7 +681,7 @@ export function onDelete() {
   keeper?.stop();
   context().setExtensionPrompt(PROMPT_KEY, "", 1, 0);
   const all = context().extensionSettings;
-  if (Array.isArray(all.regex)) all.regex = all.regex.filter((script) => script.id !== REGEX_ID);
+  if (Array.isArray(all.regex)) all.regex = all.regex.filter((script) => script.id !== REGEX_ID && script.id !== PROMPT_REGEX_ID);
   delete all[NAME];
   context().saveSettingsDebounced();
 }
@@ -670,7 +690,18 @@ globalThis.statecraftGenerateInterceptor = interceptGeneration;
 
 globalThis.jQuery?.(() => {
   settings();
+  pass = new UpdatePass({
+    context,
+    client: () => client,
+    keeper: () => keeper,
+    target,
+    settings,
+    toast,
+    onChange: () => showPass(pass, globalThis.jQuery),
+  });
   bindSettings();
+  const prompts = applyPromptRegex(context().extensionSettings, true);
+  if (prompts) context().saveSettingsDebounced();
   if (applyHiding()) context().reloadCurrentChat?.();
   registerSlashCommand();
   start();
@@ -681,6 +712,7 @@ globalThis.jQuery?.(() => {
     keeper: () => keeper,
     client: () => client,
     last: () => last,
+    pass: () => pass,
     /** Whose card makes the open chat's game, and from what: `{character, from}`. */
     source: async () => {
       const { character, source } = await sourceCharacter();
