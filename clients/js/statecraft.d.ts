@@ -470,6 +470,6 @@ export declare class Statecraft {
     from: "mvu" | "json" | "jsonpatch",
     to: "mvu" | "json" | "jsonpatch",
   ): Promise<Converted>;
-  prompt(state: Json, options?: { schema?: Json; lang?: "en" | "zh"; mode?: "reply" | "pass" | "state"; reply?: string }): Promise<Prompted>;
+  prompt(state: Json, options?: { schema?: Json; lang?: "en" | "zh" }): Promise<Prompted>;
   schema(options?: { schema?: Json; gbnf?: boolean }): Promise<Schemas>;
 }

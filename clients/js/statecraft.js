@@ -321,13 +321,9 @@ export class Statecraft {
     return this.request("POST", "/v1/convert", { input, from, to });
   }
 
-  /**
-   * The rules text and state for a system prompt: `{rules, state, text}`. `mode`: `"reply"` (the
-   * rules for commands in the reply), `"pass"` (the rules for an update pass, with `reply`) or
-   * `"state"` (the state alone).
-   */
-  prompt(state, { schema, lang, mode, reply } = {}) {
-    return this.request("POST", "/v1/prompt", dropUndefined({ state, schema, lang, mode, reply }));
+  /** The rules text and state for a system prompt: `{rules, state, text}`. */
+  prompt(state, { schema, lang } = {}) {
+    return this.request("POST", "/v1/prompt", dropUndefined({ state, schema, lang }));
   }
 
   /** A JSON Schema (`{schema}`) or GBNF grammar (`{gbnf}`) for one batch. */
