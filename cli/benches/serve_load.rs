@@ -4,8 +4,12 @@
 //!
 //! Run: `cargo bench -p statecraft --bench serve_load -- sqlite` (or `postgres`, which uses
 //! `STATECRAFT_TEST_POSTGRES` or the local server on 127.0.0.1:5432, database `test`, in a schema of
-//! its own that it drops). Bounded: 2 s of warm-up and 10 s of measurement per database, only to
+//! its own that it drops; `postgres2` adds two server processes on one database, each serving half of
+//! the games, after the one-process run). Bounded: 2 s of warm-up and 10 s of measurement per database, only to
 //! 127.0.0.1. Not part of CI.
+//!
+//! `-- games` opens 10,000 games one after another on SQLite under `--max-active-games` 100 and 1,000
+//! and reports the server's resident memory along the way.
 //!
 //! `-- sync` measures `POST /v1/games/{id}/sync` on SQLite instead: the first sync of a 1,000-reply
 //! chat (2 KB replies, a state of 10,000 keys), then, once every reply has two more swipes in the
@@ -116,6 +120,10 @@ impl Server {
     }
 
     fn start_with(db: &str, level: &str, stderr: Stdio) -> Server {
+        Server::start_args(db, level, stderr, &[])
+    }
+
+    fn start_args(db: &str, level: &str, stderr: Stdio, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_statecraft"))
             .args([
                 "serve",
@@ -126,6 +134,7 @@ impl Server {
                 "--db",
                 db,
             ])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
@@ -158,8 +167,14 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
 }
 
 fn run(db: &str, name: &str) {
-    let server = Server::start(db);
-    let mut setup = Connection::open(&server.address);
+    run_on(&[Server::start(db)], name);
+}
+
+/// The load on `servers` sharing one database: game `g` is served by server `g % servers.len()`,
+/// as a load balancer that routes by game would spread them.
+fn run_on(servers: &[Server], name: &str) {
+    let addresses: Vec<String> = servers.iter().map(|s| s.address.clone()).collect();
+    let mut setup = Connection::open(&addresses[0]);
     for game in 0..GAMES {
         let body = format!(
             r#"{{"state": {{"turn": 0, "player": {{"hp": 100, "gold": 0}}}}, "id": "load-{game}"}}"#
@@ -172,13 +187,14 @@ fn run(db: &str, name: &str) {
     let failures = Arc::new(Mutex::new(0usize));
     let clients: Vec<_> = (0..CLIENTS)
         .map(|client| {
-            let (address, latencies, failures) = (
-                server.address.clone(),
+            let (addresses, latencies, failures) = (
+                addresses.clone(),
                 Arc::clone(&latencies),
                 Arc::clone(&failures),
             );
             std::thread::spawn(move || {
-                let mut connection = Connection::open(&address);
+                let mut connections: Vec<Connection> =
+                    addresses.iter().map(|a| Connection::open(a)).collect();
                 let mut mine = Vec::new();
                 for request in 0.. {
                     let elapsed = started.elapsed();
@@ -188,6 +204,7 @@ fn run(db: &str, name: &str) {
                     let game = (client * 31 + request * 7) % GAMES;
                     let body = serde_json::json!({"input": reply(request)}).to_string();
                     let sent = Instant::now();
+                    let connection = &mut connections[game % addresses.len()];
                     let (status, answer) =
                         connection.call("POST", &format!("/v1/games/load-{game}/apply"), &body);
                     let took = sent.elapsed();
@@ -223,10 +240,7 @@ fn run(db: &str, name: &str) {
 
 /// A state of 10,000 keys besides what the replies change.
 fn big_state() -> serde_json::Value {
-    let world: serde_json::Map<String, serde_json::Value> = (0..10_000)
-        .map(|n| (format!("k{n}"), serde_json::json!(n)))
-        .collect();
-    serde_json::json!({"turn": 0, "player": {"hp": 100, "gold": 0}, "world": world})
+    big_state_of(10_000)
 }
 
 fn sha256_hex(text: &str) -> String {
@@ -261,6 +275,52 @@ fn server_times(log: &std::path::Path, from: usize, suffix: &str) -> (Vec<Durati
     (times, lines.len())
 }
 
+const LONG_REPLIES: usize = 10_000;
+const LONG_RUNS: usize = 3;
+/// The JavaScript client's part size for a long first sync (docs/http.md, the sync endpoint).
+const PART_BYTES: usize = 3 << 20;
+
+/// A first sync of a 10,000-reply chat on fresh games, sent in parts as the JavaScript client sends a
+/// path past 3 MiB: each part the whole path from the first reply, the replies already sent as keys,
+/// every part but the last with `move: false`. Returns the server's time for each run, summed over
+/// its parts.
+fn long_first_sync(
+    connection: &mut Connection,
+    create: &dyn Fn(&mut Connection, &str),
+    log: &std::path::Path,
+) -> Vec<Duration> {
+    let texts: Vec<String> = (0..LONG_REPLIES).map(|turn| swipe(turn, 0)).collect();
+    let keys: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
+    let mut runs = Vec::new();
+    for run in 0..LONG_RUNS {
+        let id = format!("long-{run}");
+        create(connection, &id);
+        let (_, from) = server_times(log, 0, "/sync");
+        let mut sent = 0;
+        while sent < LONG_REPLIES {
+            let mut replies: Vec<serde_json::Value> = keys[..sent]
+                .iter()
+                .map(|key| serde_json::json!(key))
+                .collect();
+            let mut bytes = 67 * sent;
+            let mut end = sent;
+            while end < LONG_REPLIES && bytes < PART_BYTES {
+                bytes += texts[end].len() + 12;
+                replies.push(serde_json::json!({"text": texts[end]}));
+                end += 1;
+            }
+            let last = end == LONG_REPLIES;
+            let body = serde_json::json!({"replies": replies, "move": last}).to_string();
+            let (status, answer) = connection.call("POST", &format!("/v1/games/{id}/sync"), &body);
+            assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
+            sent = end;
+        }
+        let (parts, _) = server_times(log, from, "/sync");
+        runs.push(parts.into_iter().sum());
+    }
+    runs
+}
+
 fn sync_run(db: &str, log: &std::path::Path) {
     const REPLIES: usize = 1_000;
     const FIRST_RUNS: usize = 8;
@@ -289,6 +349,7 @@ fn sync_run(db: &str, log: &std::path::Path) {
         assert_eq!(status, 200, "{}", &answer[..answer.len().min(300)]);
     }
     let (first_server, _) = server_times(log, 0, "/sync");
+    let long_first = long_first_sync(&mut connection, &create, log);
     // Two more swipes of every reply, off the current line.
     let id = "first-0";
     let mut keys: Vec<String> = texts.iter().map(|text| sha256_hex(text)).collect();
@@ -342,6 +403,13 @@ fn sync_run(db: &str, log: &std::path::Path) {
         ms(median(first)),
     );
     println!(
+        "sync: first sync of {LONG_REPLIES} replies of ~{} B in parts of at most {} MiB (as the JS client sends \
+         them), 10,000-key state, {LONG_RUNS} runs: server time summed over the parts {}",
+        reply(0).len(),
+        PART_BYTES >> 20,
+        ms(median(long_first)),
+    );
+    println!(
         "sync: incremental (1 new reply, {REPLIES} keys, 3 swipes a reply in the tree), {INCREMENTAL_RUNS} runs: \
          server {}; client {}; {per_known:.1} body bytes a known reply",
         ms(median(incremental_server)),
@@ -354,11 +422,83 @@ fn sync_run(db: &str, log: &std::path::Path) {
     );
 }
 
+/// The server's resident memory now (`VmRSS` of `/proc/PID/status`), in MiB.
+fn resident_mib(pid: u32) -> f64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the server's status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in the status");
+    kib / 1024.0
+}
+
+const OPENED_GAMES: usize = 10_000;
+
+/// 10,000 games opened one after another (each made, then one reply applied), on SQLite, under
+/// `--max-active-games` of `active`: the server's resident memory along the way.
+fn games_run(dir: &std::path::Path, active: usize) {
+    let db = format!(
+        "sqlite:{}",
+        dir.join(format!("games-{active}.db")).display()
+    );
+    let limit = active.to_string();
+    let server = Server::start_args(
+        &db,
+        "error",
+        Stdio::inherit(),
+        &["--max-active-games", &limit],
+    );
+    let mut connection = Connection::open(&server.address);
+    let state = big_state_of(100);
+    let mut samples = Vec::new();
+    let mut peak: f64 = 0.0;
+    for game in 0..OPENED_GAMES {
+        let body = serde_json::json!({"state": state, "id": format!("g{game}")}).to_string();
+        let (status, answer) = connection.call("POST", "/v1/games", &body);
+        assert_eq!(status, 201, "{answer}");
+        let body = serde_json::json!({"input": reply(game)}).to_string();
+        let (status, answer) = connection.call("POST", &format!("/v1/games/g{game}/apply"), &body);
+        assert_eq!(status, 200, "{answer}");
+        if (game + 1) % 500 == 0 {
+            let now = resident_mib(server.child.id());
+            peak = peak.max(now);
+            if (game + 1) % 2_500 == 0 {
+                samples.push(format!("{} games: {now:.0} MiB", game + 1));
+            }
+        }
+    }
+    println!(
+        "games: {OPENED_GAMES} games opened one after another (a 100-key state, one ~{} B reply each), \
+         --max-active-games {active}: resident memory {}; peak {peak:.0} MiB",
+        reply(0).len(),
+        samples.join(", ")
+    );
+}
+
+/// A state of `keys` keys besides what the replies change.
+fn big_state_of(keys: usize) -> serde_json::Value {
+    let world: serde_json::Map<String, serde_json::Value> = (0..keys)
+        .map(|n| (format!("k{n}"), serde_json::json!(n)))
+        .collect();
+    serde_json::json!({"turn": 0, "player": {"hp": 100, "gold": 0}, "world": world})
+}
+
 fn main() {
     let which: Vec<String> = std::env::args()
         .skip(1)
         .filter(|arg| !arg.starts_with("--"))
         .collect();
+    if which.iter().any(|w| w == "games") {
+        let dir = std::env::temp_dir().join(format!("statecraft-games-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a folder");
+        for active in [100, 1_000] {
+            games_run(&dir, active);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     if which.iter().any(|w| w == "sync") {
         let dir = std::env::temp_dir().join(format!("statecraft-sync-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a folder");
@@ -379,7 +519,7 @@ fn main() {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
-    if all || which.iter().any(|w| w == "postgres") {
+    if all || which.iter().any(|w| w == "postgres" || w == "postgres2") {
         let base = std::env::var("STATECRAFT_TEST_POSTGRES")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
         let schema = format!("load_{}", std::process::id());
@@ -394,10 +534,17 @@ fn main() {
             return;
         }
         let separator = if base.contains('?') { '&' } else { '?' };
-        run(
-            &format!("{base}{separator}options=-csearch_path%3D{schema}"),
-            "postgres",
-        );
+        let url = format!("{base}{separator}options=-csearch_path%3D{schema}");
+        run(&url, "postgres");
+        // Two processes on one database, each serving half of the games (fresh games: the schema
+        // is made again).
+        if all || which.iter().any(|w| w == "postgres2") {
+            psql(&format!(
+                "DROP SCHEMA {schema} CASCADE; CREATE SCHEMA {schema}"
+            ));
+            let servers = [Server::start(&url), Server::start(&url)];
+            run_on(&servers, "postgres, two processes");
+        }
         psql(&format!("DROP SCHEMA {schema} CASCADE"));
     }
 }

@@ -10,7 +10,9 @@
 mod baseline;
 mod common;
 
+use std::cell::RefCell;
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value as Json, json};
@@ -69,6 +71,105 @@ fn apply_with_history(c: &mut Criterion) {
         },
     );
     group.finish();
+}
+
+/// How many batches one side runs before the other takes its turn in `apply_interleaved`: long
+/// enough that reading the clock (a system call) is under 1% of a turn, short enough that a turn
+/// sees the same machine as the other side's.
+const TURN: u64 = 64;
+
+/// Statecraft and baseline (b) on the same batches, timed in alternating turns inside one benchmark
+/// and in the thread's own CPU time, so that drift of the machine and other processes' load hit both
+/// alike: the ratio of two benchmarks run one after the other moves with the machine, this one does
+/// not. Criterion reports statecraft's time per apply; the ratio to the baseline is printed after it
+/// (the median over criterion's samples of each sample's ratio).
+fn apply_interleaved(c: &mut Criterion) {
+    let json_state = state_json(ENTITIES, FIELDS);
+    let plan = writes(4_096, ENTITIES, FIELDS);
+    let batches: Vec<Batch> = plan.iter().map(|w| engine_batch(w)).collect();
+    let patches: Vec<json_patch::Patch> = plan.iter().map(|w| patch_of(w)).collect();
+    let mut store = Store::builder(Value::from(&json_state))
+        .history_limits(unbounded())
+        .build()
+        .unwrap();
+    let mut baseline = PatchHistory::new(json_state);
+    let samples = RefCell::new(Vec::new());
+    let (mut ours_next, mut theirs_next, mut turn) = (0, 0, 0u64);
+    let mut group = c.benchmark_group("apply 10 assigns, interleaved with baseline (b)");
+    group.bench_function("statecraft Store::apply (thread CPU time)", |b| {
+        b.iter_custom(|iters| {
+            let (mut ours, mut theirs) = (Duration::ZERO, Duration::ZERO);
+            let mut done = 0;
+            while done < iters {
+                let n = TURN.min(iters - done);
+                let mut run_ours = || {
+                    thread_cpu_time(|| {
+                        for _ in 0..n {
+                            let batch = &batches[ours_next % batches.len()];
+                            black_box(store.apply(batch).is_committed());
+                            ours_next += 1;
+                        }
+                    })
+                };
+                let mut run_theirs = || {
+                    thread_cpu_time(|| {
+                        for _ in 0..n {
+                            black_box(baseline.apply(&patches[theirs_next % patches.len()]));
+                            theirs_next += 1;
+                        }
+                    })
+                };
+                // Who goes first alternates too, so that neither always finds the caches warm.
+                if turn % 2 == 0 {
+                    ours += run_ours();
+                    theirs += run_theirs();
+                } else {
+                    theirs += run_theirs();
+                    ours += run_ours();
+                }
+                turn += 1;
+                done += n;
+            }
+            samples.borrow_mut().push((ours, theirs));
+            ours
+        });
+    });
+    group.finish();
+    // Criterion's warm-up calls come first; the last `sample_size` calls are its samples.
+    let samples = samples.into_inner();
+    let measured = &samples[samples.len().saturating_sub(SAMPLES)..];
+    let mut ratios: Vec<f64> = measured
+        .iter()
+        .map(|(ours, theirs)| ours.as_secs_f64() / theirs.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    if let Some(median) = ratios.get(ratios.len() / 2) {
+        println!(
+            "interleaved ratio, statecraft / baseline (b): median {median:.3} (from {:.3} to {:.3}, {} samples)",
+            ratios[0],
+            ratios[ratios.len() - 1],
+            ratios.len()
+        );
+    }
+}
+
+/// The CPU time this thread spends in `work`: time the scheduler gives other processes is not in it.
+fn thread_cpu_time(work: impl FnOnce()) -> Duration {
+    let start = thread_cpu_now();
+    work();
+    thread_cpu_now().saturating_sub(start)
+}
+
+#[allow(unsafe_code)]
+fn thread_cpu_now() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec for the call's duration.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 fn undo_redo(c: &mut Criterion) {
@@ -160,9 +261,12 @@ fn schema_checks(c: &mut Criterion) {
     group.finish();
 }
 
+/// Criterion's samples per benchmark here.
+const SAMPLES: usize = 30;
+
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(30).warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(3));
-    targets = apply_with_history, undo_redo, schema_checks
+    config = Criterion::default().sample_size(SAMPLES).warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(3));
+    targets = apply_with_history, apply_interleaved, undo_redo, schema_checks
 }
 criterion_main!(benches);
