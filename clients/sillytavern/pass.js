@@ -264,7 +264,9 @@ export class UpdatePass {
     const seconds = Math.max(0, Number(this.settings().passWaitSeconds ?? 30));
     const start = this.now();
     const all = Promise.all(entries.map(([, entry]) => entry.promise.catch(() => null)));
-    const timedOut = await Promise.race([all.then(() => false), new Promise((resolve) => setTimeout(() => resolve(true), seconds * 1000))]);
+    let timer;
+    const timedOut = await Promise.race([all.then(() => false), new Promise((resolve) => (timer = setTimeout(() => resolve(true), seconds * 1000)))]);
+    clearTimeout(timer);
     const which = entries.map(([message]) => `reply ${ctx.chat.indexOf(message) + 1}`).join(", ");
     this.waitNote = timedOut
       ? `the ${type || "normal"} generation went without the update of ${which}: its pass was still running after ${seconds} s`

@@ -3,13 +3,14 @@
 // when the request asks for a stream. A request for an update pass (clients/sillytavern/pass.js) is
 // answered by its kind, from the reply it asks about:
 // - `structured`: `response_format` with a JSON Schema, which must be the game's pass schema (the
-//   test says which with `expectPassSchema`): the answer is a conforming `{"instructions": [...]}`;
+//   test says which with `expectPassSchema`) as SillyTavern sends it (`flattenLikeSillyTavern`): the
+//   answer is a conforming `{"instructions": [...]}`;
 // - `tool`: `tools` with one function, whose parameters must be that schema: the answer is a tool
 //   call with the batch as its arguments;
 // - `plain`: the rules and the schema in the prompt: the answer is the batch in a fence with prose
 //   around it, every other time broken the way models break JSON (trailing commas, unquoted keys).
 // The batch is the fake model's reading of the reply (`readReply`): "finds N gold", "loses N hp",
-// "lights a torch", "a curse" (an update below the schema's minimum, which the game refuses; asked
+// "lights a torch", "curse" (an update below the schema's minimum, which the game refuses; asked
 // again with the feedback the model corrects it, unless the reply is "stubborn"). Every request is
 // logged with its kind and its prompt's size.
 
@@ -22,11 +23,38 @@ export function readReply(reply, { retry = false } = {}) {
   for (const match of reply.matchAll(/finds (\d+) gold/g)) batch.push({ op: "increment", path: ["gold"], value: Number(match[1]) });
   for (const match of reply.matchAll(/loses (\d+) hp/g)) batch.push({ op: "increment", path: ["hp"], value: -Number(match[1]) });
   for (const _ of reply.matchAll(/lights a torch/g)) batch.push({ op: "increment", path: ["torches"], value: -1 });
-  if (/a curse/.test(reply)) {
+  if (/curse/.test(reply)) {
     // Below the schema's minimum: refused. Told so, the model sets the least it may, unless stubborn.
     batch.push(retry && !/stubborn/.test(reply) ? { op: "assign", path: ["hp"], value: 1 } : { op: "increment", path: ["hp"], value: -1000 });
   }
   return batch;
+}
+
+/**
+ * A JSON Schema as SillyTavern 1.19 sends a `jsonSchema` to every Chat Completion source
+ * (`flattenSchema` in its src/util.js, Google's filtering aside): `$defs` inlined at each `$ref`, a
+ * recursive reference as `{}`, no `$schema`. A structured pass's schema must be the game's, so
+ * flattened; a tool's parameters reach the Custom source as they are.
+ */
+export function flattenLikeSillyTavern(schema) {
+  const copy = structuredClone(schema);
+  const definitions = copy.$defs || {};
+  delete copy.$defs;
+  const resolve = (value, parents = []) => {
+    if (!value || typeof value !== "object") return value;
+    if (Array.isArray(value)) return value.map((item) => resolve(item, parents));
+    if (value.$ref?.startsWith("#/$defs/")) {
+      const name = value.$ref.split("/").pop();
+      if (parents.includes(name)) return {};
+      return definitions[name] ? resolve(structuredClone(definitions[name]), [...parents, name]) : {};
+    }
+    const result = {};
+    for (const key of Object.keys(value)) result[key] = resolve(value[key], parents);
+    return result;
+  };
+  const flat = resolve(copy);
+  delete flat.$schema;
+  return flat;
 }
 
 /** The text of a request's messages, joined. */
@@ -71,8 +99,9 @@ export async function startFakeModel() {
     if (kind !== "story") {
       if (passDelayMs) await new Promise((resolve) => setTimeout(resolve, passDelayMs));
       const schema = kind === "structured" ? parsed.response_format.json_schema?.schema : kind === "tool" ? parsed.tools[0]?.function?.parameters : null;
-      if (schema !== null && passSchema !== null && !isDeepStrictEqual(schema, passSchema)) {
-        logged.error = "schema";
+      const expected = passSchema === null ? null : kind === "structured" ? flattenLikeSillyTavern(passSchema) : passSchema;
+      if (schema !== null && expected !== null && !isDeepStrictEqual(schema, expected)) {
+        logged.error = `the schema is not the game's pass schema: got ${JSON.stringify(schema).slice(0, 300)}, expected ${JSON.stringify(expected).slice(0, 300)}`;
         return send(400, { error: { message: "the request's schema is not the game's pass schema" } });
       }
       const reply = /<reply>\n?([\s\S]*?)\n?<\/reply>/.exec(prompt)?.[1] ?? "";

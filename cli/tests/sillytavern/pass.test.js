@@ -280,17 +280,18 @@ async function stateMatchesChat(action) {
  */
 async function passed(action, requests, kind, { passes = 1, refused = false } = {}) {
   const kinds = requests.map((request) => request.kind);
-  assert.deepEqual(kinds, ["story", ...Array(passes).fill(kind)], `${action}: the model's requests`);
-  assert.ok(requests.slice(1).every((request) => !request.error), `${action}: the pass carried the game's pass schema`);
-  const last = (await replies()).at(-1);
+  const last = await page.evaluate(() => JSON.stringify(globalThis.statecraftExtension.pass().last));
+  assert.deepEqual(kinds, ["story", ...Array(passes).fill(kind)], `${action}: the model's requests (the last pass: ${last})`);
+  assert.deepEqual(requests.slice(1).map((request) => request.error ?? null), Array(passes).fill(null), `${action}: the pass carried the game's pass schema`);
+  const reply = (await replies()).at(-1);
   if (refused) {
-    assert.equal(blockOf(last), null, `${action}: refused twice, no block`);
+    assert.equal(blockOf(reply), null, `${action}: refused twice, no block`);
   } else {
-    assert.deepEqual(blockOf(last), readReply(prose(last), { retry: passes > 1 }), `${action}: the block holds the batch the reply implies`);
+    assert.deepEqual(blockOf(reply), readReply(prose(reply), { retry: passes > 1 }), `${action}: the block holds the batch the reply implies`);
     const shown = await page.textContent("#chat .last_mes .mes_text");
     assert.doesNotMatch(shown, /statecraft|instructions/, `${action}: the block is hidden in the display`);
-    assert.ok(shown.includes(prose(last).slice(0, 20)), `${action}: the prose is shown`);
-    await savedChatHas(last);
+    assert.ok(shown.includes(prose(reply).slice(0, 20)), `${action}: the prose is shown`);
+    await savedChatHas(reply);
   }
   await stateMatchesChat(action);
 }
@@ -457,7 +458,7 @@ test("run the update again, a generation waiting for a pass, and the drawer's co
     await globalThis.statecraftExtension.pass().run(ctx.chat.length - 1);
   });
   await settle();
-  assert.deepEqual(model.requests.slice(from).map((request) => request.kind), ["structured"]);
+  assert.deepEqual(model.requests.slice(from).map((request) => [request.kind, request.error ?? null]), [["structured", null]]);
   await stateMatchesChat("run again");
   const status = await page.textContent("#statecraft_pass_status");
   assert.match(status, /prompt \d+ tokens, \d+\.\d s/, `the drawer shows the pass's cost: ${status}`);
@@ -494,7 +495,7 @@ test("the same chat in reply mode and in pass mode: requests and prompt tokens p
   for (const [index, text] of passMode.entries()) {
     model.next(text);
     const requests = await send(`Step ${index + 4}.`);
-    assert.deepEqual(requests.map((request) => request.kind), ["story", "structured"], "pass mode: a story request and a pass");
+    assert.deepEqual(requests.map((request) => [request.kind, request.error ?? null]), [["story", null], ["structured", null]], "pass mode: a story request and a pass");
     const tokens = await page.evaluate(() => globalThis.statecraftExtension.pass().last.tokens);
     lines.push(`pass mode, reply ${index + 4}: 2 requests, story prompt ~${requests[0].promptTokens} tokens, pass prompt ~${requests[1].promptTokens} tokens (SillyTavern's tokenizer: ${tokens})`);
   }
