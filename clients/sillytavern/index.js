@@ -668,7 +668,7 @@ function bindEvents() {
   eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
   // The update pass: after a real generation that left a new or changed reply (pass.js).
   eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => pass?.generationStarted(type, dryRun));
-  eventSource.on(events.GENERATION_ENDED, () => pass?.generationEnded());
+  for (const name of ["GENERATION_ENDED", "MESSAGE_RECEIVED"]) eventSource.on(events[name], () => pass?.generationEnded());
   eventSource.on(events.CHAT_CHANGED, () => pass && showPass(pass, globalThis.jQuery));
 }
 

@@ -237,17 +237,22 @@ export class UpdatePass {
   }
 
   /**
-   * A generation ended: when it was a real one that left a new or changed reply, and the chat's
-   * updates come from a pass, the pass runs for that reply (marked pending at once, so no sync puts
-   * it on the path before its update is written).
+   * A generation ended or its reply arrived (GENERATION_ENDED, MESSAGE_RECEIVED): when it was a real
+   * one that left a new or changed reply, and the chat's updates come from a pass, the pass runs for
+   * that reply, marked pending at once so that no sync puts it on the path before its update is
+   * written. Until the reply has changed, the generation stays noted: SillyTavern may say a
+   * generation ended before its reply is in the chat (a dry run's end while it runs).
    */
   generationEnded() {
     const generation = this.#generation;
-    this.#generation = null;
     const ctx = this.context();
-    if (!generation || generation.chatId !== ctx.chatId) return null;
-    if (!this.settings().enabled || this.mode() !== "pass") return null;
+    if (!generation) return null;
+    if (generation.chatId !== ctx.chatId || !this.settings().enabled || this.mode() !== "pass") {
+      this.#generation = null;
+      return null;
+    }
     if (replySignature(ctx.chat) === generation.before) return null;
+    this.#generation = null;
     const index = lastReplyIndex(ctx.chat);
     if (index < 0) return null;
     return this.run(index, { type: generation.type });
@@ -306,13 +311,21 @@ export class UpdatePass {
   }
 
   async #run(message, index, type, entry) {
+    // The reply is final once SillyTavern no longer shows a generation running (a streamed reply
+    // arrives before its generation ends).
+    await this.#idle();
     const ctx = this.context();
     const chatId = ctx.chatId;
+    index = ctx.chat.indexOf(message);
     const swipe = Number.isInteger(message.swipe_id) ? message.swipe_id : 0;
     const shown = String(message.mes ?? "");
     const reply = withoutBlock(shown);
     const record = { index, swipe, type, kind: this.kind(), requests: 0, tokens: 0, ms: 0, outcome: "pending", feedback: "" };
     const start = this.now();
+    if (index < 0) {
+      record.outcome = "moot";
+      return this.#finish(record, start);
+    }
     try {
       const target = await this.target();
       if (!target) throw new Error("no chat is open");
@@ -366,6 +379,12 @@ export class UpdatePass {
       this.toast("error", `Reply ${index + 1}'s update could not be asked for: ${record.feedback}`, "statecraft: update pass");
       return this.#finish(record, start);
     }
+  }
+
+  /** Waits (at most two minutes) until SillyTavern shows no generation running. */
+  async #idle() {
+    const busy = () => Boolean(globalThis.document?.body?.dataset?.generating);
+    for (let waited = 0; busy() && waited < 120000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
   }
 
   #finish(record, start) {

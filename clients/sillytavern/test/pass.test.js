@@ -236,7 +236,11 @@ test("a function tool and the schema in the prompt, and a reply changed while it
   const { ctx, asked } = tavern(chat, [
     (_messages, { tools }) => ({ choices: [{ message: { tool_calls: [{ function: { name: tools[0].function.name, arguments: '{"instructions":[{"op":"increment","path":["gold"],"value":2}]}' } }] } }] }),
     () => "Here:\n```json\n{instructions: [{op: 'increment', path: ['gold'], value: 3},]}\n```",
-    () => held.then(() => '{"instructions":[]}'),
+    () => {
+      // Edited by hand while the model is asked.
+      chat[6].mes = "Edited by hand.";
+      return held.then(() => '{"instructions":[]}');
+    },
   ]);
   const { pass, keeper } = passFor(ctx, { passConstraint: "tool" });
   ctx.chatMetadata.statecraft.game = "pass-test";
@@ -264,7 +268,7 @@ test("a function tool and the schema in the prompt, and a reply changed while it
   assert.ok(pass.running);
   assert.deepEqual(shownReplies(pass.visible(chat)), ["Hi.", chat[2].mes, chat[4].mes]);
   const waiting = pass.beforeGeneration("normal");
-  chat[6].mes = "Edited by hand.";
+  await new Promise((resolve) => setTimeout(resolve, 300));
   release();
   assert.equal((await running).outcome, "moot");
   assert.match(await waiting, /waited \d+\.\d s for the update of reply 7/);
