@@ -668,7 +668,12 @@ function bindEvents() {
   eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
   // The update pass: after a real generation that left a new or changed reply (pass.js).
   eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => pass?.generationStarted(type, dryRun));
-  for (const name of ["GENERATION_ENDED", "MESSAGE_RECEIVED"]) eventSource.on(events[name], () => pass?.generationEnded());
+  // Not awaited: SillyTavern awaits a listener's promise, and the pass waits for the generation's end.
+  for (const name of ["GENERATION_ENDED", "MESSAGE_RECEIVED"]) {
+    eventSource.on(events[name], () => {
+      pass?.generationEnded();
+    });
+  }
   eventSource.on(events.CHAT_CHANGED, () => pass && showPass(pass, globalThis.jQuery));
 }
 

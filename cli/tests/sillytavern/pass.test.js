@@ -13,7 +13,7 @@
 
 import { test, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -138,6 +138,7 @@ before(async () => {
     }, 10);
   });
   page.on("pageerror", (error) => pageErrors.push(new Error(`${error.message} (during "${current}")`)));
+  if (process.env.STATECRAFT_PASS_CONSOLE) page.on("console", (message) => appendFileSync(process.env.STATECRAFT_PASS_CONSOLE, `${message.type()}: ${message.text().slice(0, 500)}\n`));
   page.on("console", (message) => {
     if (message.type() === "error" && /statecraft/i.test(message.text())) pageErrors.push(new Error(message.text()));
   });
