@@ -141,10 +141,24 @@ expectation fails.")]
     /// Print the rules text and state payload to put in a model's system prompt.
     #[command(after_help = "Examples:\n  \
 statecraft prompt --state state.json\n  \
-statecraft prompt --state state.json --schema schema.json --lang zh\n\n\
+statecraft prompt --state state.json --schema schema.json --lang zh\n  \
+statecraft prompt --save game.save --budget 400 --view compact --message \"Mira waves.\"\n  \
+statecraft prompt --save game.save --pass --reply reply.txt      the rules of a separate update pass\n  \
+statecraft prompt --state state.json --state-only --budget 300   the state alone\n\n\
 Examples in the rules use the state's real paths; subtrees whose schema says \
-\"x-statecraft-visible\": false are left out.")]
+\"x-statecraft-visible\": false are left out. With --budget the state view keeps within that many \
+tokens (docs/state-view.md): always-shown subtrees first, then the last steps' changes (--save), then \
+what the messages mention, then the rest by depth; what does not fit is named with its size.")]
     Prompt(crate::prompt_commands::PromptArgs),
+
+    /// Evaluate conditions on a state (docs/state-view.md): one line each, `true: …` or `false: …`.
+    #[command(after_help = "Examples:\n  \
+statecraft evaluate --state state.json --condition \"player.hp < 10\"\n  \
+statecraft evaluate --save game.save --at m3 --condition \"mood in ['calm', 'glad']\" --condition \"/bag/0 exists\"\n\n\
+Exit 0 when every condition could be read, 2 when one could not (its line says what, at which \
+bytes). --format json prints {\"results\": [{\"holds\"} | {\"error\": {\"code\", \"message\", \
+\"start\", \"end\"}}]}.")]
+    Evaluate(crate::prompt_commands::EvaluateArgs),
 
     /// Print a JSON Schema (or a GBNF grammar) for one instruction batch, tailored to a state schema.
     #[command(after_help = "Examples:\n  \

@@ -136,6 +136,7 @@ fn run(command: &Command, out: &Output, drawn: bool) -> anyhow::Result<ExitCode>
         Command::Log(args) => save_commands::log(args, out, drawn),
         Command::Play(args) => play::run(args, out),
         Command::Prompt(args) => prompt_commands::run_prompt(args, out),
+        Command::Evaluate(args) => prompt_commands::run_evaluate(args, out),
         Command::Schema(args) => prompt_commands::run_schema(args, out),
         Command::Feedback(args) => prompt_commands::run_feedback(args, out),
         Command::Grade(args) => prompt_commands::run_grade(args, drawn),

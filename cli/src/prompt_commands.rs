@@ -1,4 +1,4 @@
-//! The prompt kit's commands: `prompt`, `schema`, `feedback` and `grade`.
+//! The prompt kit's commands: `prompt`, `schema`, `feedback`, `grade` and `evaluate`.
 //!
 //! Each command reads its files, calls one function of the prompt kit (`statecraft_prompt`) and prints
 //! the answer on stdout. This module owns the options and the exit codes of these four commands; it
@@ -11,11 +11,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use serde_json::json;
-use statecraft_engine::{StateSchema, Value};
+use serde_json::{Value as Json, json};
+use statecraft_engine::{Condition, StateSchema, StepId, StepRef, Value};
 use statecraft_prompt::{
-    Expectation, Grade, InstructionSpec, Lang, MAX_DESCRIBED_SEGMENTS, MAX_TARGETS, batch_gbnf,
-    batch_schema, grade, prompt, review,
+    Expectation, Grade, InstructionSpec, Lang, MAX_DESCRIBED_SEGMENTS, MAX_TARGETS, Mode,
+    PromptOptions, ViewFormat, ViewOptions, batch_gbnf, batch_schema, estimate_tokens, grade,
+    prompt_with, recent_changes, review,
 };
 
 use crate::EXIT_REJECTED;
@@ -32,15 +33,43 @@ pub(crate) enum LangArg {
     Zh,
 }
 
+/// A format of the state view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ViewArg {
+    /// Pretty JSON.
+    Json,
+    /// `key: value` lines, nested by indentation (docs/state-view.md).
+    Compact,
+}
+
 /// `statecraft prompt`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["state", "save"])))]
 pub(crate) struct PromptArgs {
     /// The state file (JSON) the examples and the payload come from.
     #[arg(long, value_name = "STATE.json")]
-    pub(crate) state: PathBuf,
+    pub(crate) state: Option<PathBuf>,
+
+    /// A save: its state at the current step (or `--at`/`--at-step`), the changes of the last steps
+    /// shown first in a budgeted view.
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: Option<PathBuf>,
+
+    /// With `--save`: the step with this label.
+    #[arg(
+        long,
+        value_name = "LABEL",
+        requires = "save",
+        conflicts_with = "at_step"
+    )]
+    pub(crate) at: Option<String>,
+
+    /// With `--save`: the step with this id (0: the root).
+    #[arg(long, value_name = "ID", requires = "save")]
+    pub(crate) at_step: Option<u64>,
 
     /// The state's JSON Schema: types the examples and hides subtrees marked
-    /// `"x-statecraft-visible": false`.
+    /// `"x-statecraft-visible": false` (with `--save`, instead of the save's own schema).
     #[arg(long, value_name = "SCHEMA.json")]
     pub(crate) schema: Option<PathBuf>,
 
@@ -52,6 +81,60 @@ pub(crate) struct PromptArgs {
     /// The language of the rules text.
     #[arg(long, value_enum, default_value_t = LangArg::En)]
     pub(crate) lang: LangArg,
+
+    /// The most tokens the state view may take, by the documented estimator (docs/state-view.md).
+    #[arg(long, value_name = "N")]
+    pub(crate) budget: Option<usize>,
+
+    /// The state view's format.
+    #[arg(long, value_enum, default_value_t = ViewArg::Json)]
+    pub(crate) view: ViewArg,
+
+    /// A recent chat message (repeatable, oldest first): what it mentions is shown first.
+    #[arg(long = "message", value_name = "TEXT")]
+    pub(crate) messages: Vec<String>,
+
+    /// The rules for a separate update pass over `--reply`, answering one {"instructions": [...]}.
+    #[arg(long, requires = "reply", conflicts_with = "state_only")]
+    pub(crate) pass: bool,
+
+    /// The reply a pass asks the update of (`-` reads stdin).
+    #[arg(long, value_name = "FILE", requires = "pass")]
+    pub(crate) reply: Option<PathBuf>,
+
+    /// The state view alone, without command rules (a story prompt whose updates come from a pass).
+    #[arg(long)]
+    pub(crate) state_only: bool,
+}
+
+/// `statecraft evaluate`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["state", "save"])))]
+pub(crate) struct EvaluateArgs {
+    /// The state file (JSON) the conditions read.
+    #[arg(long, value_name = "STATE.json")]
+    pub(crate) state: Option<PathBuf>,
+
+    /// A save: its state at the current step (or `--at`/`--at-step`).
+    #[arg(long, value_name = "GAME")]
+    pub(crate) save: Option<PathBuf>,
+
+    /// With `--save`: the step with this label.
+    #[arg(
+        long,
+        value_name = "LABEL",
+        requires = "save",
+        conflicts_with = "at_step"
+    )]
+    pub(crate) at: Option<String>,
+
+    /// With `--save`: the step with this id (0: the root).
+    #[arg(long, value_name = "ID", requires = "save")]
+    pub(crate) at_step: Option<u64>,
+
+    /// A condition (repeatable): `hp > 3 and mood in ['calm', 'glad']` (docs/state-view.md).
+    #[arg(long = "condition", value_name = "TEXT", required = true)]
+    pub(crate) conditions: Vec<String>,
 }
 
 /// `statecraft schema`.
@@ -108,27 +191,170 @@ pub(crate) struct GradeArgs {
     pub(crate) input: Option<PathBuf>,
 }
 
-/// Runs `prompt`: the rules text and the state block on stdout (`--format json`: both as fields).
+/// The state a command reads (a state file, or a save at a step), the save's schema, and the paths the
+/// last steps on its path changed (`recent_changes`).
+fn source(
+    state: Option<&Path>,
+    save: Option<&Path>,
+    at: Option<&str>,
+    at_step: Option<u64>,
+    out: &Output,
+) -> Result<(Value, Option<Json>, Vec<statecraft_engine::Path>)> {
+    if let Some(state) = state {
+        return Ok((files::read_state(state)?, None, Vec::new()));
+    }
+    let save = save.context("give --state or --save")?;
+    let game = crate::save_commands::open(
+        save,
+        statecraft_saves::OpenOptions::default().read_only(),
+        out,
+    )?;
+    let store = game.store();
+    let id = match (at, at_step) {
+        (Some(label), _) => store
+            .find(StepRef::Label(label.to_owned()))
+            .with_context(|| format!("no step is labelled \"{label}\" in {}", save.display()))?,
+        (None, Some(id)) => store
+            .find(StepRef::Id(StepId::new(id)))
+            .with_context(|| format!("no step has id {id} in {}", save.display()))?,
+        (None, None) => store.current_step(),
+    };
+    let state = store
+        .state_at(id)
+        .with_context(|| format!("cannot read step {} of {}", id.get(), save.display()))?
+        .value()
+        .clone();
+    let recent = recent_changes(store, id);
+    Ok((state, game.schema().cloned(), recent))
+}
+
+/// Runs `prompt`: the rules text and the state view on stdout (`--format json`: the text, rules,
+/// view, token counts and what the view leaves out).
 pub(crate) fn run_prompt(args: &PromptArgs, out: &Output) -> Result<ExitCode> {
-    let (state, schema) = state_and_schema(&args.state, args.schema.as_deref())?;
+    let (state, saved_schema, recent) = source(
+        args.state.as_deref(),
+        args.save.as_deref(),
+        args.at.as_deref(),
+        args.at_step,
+        out,
+    )?;
+    let schema = match &args.schema {
+        Some(path) => Some(files::read_schema(path)?),
+        None => saved_schema
+            .map(StateSchema::new)
+            .transpose()
+            .context("the save's schema does not compile")?,
+    };
+    if let Some(schema) = &schema {
+        let errors = schema.check_full(&state);
+        if !errors.is_empty() {
+            bail!(
+                "the state does not satisfy the schema:\n{}",
+                render::errors_text(&errors).trim_end()
+            );
+        }
+    }
     let lang = match args.lang {
         LangArg::En => Lang::En,
         LangArg::Zh => Lang::Zh,
     };
     let callbacks = scripting::signatures(args.scripts.as_deref())?;
-    let made = prompt(
+    let reply = match &args.reply {
+        Some(path) => Some(files::read_input(Some(path))?),
+        None => None,
+    };
+    let mode = if args.pass {
+        Mode::Pass
+    } else if args.state_only {
+        Mode::State
+    } else {
+        Mode::Reply
+    };
+    let made = prompt_with(
         &state,
         schema.as_ref().map(StateSchema::source),
         &callbacks,
-        lang,
+        &PromptOptions {
+            lang,
+            mode,
+            view: ViewOptions {
+                budget: args.budget,
+                format: match args.view {
+                    ViewArg::Json => ViewFormat::Json,
+                    ViewArg::Compact => ViewFormat::Compact,
+                },
+                recent: &recent,
+                messages: &args.messages,
+            },
+            reply: reply.as_deref(),
+        },
     );
     if out.json() {
-        let doc = json!({"rules": made.rules, "state": made.state, "text": made.text()});
+        let doc = json!({
+            "text": made.as_text(),
+            "rules": made.rules,
+            "state": made.view.text,
+            "tokens": {
+                "text": estimate_tokens(made.as_text()),
+                "state": made.view.tokens,
+                "full_state": made.view.full_tokens,
+            },
+            "elided": made.view.elided,
+        });
         emit(&format!("{doc}\n"))?;
     } else {
-        emit(&made.text())?;
+        emit(made.as_text())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `evaluate`: one line per condition (`true: TEXT`, `false: TEXT`, or the error with its
+/// bytes), exit 0
+/// when every condition could be read, 2 otherwise; `--format json`: `{"results": [...]}` as the
+/// HTTP API answers.
+pub(crate) fn run_evaluate(args: &EvaluateArgs, out: &Output) -> Result<ExitCode> {
+    let (state, _, _) = source(
+        args.state.as_deref(),
+        args.save.as_deref(),
+        args.at.as_deref(),
+        args.at_step,
+        out,
+    )?;
+    let mut results = Vec::new();
+    let mut failed = false;
+    let mut text = String::new();
+    for condition in &args.conditions {
+        match Condition::parse(condition) {
+            Ok(parsed) => {
+                let holds = parsed.holds(&state);
+                results.push(json!({"holds": holds}));
+                text.push_str(&format!("{holds}: {condition}\n"));
+            }
+            Err(error) => {
+                failed = true;
+                results.push(json!({"error": {
+                    "code": error.code,
+                    "message": error.message,
+                    "start": error.start,
+                    "end": error.end,
+                }}));
+                text.push_str(&format!(
+                    "error: {} at bytes {}..{} of \"{condition}\" ({})\n",
+                    error.message, error.start, error.end, error.code
+                ));
+            }
+        }
+    }
+    if out.json() {
+        emit(&format!("{}\n", json!({"results": results})))?;
+    } else {
+        emit(&text)?;
+    }
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Runs `schema`: the batch's JSON Schema, or with `--gbnf` its grammar. The warning for a partial

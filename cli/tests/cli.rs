@@ -911,7 +911,9 @@ fn every_example_scenario_plays_with_all_expectations_met() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    for wanted in ["fantasy", "mvu-card", "romance", "rules", "timeline"] {
+    for wanted in [
+        "fantasy", "mvu-card", "romance", "rules", "tavern", "timeline",
+    ] {
         assert!(
             names.iter().any(|n| n == wanted),
             "examples/{wanted} is missing: {names:?}"
@@ -1041,6 +1043,51 @@ fn play_exits_1_when_an_expectation_fails() {
         run.stdout.contains("expectations: 1 passed, 2 failed"),
         "{}",
         run.stdout
+    );
+}
+
+#[test]
+fn play_checks_conditions_and_a_budgeted_view_and_refuses_an_unreadable_condition() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let turns = dir.path().join("turns");
+    fs::create_dir(&turns).expect("turns");
+    fs::write(
+        dir.path().join("state.json"),
+        r#"{"hp": 10, "npcs": {"Mira": {"mood": "calm"}, "Bram": {"mood": "sleepy", "notes": "a long story about the old mill and the flood"}}}"#,
+    )
+    .expect("state");
+    fs::write(
+        turns.join("01.txt"),
+        r#"[{"op": "increment", "path": ["hp"], "value": -4}]"#,
+    )
+    .expect("reply");
+    let expect = |body: &str| fs::write(turns.join("01.expect.json"), body).expect("expect");
+    expect(
+        r#"{"conditions": {"hp == 6 and npcs.Mira.mood == 'calm'": true, "npcs.Bram exists": false},
+            "view": {"budget": 30, "contains": ["\"hp\": 6", "Bram"], "lacks": ["sleepy"],
+                     "elided": ["/npcs"]}}"#,
+    );
+    let folder = dir.path().to_string_lossy().into_owned();
+    let run = run_in(Path::new("."), &["play", &folder], "");
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    for line in [
+        "✓ condition hp == 6 and npcs.Mira.mood == 'calm' is true",
+        "✗ turn 01: condition npcs.Bram exists is false (it is true)",
+        "✓ the view keeps within 30 tokens",
+        "✓ the view shows \"\\\"hp\\\": 6\"",
+        "✗ turn 01: the view shows \"Bram\"",
+        "✓ the view does not show \"sleepy\"",
+        "✓ the view names /npcs as left out",
+    ] {
+        assert!(run.stdout.contains(line), "{line}\n{}", run.stdout);
+    }
+    expect(r#"{"conditions": {"hp = 6": true}}"#);
+    let run = run_in(Path::new("."), &["play", &folder], "");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("condition \"hp = 6\"") && run.stderr.contains("bytes 3..4"),
+        "{}",
+        run.stderr
     );
 }
 

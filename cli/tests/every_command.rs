@@ -96,6 +96,19 @@ fn case(command: &str) -> (Vec<String>, &'static str, i32) {
         "log" => (vec!["log", "--save", "game.save"], "", 0),
         "play" => (vec!["play", &fantasy], "", 0),
         "prompt" => (vec!["prompt", "--state", "state.json"], "", 0),
+        "evaluate" => (
+            vec![
+                "evaluate",
+                "--save",
+                "game.save",
+                "--condition",
+                "player.hp > 0",
+                "--condition",
+                "player.hp exists",
+            ],
+            "",
+            0,
+        ),
         "schema" => (vec!["schema", "--schema", "tree.json"], "", 0),
         "feedback" => (
             vec!["feedback", "--state", "state.json", "-"],

@@ -52,7 +52,7 @@ fn prompt_prints_rules_examples_and_the_visible_state() {
         run.stdout
     );
     assert!(
-        run.stdout.contains("\"stage\":\"village\""),
+        run.stdout.contains("\"stage\": \"village\""),
         "{}",
         run.stdout
     );
@@ -89,12 +89,193 @@ fn prompt_speaks_chinese_and_json() {
     );
     assert_eq!(json.code, 0, "{}", json.stderr);
     let doc = json_of(&json.stdout);
-    assert_eq!(
-        doc["state"]["notes"]["twist"],
-        json!("the elder is the goblin king")
+    assert!(
+        doc["state"]
+            .as_str()
+            .is_some_and(|s| s.contains("\"twist\": \"the elder is the goblin king\"")),
+        "{doc}"
     );
     assert!(doc["rules"].as_str().is_some_and(|r| r.contains("Ops:")));
     assert!(doc["text"].as_str().is_some_and(|t| t.ends_with("```\n")));
+    assert_eq!(doc["tokens"]["state"], doc["tokens"]["full_state"], "{doc}");
+    assert_eq!(doc["elided"], json!([]));
+}
+
+#[test]
+fn prompt_keeps_a_budget_writes_compact_and_asks_a_pass() {
+    let dir = game();
+    fs::write(dir.path().join("reply.txt"), "Aria buys a rope.").expect("written");
+    let budgeted = run_in(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "prompt",
+            "--state",
+            "state.json",
+            "--schema",
+            "schema.json",
+            "--budget",
+            "60",
+            "--view",
+            "compact",
+            "--message",
+            "the elder nods",
+        ],
+        "",
+    );
+    assert_eq!(budgeted.code, 0, "{}", budgeted.stderr);
+    let doc = json_of(&budgeted.stdout);
+    assert!(doc["tokens"]["state"].as_u64().unwrap() <= 60, "{doc}");
+    assert!(doc["tokens"]["full_state"].as_u64().unwrap() > 60, "{doc}");
+    let state = doc["state"].as_str().unwrap();
+    assert!(
+        state.contains("elder: 10"),
+        "the mentioned key first: {state}"
+    );
+    assert!(state.contains("tokens not shown"), "{state}");
+    let pass = run_in(
+        dir.path(),
+        &[
+            "prompt",
+            "--state",
+            "state.json",
+            "--pass",
+            "--reply",
+            "reply.txt",
+        ],
+        "",
+    );
+    assert_eq!(pass.code, 0, "{}", pass.stderr);
+    assert!(
+        pass.stdout.starts_with("# State update\n"),
+        "{}",
+        pass.stdout
+    );
+    assert!(
+        pass.stdout.contains("<reply>\nAria buys a rope.\n</reply>"),
+        "{}",
+        pass.stdout
+    );
+    let alone = run_in(
+        dir.path(),
+        &["prompt", "--state", "state.json", "--state-only"],
+        "",
+    );
+    assert_eq!(alone.code, 0, "{}", alone.stderr);
+    assert!(
+        alone.stdout.starts_with("Current state:\n```json\n{"),
+        "{}",
+        alone.stdout
+    );
+    let no_reply = run_in(
+        dir.path(),
+        &["prompt", "--state", "state.json", "--pass"],
+        "",
+    );
+    assert_eq!(no_reply.code, 2, "{}", no_reply.stderr);
+}
+
+#[test]
+fn prompt_and_evaluate_read_a_save_at_a_step() {
+    let dir = game();
+    let new = run_in(
+        dir.path(),
+        &["new", "--state", "state.json", "game.save"],
+        "",
+    );
+    assert_eq!(new.code, 0, "{}", new.stderr);
+    for (batch, label) in [
+        (
+            r#"[{"op":"assign","path":["quest","stage"],"value":"forest"}]"#,
+            "m1",
+        ),
+        (
+            r#"[{"op":"increment","path":["player","gold"],"value":5}]"#,
+            "m2",
+        ),
+    ] {
+        let applied = run_in(
+            dir.path(),
+            &["apply", "--save", "game.save", "--label", label, "-"],
+            batch,
+        );
+        assert_eq!(applied.code, 0, "{}", applied.stderr);
+    }
+    // The last steps' changes come first in a budgeted view.
+    let view = run_in(
+        dir.path(),
+        &[
+            "prompt",
+            "--save",
+            "game.save",
+            "--state-only",
+            "--budget",
+            "130",
+        ],
+        "",
+    );
+    assert_eq!(view.code, 0, "{}", view.stderr);
+    assert!(view.stdout.contains("\"gold\": 30"), "{}", view.stdout);
+    assert!(
+        view.stdout.contains("\"stage\": \"forest\""),
+        "{}",
+        view.stdout
+    );
+    let evaluated = run_in(
+        dir.path(),
+        &[
+            "evaluate",
+            "--save",
+            "game.save",
+            "--at",
+            "m1",
+            "--condition",
+            "player.gold == 25 and quest.stage == 'forest'",
+            "--condition",
+            "/player/gold > 25",
+        ],
+        "",
+    );
+    assert_eq!(evaluated.code, 0, "{}", evaluated.stderr);
+    assert_eq!(
+        evaluated.stdout,
+        "true: player.gold == 25 and quest.stage == 'forest'\nfalse: /player/gold > 25\n"
+    );
+    let bad = run_in(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "evaluate",
+            "--state",
+            "state.json",
+            "--condition",
+            "player.gold => 3",
+        ],
+        "",
+    );
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert_eq!(
+        json_of(&bad.stdout),
+        json!({"results": [{"error": {"code": "expected_operator", "start": 12, "end": 13,
+            "message": "expected == != < <= > >=, \"exists\" or \"in\" after the path, found \"=\""}}]})
+    );
+    let missing = run_in(
+        dir.path(),
+        &[
+            "evaluate",
+            "--save",
+            "game.save",
+            "--at",
+            "m9",
+            "--condition",
+            "player.gold > 0",
+        ],
+        "",
+    );
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(missing.stderr.contains("m9"), "{}", missing.stderr);
 }
 
 #[test]

@@ -279,10 +279,59 @@ export interface Converted {
   errors: BatchError[];
 }
 
+/** What a prompt is: the text to inject, its rules, the state view alone (within the budget, with the
+ * lines naming what it leaves out), their token counts by the documented estimator
+ * (docs/state-view.md), and what the view leaves out. */
 export interface Prompted {
-  rules: string;
-  state: Json;
   text: string;
+  rules: string;
+  state: string;
+  tokens: { text: number; state: number; full_state: number };
+  elided: Elided[];
+}
+
+/** A part of the state a view leaves out: a member, or a container's members counted together. */
+export interface Elided {
+  path: string;
+  tokens: number;
+  members?: number;
+}
+
+/** A game's prompt: a `Prompted` and the step it shows. */
+export interface GamePrompted extends Prompted {
+  step: number;
+  label: string | null;
+}
+
+export interface PromptOptions {
+  lang?: "en" | "zh";
+  /** Tokens for the state view, by the documented estimator; without it the whole state. */
+  budget?: number;
+  format?: "json" | "compact";
+  /** `"reply"` (commands in the story reply), `"pass"` (a separate update pass; needs `reply`) or
+   * `"state"` (the state view alone). */
+  mode?: "reply" | "pass" | "state";
+  /** The recent chat messages, oldest first: what they mention is shown first. */
+  messages?: string[];
+  reply?: string;
+}
+
+/** A game's batch JSON Schema and its update pass's schema (OpenAI's strict subset). */
+export interface GameSchemas {
+  schema: Json;
+  pass: Json;
+  name: "statecraft_update";
+  partial: boolean;
+}
+
+export type ConditionResult =
+  | { holds: boolean }
+  | { error: { code: string; message: string; start: number; end: number } };
+
+export interface Evaluated {
+  step: number;
+  label: string | null;
+  results: ConditionResult[];
 }
 
 /** The JSON Schema of a batch, or with `gbnf` its grammar; `partial` when the state's schema could not
@@ -470,6 +519,11 @@ export declare class Statecraft {
     from: "mvu" | "json" | "jsonpatch",
     to: "mvu" | "json" | "jsonpatch",
   ): Promise<Converted>;
-  prompt(state: Json, options?: { schema?: Json; lang?: "en" | "zh" }): Promise<Prompted>;
+  prompt(state: Json, options?: PromptOptions & { schema?: Json }): Promise<Prompted>;
+  /** The prompt at a step of a game (default the current one). */
+  gamePrompt(id: string, options?: PromptOptions & { step?: StepName }): Promise<GamePrompted>;
+  gameSchema(id: string): Promise<GameSchemas>;
+  /** Conditions (docs/state-view.md) on the state at a step (default the current one). */
+  evaluate(id: string, conditions: string[], options?: { step?: StepName }): Promise<Evaluated>;
   schema(options?: { schema?: Json; gbnf?: boolean }): Promise<Schemas>;
 }

@@ -16,6 +16,7 @@ mod budget;
 mod callback;
 mod card;
 mod change;
+mod condition;
 mod error;
 mod exec;
 mod history;
@@ -43,6 +44,9 @@ pub use callback::{
 };
 pub use card::{CardUpdate, CardUpdateOptions, CardVersion, plan as plan_card_update};
 pub use change::{Change, ReplayError, replay_backward, replay_forward};
+pub use condition::{
+    Comparison, Condition, ConditionError, MAX_CONDITION_DEPTH, MAX_CONDITION_TESTS,
+};
 pub use error::{BatchError, BatchErrors, ErrorKind, Trail};
 pub use history::{HistoryLimits, StepId, StepMarks, StepRef, TimelineError, TrimmedStep};
 pub use instruction::{Batch, Instruction, Lenient, Op};

@@ -16,6 +16,8 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value as Json, json};
 
+use statecraft_engine::Op;
+
 use crate::spec::{InstructionSpec, SegmentPattern, Shape, ShapeId, Target};
 
 /// An instruction's members in the order the language writes them.
@@ -282,4 +284,208 @@ fn path_schema(target: &Target) -> Json {
         schema["maxItems"] = json!(fixed);
     }
     schema
+}
+
+/// The keywords of OpenAI's strict structured-output subset the pass schema uses; every other
+/// keyword is left out.
+pub const STRICT_KEYWORDS: [&str; 15] = [
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "description",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minItems",
+];
+
+/// The schema of an update pass's answer: one object `{"instructions": [...]}` whose array is the
+/// batch, inside OpenAI's strict structured-output subset (docs/prompt-kit.md): an object at the
+/// root, every member of every object required, `additionalProperties: false` on every object, no
+/// keyword outside [`STRICT_KEYWORDS`] and `maxItems`. A function tool's parameters are the same
+/// object. What the subset cannot say is given up, never made stricter than the engine:
+///
+/// - `merge` is left out (its value has optional members by nature; `assign` says the same whole);
+/// - an instruction has no `old` and no `reason` (optional members);
+/// - a value's optional members are required, and an object with free keys takes only its declared
+///   members;
+/// - an "any value" is a string, number, boolean, null or a list of those (no object);
+/// - a path is a list of the target's keys and indexes, each from the set the target allows, in any
+///   position (no `prefixItems`), of the target's length; a callback's arguments are a list of the
+///   union of its argument shapes, of an allowed length.
+///
+/// The engine checks every instruction as always, so what the schema lets through is refused there.
+///
+/// Time: O(the batch schema).
+pub fn pass_schema(spec: &InstructionSpec) -> BatchSchema {
+    let batch = batch_schema(spec).into_json();
+    let mut defs: Map<String, Json> = batch
+        .get("$defs")
+        .and_then(Json::as_object)
+        .map(|defs| {
+            defs.iter()
+                .map(|(name, schema)| (name.clone(), strict(schema)))
+                .collect()
+        })
+        .unwrap_or_default();
+    defs.insert(
+        "any".into(),
+        json!({"anyOf": [
+            {"type": "string"},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "null"},
+            {"type": "array", "items": {"$ref": "#/$defs/any"}},
+        ]}),
+    );
+    let mut branches = Vec::new();
+    for target in &spec.targets {
+        for group in &target.groups {
+            let ops: Vec<&str> = group
+                .ops
+                .iter()
+                .filter(|op| **op != Op::Merge)
+                .map(|op| op.name())
+                .collect();
+            if ops.is_empty() {
+                continue;
+            }
+            let mut properties = Map::new();
+            properties.insert("op".into(), json!({"enum": ops}));
+            properties.insert("path".into(), strict_path(target));
+            if let Some(operand) = group.operand {
+                properties.insert("value".into(), reference(operand));
+            }
+            let required: Vec<Json> = properties.keys().map(|k| Json::String(k.clone())).collect();
+            branches.push(json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false,
+            }));
+        }
+    }
+    let json = json!({
+        "type": "object",
+        "description": "the state-update instructions the reply implies, applied in order; an empty list when nothing changed",
+        "properties": {
+            "instructions": {"type": "array", "items": {"anyOf": branches}},
+        },
+        "required": ["instructions"],
+        "additionalProperties": false,
+        "$defs": defs,
+    });
+    BatchSchema { json }
+}
+
+/// A path schema without `prefixItems`: each position takes any of the segments the target allows.
+fn strict_path(target: &Target) -> Json {
+    let mut keys: Vec<&str> = Vec::new();
+    let mut any_key = target.open_tail;
+    let mut any_index = target.open_tail;
+    for segment in &target.path {
+        match segment {
+            SegmentPattern::Key(key) => {
+                if !keys.contains(&key.as_str()) {
+                    keys.push(key);
+                }
+            }
+            SegmentPattern::AnyKey => any_key = true,
+            SegmentPattern::AnyIndex => any_index = true,
+        }
+    }
+    let mut options = Vec::new();
+    if any_key {
+        options.push(json!({"type": "string"}));
+    } else if !keys.is_empty() {
+        options.push(json!({"type": "string", "enum": keys}));
+    }
+    if any_index {
+        options.push(json!({"type": "integer", "minimum": 0}));
+    }
+    let items = match options.len() {
+        // The root's path: an empty list.
+        0 => json!({"type": "string"}),
+        1 => options.remove(0),
+        _ => json!({"anyOf": options}),
+    };
+    let fixed = target.path.len();
+    let mut schema = json!({"type": "array", "items": items, "minItems": fixed});
+    if target.open_tail {
+        schema["minItems"] = json!(fixed + 1);
+    } else {
+        schema["maxItems"] = json!(fixed);
+    }
+    schema
+}
+
+/// A subschema inside the strict subset (see [`pass_schema`]).
+fn strict(schema: &Json) -> Json {
+    let Some(map) = schema.as_object() else {
+        return json!({"$ref": "#/$defs/any"});
+    };
+    if map.is_empty() {
+        return json!({"$ref": "#/$defs/any"});
+    }
+    if let Some(value) = map.get("const") {
+        return json!({"enum": [value]});
+    }
+    if let Some(options) = map.get("anyOf").and_then(Json::as_array) {
+        return json!({"anyOf": options.iter().map(strict).collect::<Vec<_>>()});
+    }
+    let mut out = Map::new();
+    match map.get("type").and_then(Json::as_str) {
+        Some("object") => {
+            let properties: Map<String, Json> = map
+                .get("properties")
+                .and_then(Json::as_object)
+                .map(|p| p.iter().map(|(k, v)| (k.clone(), strict(v))).collect())
+                .unwrap_or_default();
+            let required: Vec<Json> = properties.keys().map(|k| Json::String(k.clone())).collect();
+            out.insert("type".into(), json!("object"));
+            out.insert("properties".into(), Json::Object(properties));
+            out.insert("required".into(), Json::Array(required));
+            out.insert("additionalProperties".into(), json!(false));
+        }
+        Some("array") => {
+            out.insert("type".into(), json!("array"));
+            let items = match map.get("prefixItems").and_then(Json::as_array) {
+                Some(items) => {
+                    let mut options: Vec<Json> = Vec::new();
+                    for item in items.iter().map(strict) {
+                        if !options.contains(&item) {
+                            options.push(item);
+                        }
+                    }
+                    if options.len() == 1 {
+                        options.remove(0)
+                    } else {
+                        json!({"anyOf": options})
+                    }
+                }
+                None => map.get("items").map_or_else(|| strict(&json!({})), strict),
+            };
+            out.insert("items".into(), items);
+            for bound in ["minItems", "maxItems"] {
+                if let Some(n) = map.get(bound) {
+                    out.insert(bound.into(), n.clone());
+                }
+            }
+        }
+        _ => {
+            for (key, value) in map {
+                if key == "$ref" || (STRICT_KEYWORDS.contains(&key.as_str()) && key != "$defs") {
+                    out.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    Json::Object(out)
 }

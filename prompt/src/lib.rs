@@ -15,13 +15,22 @@ mod grade;
 mod review;
 mod rules;
 mod spec;
+mod tokens;
+mod view;
 
-pub use batch_schema::{BatchSchema, batch_schema};
+pub use batch_schema::{BatchSchema, STRICT_KEYWORDS, batch_schema, pass_schema};
 pub use gbnf::batch_gbnf;
 pub use grade::{CheckOutcome, Expectation, ExpectationError, Grade, grade};
 pub use review::{Problem, ProblemKind, Review, review};
-pub use rules::{Lang, Prompt, VISIBLE_KEYWORD, prompt, visible_state};
+pub use rules::{
+    Lang, Mode, Prompt, PromptOptions, VISIBLE_KEYWORD, prompt, prompt_with, visible_state,
+};
 pub use spec::{
     InstructionSpec, MAX_DESCRIBED_SEGMENTS, MAX_TARGETS, Mismatch, OpGroup, Property,
     SegmentPattern, Shape, ShapeId, Target,
+};
+pub use tokens::estimate_tokens;
+pub use view::{
+    ALWAYS_KEYWORD, ELIDE_EACH, Elided, RECENT_STEPS, View, ViewFormat, ViewOptions,
+    recent_changes, view,
 };

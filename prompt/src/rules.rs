@@ -20,6 +20,7 @@ use serde_json::{Map, Value as Json, json};
 use statecraft_engine::{CallbackSignature, Op, Value};
 
 use crate::spec::{InstructionSpec, MAX_DESCRIBED_SEGMENTS, Shape, ShapeId, Target};
+use crate::view::{View, ViewFormat, ViewOptions, view};
 
 /// The custom schema keyword that hides a subtree from the model when `false`.
 pub const VISIBLE_KEYWORD: &str = "x-statecraft-visible";
@@ -35,26 +36,76 @@ pub enum Lang {
     Zh,
 }
 
+/// What a prompt is for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mode {
+    /// The story reply carries its own update: the rules for commands in the reply, and the state.
+    #[default]
+    Reply,
+    /// A separate update pass: the rules for answering one `{"instructions": [...]}` object, the
+    /// state and the reply whose changes are asked for.
+    Pass,
+    /// The state alone, without command rules: the story prompt of a chat whose updates come from
+    /// a pass.
+    State,
+}
+
+/// How a prompt is made beyond its state, schema and callbacks.
+#[derive(Clone, Debug, Default)]
+pub struct PromptOptions<'a> {
+    /// The language of the rules.
+    pub lang: Lang,
+    /// What the prompt is for.
+    pub mode: Mode,
+    /// The view of the state: budget, format, recent paths and messages.
+    pub view: ViewOptions<'a>,
+    /// The reply whose update a pass asks for ([`Mode::Pass`]; ignored otherwise).
+    pub reply: Option<&'a str>,
+}
+
 /// What to inject into the system prompt.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Prompt {
-    /// The rules: format, ops with examples, wrapping.
+    /// The rules: format, ops with examples, wrapping (for [`Mode::State`], the state's heading).
     pub rules: String,
-    /// The state as the model should see it (hidden subtrees removed).
+    /// The state as the model should see it (hidden subtrees removed), whole.
     pub state: Json,
+    /// The state as the prompt shows it: within the budget, in the format asked for.
+    pub view: View,
+    /// The whole text to inject.
+    text: String,
 }
 
 impl Prompt {
-    /// The rules followed by the state as a compact JSON block, ready to inject.
+    /// The rules, the state view in a fenced block, the lines naming what it leaves out, and for a
+    /// pass the reply: ready to inject.
     pub fn text(&self) -> String {
-        format!("{}\n```json\n{}\n```\n", self.rules, self.state)
+        self.text.clone()
+    }
+
+    /// [`Prompt::text`], borrowed.
+    pub fn as_text(&self) -> &str {
+        &self.text
     }
 }
 
 /// The words of one language.
 struct Words {
     intro: &'static str,
+    /// The intro when the state is written in the compact format.
+    intro_compact: &'static str,
     shape: &'static str,
+    /// A pass's intro and its instruction shape (no `reason`: the strict schema has none).
+    pass_intro: &'static str,
+    pass_shape: &'static str,
+    /// The heading of the reply a pass reads, and the pass's last line.
+    reply: &'static str,
+    pass_end: &'static str,
+    /// How the compact format reads.
+    compact: &'static str,
+    /// What the elision lines mean.
+    elided: &'static str,
     ops: &'static str,
     state: &'static str,
     op: fn(Op) -> &'static str,
@@ -69,7 +120,14 @@ struct Words {
 
 const EN: Words = Words {
     intro: "# State updates\nThe current state is below as JSON. When your reply changes it, end the reply with one ```json block holding a JSON array of instructions, applied in order; write [] if nothing changed. Nothing but JSON inside the block.",
+    intro_compact: "# State updates\nThe current state is below. When your reply changes it, end the reply with one ```json block holding a JSON array of instructions, applied in order; write [] if nothing changed. Nothing but JSON inside the block.",
     shape: "Each instruction is {\"op\": …, \"path\": […], \"value\": …}, optionally with \"reason\": \"why\". \"path\" lists keys and array indexes (integers) from the top of the state. Use only paths that exist and keep each value's type.",
+    pass_intro: "# State update\nBelow are the current state and a story reply. Write the changes the reply makes to the state: one JSON object {\"instructions\": [...]} whose list holds the instructions, applied in order, that bring the state up to date with what happened in the reply; {\"instructions\": []} if nothing changed. Answer with that object alone, nothing else.",
+    pass_shape: "Each instruction is {\"op\": …, \"path\": […], \"value\": …}. \"path\" lists keys and array indexes (integers) from the top of the state. Use only paths that exist and keep each value's type.",
+    reply: "The reply:",
+    pass_end: "Answer now with the one JSON object {\"instructions\": [...]}.",
+    compact: "The state is written one member per line as key: value, nested by indentation; \"- \" starts an array item; a string is quoted only where it could be misread.",
+    elided: "Lines starting with … name parts of the state not shown here; they exist and can be changed.",
     ops: "Ops:",
     state: "Current state:",
     op: en_op,
@@ -81,7 +139,14 @@ const EN: Words = Words {
 
 const ZH: Words = Words {
     intro: "# 状态更新\n当前状态以 JSON 附在下方。回复若改变了状态，在回复末尾写一个 ```json 代码块，内含一个指令 JSON 数组，按顺序执行；没有变化就写 []。代码块内只写 JSON。",
+    intro_compact: "# 状态更新\n当前状态附在下方。回复若改变了状态，在回复末尾写一个 ```json 代码块，内含一个指令 JSON 数组，按顺序执行；没有变化就写 []。代码块内只写 JSON。",
     shape: "每条指令形如 {\"op\": …, \"path\": […], \"value\": …}，可加 \"reason\": \"原因\"。\"path\" 从状态顶层起依次列出键名和数组下标（整数）。只用已有的路径，值的类型保持不变。",
+    pass_intro: "# 状态更新\n下面是当前状态和一段故事回复。写出这段回复对状态造成的变化：一个 JSON 对象 {\"instructions\": [...]}，其中的列表按顺序列出让状态与回复中发生的事保持一致的指令；没有变化就写 {\"instructions\": []}。只回答这个对象，不写别的。",
+    pass_shape: "每条指令形如 {\"op\": …, \"path\": […], \"value\": …}。\"path\" 从状态顶层起依次列出键名和数组下标（整数）。只用已有的路径，值的类型保持不变。",
+    reply: "回复：",
+    pass_end: "现在只回答这一个 JSON 对象 {\"instructions\": [...]}。",
+    compact: "状态每行写一个成员，格式为 key: value，以缩进表示层级；以 \"- \" 开头的是数组项；字符串只在可能被误读时加引号。",
+    elided: "以 … 开头的行指出此处未显示的部分；它们仍然存在，也可以修改。",
     ops: "操作：",
     state: "当前状态：",
     op: zh_op,
@@ -145,7 +210,8 @@ const TAUGHT: [Op; 7] = [
 ];
 
 /// The prompt for a state, typed by `schema` when given (otherwise by the state itself), listing
-/// `callbacks` (the handlers the host registered, with what they say about themselves) after the ops.
+/// `callbacks` (the handlers the host registered, with what they say about themselves) after the ops:
+/// [`prompt_with`] for a reply, the whole state in JSON.
 ///
 /// Time: O(state + schema + callbacks).
 pub fn prompt(
@@ -153,6 +219,26 @@ pub fn prompt(
     schema: Option<&Json>,
     callbacks: &[CallbackSignature],
     lang: Lang,
+) -> Prompt {
+    prompt_with(
+        state,
+        schema,
+        callbacks,
+        &PromptOptions {
+            lang,
+            ..PromptOptions::default()
+        },
+    )
+}
+
+/// The prompt for a state in a [`Mode`], with its view of the state (see [`crate::view`]).
+///
+/// Time: O(state + schema + callbacks), plus the view's.
+pub fn prompt_with(
+    state: &Value,
+    schema: Option<&Json>,
+    callbacks: &[CallbackSignature],
+    options: &PromptOptions<'_>,
 ) -> Prompt {
     let spec = match schema {
         Some(schema) => InstructionSpec::from_schema(Some(schema)),
@@ -163,33 +249,81 @@ pub fn prompt(
         Some(schema) => visible_state(&state.to_json(), schema),
         None => state.to_json(),
     };
-    let words = match lang {
+    let words = match options.lang {
         Lang::En => &EN,
         Lang::Zh => &ZH,
     };
-    let mut rules = format!("{}\n{}\n{}\n", words.intro, words.shape, words.ops);
-    for (op, example) in TAUGHT.into_iter().zip(examples(&spec, &visible)) {
-        if let Some(example) = example {
-            rules.push_str(&format!(
-                "- {}{}{}{}{example}\n",
-                op.name(),
-                words.colon,
-                (words.op)(op),
-                words.stop
-            ));
+    let compact = options.view.format == ViewFormat::Compact;
+    let mut rules = String::new();
+    match options.mode {
+        Mode::State => {}
+        Mode::Reply | Mode::Pass => {
+            let (intro, shape) = match (options.mode, compact) {
+                (Mode::Pass, _) => (words.pass_intro, words.pass_shape),
+                (_, true) => (words.intro_compact, words.shape),
+                (_, false) => (words.intro, words.shape),
+            };
+            rules = format!("{intro}\n{shape}\n{}\n", words.ops);
+            for (op, example) in TAUGHT.into_iter().zip(examples(&spec, &visible)) {
+                // The pass's strict schema has no merge (see `pass_schema`).
+                if options.mode == Mode::Pass && op == Op::Merge {
+                    continue;
+                }
+                if let Some(example) = example {
+                    rules.push_str(&format!(
+                        "- {}{}{}{}{example}\n",
+                        op.name(),
+                        words.colon,
+                        (words.op)(op),
+                        words.stop
+                    ));
+                }
+            }
+            if !callbacks.is_empty() {
+                rules.push_str(words.callbacks);
+                rules.push('\n');
+                for callback in callbacks {
+                    rules.push_str(&callback_line(&spec, callback, words));
+                }
+            }
         }
     }
-    if !callbacks.is_empty() {
-        rules.push_str(words.callbacks);
+    if compact {
+        rules.push_str(words.compact);
         rules.push('\n');
-        for callback in callbacks {
-            rules.push_str(&callback_line(&spec, callback, words));
-        }
     }
     rules.push_str(words.state);
+    // The view reads the state as the model sees it: hidden subtrees are already out.
+    let shown = view(&visible, schema, &options.view);
+    let fence = if compact { "" } else { "json" };
+    let mut text = format!("{rules}\n```{fence}\n{}\n```\n", shown.body());
+    if shown.text.is_empty() {
+        // Not even the line naming the state fitted the budget: the state is not shown at all.
+        text = format!("{rules}\n");
+    } else if !shown.elided.is_empty() {
+        if shown.body().is_empty() {
+            // Not even the top of the state fitted: the view is its one line.
+            text = format!("{rules}\n{}\n", shown.text);
+        } else {
+            text.push_str(shown.notes());
+            text.push('\n');
+        }
+        text.push_str(words.elided);
+        text.push('\n');
+    }
+    if options.mode == Mode::Pass {
+        text.push_str(&format!(
+            "{}\n<reply>\n{}\n</reply>\n{}\n",
+            words.reply,
+            options.reply.unwrap_or_default(),
+            words.pass_end
+        ));
+    }
     Prompt {
         rules,
         state: visible,
+        view: shown,
+        text,
     }
 }
 
@@ -330,7 +464,7 @@ fn prune(value: &Json, schema: Option<&Json>, root: &Json, depth: usize) -> Json
 }
 
 /// Follows a chain of local `$ref`s (bounded, so a cycle of references ends).
-fn resolve<'a>(mut schema: &'a Json, root: &'a Json) -> &'a Json {
+pub(crate) fn resolve<'a>(mut schema: &'a Json, root: &'a Json) -> &'a Json {
     for _ in 0..16 {
         let target = schema
             .get("$ref")
@@ -345,7 +479,7 @@ fn resolve<'a>(mut schema: &'a Json, root: &'a Json) -> &'a Json {
     schema
 }
 
-fn hidden(schema: &Json, root: &Json) -> bool {
+pub(crate) fn hidden(schema: &Json, root: &Json) -> bool {
     let is_false = |s: &Json| s.get(VISIBLE_KEYWORD) == Some(&Json::Bool(false));
     is_false(schema) || is_false(resolve(schema, root))
 }

@@ -25,7 +25,10 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Batch, CallbackArg, CallbackSignature, StateSchema, Store, Value};
-use statecraft_prompt::{InstructionSpec, Lang, batch_gbnf, batch_schema, prompt};
+use statecraft_prompt::{
+    InstructionSpec, Lang, Mode, PromptOptions, STRICT_KEYWORDS, ViewFormat, ViewOptions,
+    batch_gbnf, batch_schema, pass_schema, prompt, prompt_with,
+};
 
 fn fixture(name: &str) -> Json {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -847,4 +850,164 @@ fn the_rules_text_lists_each_callback_with_its_arguments_and_an_example_the_lang
     assert_eq!(made.rules.matches("\"op\":\"callback\"").count(), 4);
     let without = prompt(&state, Some(&schema), &[], Lang::En);
     assert!(!without.rules.contains("callback"), "{}", without.rules);
+}
+
+#[test]
+fn golden_pass_and_state_prompts() {
+    let schema = fixture("schema.json");
+    let state = Value::from_json(&fixture("state.json"));
+    let reply = "Aria sells the rusty sword for 10 gold and sets off for the forest.";
+    for (lang, name) in [(Lang::En, "pass-en.txt"), (Lang::Zh, "pass-zh.txt")] {
+        let made = prompt_with(
+            &state,
+            Some(&schema),
+            &[],
+            &PromptOptions {
+                lang,
+                mode: Mode::Pass,
+                reply: Some(reply),
+                ..PromptOptions::default()
+            },
+        );
+        assert!(made.as_text().contains(reply), "{name}");
+        assert!(
+            made.as_text().contains("{\"instructions\": [...]}"),
+            "{name}"
+        );
+        assert!(
+            !made.rules.contains("\"op\":\"merge\""),
+            "{name}: merge taught"
+        );
+        let spec = InstructionSpec::from_schema(Some(&schema));
+        for line in made.rules.lines().filter(|l| l.starts_with("- ")) {
+            let example: Json = serde_json::from_str(&line[line.find('{').unwrap()..]).unwrap();
+            assert!(spec.accepts(&example), "{name}: {line}");
+        }
+        golden(name, made.as_text());
+    }
+    // The state alone, compact and within a budget: no command rules.
+    let made = prompt_with(
+        &state,
+        Some(&schema),
+        &[],
+        &PromptOptions {
+            mode: Mode::State,
+            view: ViewOptions {
+                format: ViewFormat::Compact,
+                budget: Some(90),
+                ..ViewOptions::default()
+            },
+            ..PromptOptions::default()
+        },
+    );
+    assert!(!made.as_text().contains("\"op\""));
+    assert!(made.view.tokens <= 90);
+    golden("state-compact-90.txt", made.as_text());
+}
+
+/// Every subschema of the pass schema, with its pointer.
+fn every_subschema<'a>(schema: &'a Json, pointer: String, out: &mut Vec<(String, &'a Json)>) {
+    if let Json::Object(map) = schema {
+        out.push((pointer.clone(), schema));
+        for (key, value) in map {
+            match (key.as_str(), value) {
+                ("properties" | "$defs", Json::Object(members)) => {
+                    for (name, member) in members {
+                        every_subschema(member, format!("{pointer}/{key}/{name}"), out);
+                    }
+                }
+                ("anyOf", Json::Array(options)) => {
+                    for (i, option) in options.iter().enumerate() {
+                        every_subschema(option, format!("{pointer}/anyOf/{i}"), out);
+                    }
+                }
+                ("items", item) => every_subschema(item, format!("{pointer}/items"), out),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn the_pass_schema_is_inside_openais_strict_subset_and_reads_as_a_batch() {
+    let schema = fixture("schema.json");
+    for spec in [
+        InstructionSpec::from_schema(Some(&schema)),
+        InstructionSpec::from_schema(None),
+        InstructionSpec::from_schema(Some(&schema)).with_callbacks(&callbacks()),
+    ] {
+        let pass = pass_schema(&spec);
+        let json = pass.json();
+        assert_eq!(json["type"], "object");
+        assert_eq!(json["required"], json!(["instructions"]));
+        let mut all = Vec::new();
+        every_subschema(json, String::new(), &mut all);
+        for (pointer, sub) in &all {
+            for key in sub.as_object().unwrap().keys() {
+                assert!(
+                    STRICT_KEYWORDS.contains(&key.as_str()) || key == "maxItems",
+                    "{pointer}: keyword {key} is outside the strict subset"
+                );
+            }
+            if sub.get("type") == Some(&json!("object")) || sub.get("properties").is_some() {
+                assert_eq!(sub["additionalProperties"], json!(false), "{pointer}");
+                let names: Vec<&String> = sub["properties"].as_object().unwrap().keys().collect();
+                let required: Vec<&str> = sub["required"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_str().unwrap())
+                    .collect();
+                assert_eq!(names.len(), required.len(), "{pointer}");
+                for name in names {
+                    assert!(
+                        required.contains(&name.as_str()),
+                        "{pointer}: {name} optional"
+                    );
+                }
+            }
+            assert!(
+                sub.as_object().is_some_and(|m| !m.is_empty()),
+                "{pointer}: empty schema"
+            );
+            if sub.get("type") == Some(&json!("array")) {
+                assert!(sub.get("items").is_some(), "{pointer}: array without items");
+            }
+        }
+        jsonschema::validator_for(json).expect("the pass schema compiles");
+    }
+    let pass = pass_schema(&InstructionSpec::from_schema(Some(&schema)));
+    let validator = jsonschema::validator_for(pass.json()).unwrap();
+    let accepted = [
+        json!({"instructions": []}),
+        json!({"instructions": [
+            {"op": "increment", "path": ["player", "gold"], "value": 10},
+            {"op": "delete", "path": ["player", "inventory", 0]},
+            {"op": "assign", "path": ["quest", "stage"], "value": "forest"},
+            {"op": "push", "path": ["player", "tags"], "value": "sly"},
+            {"op": "assign", "path": ["relations", "smith"], "value": 5},
+            {"op": "splice", "path": ["player", "tags"], "value": {"start": 0, "deleteCount": 1, "items": []}},
+        ]}),
+    ];
+    for answer in &accepted {
+        assert!(validator.is_valid(answer), "refused {answer}");
+        // And the engine commits it as a batch.
+        let mut store = Store::new(Value::from_json(&fixture("state.json")));
+        let batch = Batch::from_json(&answer["instructions"]).unwrap();
+        assert!(store.apply(&batch).is_committed(), "{answer}");
+    }
+    let refused = [
+        json!([{"op": "increment", "path": ["player", "gold"], "value": 10}]),
+        json!({"instructions": [], "extra": 1}),
+        json!({"instructions": [{"op": "increment", "path": ["player", "gold"], "value": 1, "reason": "x"}]}),
+        json!({"instructions": [{"op": "merge", "path": ["player"], "value": {"gold": 1}}]}),
+        json!({"instructions": [{"op": "increment", "path": ["player", "gold"], "value": "x"}]}),
+        // Paths lose their per-position keys (["player", "mana"] passes as ["relations", *] would),
+        // but a path no target of its length could spell is refused.
+        json!({"instructions": [{"op": "assign", "path": ["player", "hp", "max"], "value": 1}]}),
+    ];
+    for answer in &refused {
+        assert!(!validator.is_valid(answer), "accepted {answer}");
+    }
+    golden("pass-schema.json", &format!("{pass}\n"));
 }

@@ -321,9 +321,50 @@ export class Statecraft {
     return this.request("POST", "/v1/convert", { input, from, to });
   }
 
-  /** The rules text and state for a system prompt: `{rules, state, text}`. */
-  prompt(state, { schema, lang } = {}) {
-    return this.request("POST", "/v1/prompt", dropUndefined({ state, schema, lang }));
+  /**
+   * The rules text and state view for a system prompt: `{text, rules, state, tokens, elided}`. Options:
+   * `schema`, `lang`, `budget` (tokens for the state view), `format` (`"json"` or `"compact"`), `mode`
+   * (`"reply"`, `"pass"` with `reply`, or `"state"`), `messages` (recent chat messages, oldest first).
+   */
+  prompt(state, { schema, lang, budget, format, mode, messages, reply } = {}) {
+    return this.request(
+      "POST",
+      "/v1/prompt",
+      dropUndefined({ state, schema, lang, budget, format, mode, messages, reply }),
+    );
+  }
+
+  /**
+   * The prompt at a step of a game (default the current one), its view ranking the step's recent
+   * changes first: `{text, rules, state, step, label, tokens, elided}`. Options as `prompt`'s, and
+   * `step` (an id or a label).
+   */
+  gamePrompt(id, { step, lang, budget, format, mode, messages, reply } = {}) {
+    return this.request(
+      "POST",
+      `/v1/games/${encodeURIComponent(id)}/prompt`,
+      dropUndefined({ step, lang, budget, format, mode, messages, reply }),
+    );
+  }
+
+  /**
+   * The game's batch JSON Schema and its update pass's strict schema (`{"instructions": [...]}`):
+   * `{schema, pass, name, partial}`.
+   */
+  gameSchema(id) {
+    return this.request("GET", `/v1/games/${encodeURIComponent(id)}/schema`);
+  }
+
+  /**
+   * Conditions on the state at a step (default the current one): `{step, label, results}`, one result
+   * per condition, `{holds}` or `{error: {code, message, start, end}}`.
+   */
+  evaluate(id, conditions, { step } = {}) {
+    return this.request(
+      "POST",
+      `/v1/games/${encodeURIComponent(id)}/evaluate`,
+      dropUndefined({ conditions, step }),
+    );
   }
 
   /** A JSON Schema (`{schema}`) or GBNF grammar (`{gbnf}`) for one batch. */

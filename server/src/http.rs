@@ -34,14 +34,14 @@ use crate::ids::{self, Owner, check_id, new_id};
 use crate::inspector;
 use crate::loaded_game::{Operation, SyncJob, compile_schema, load_scripts};
 use crate::new_game;
+use crate::prompting;
 use crate::requests::{
     ApplyRequest, CardUpdateRequest, CheckoutRequest, ConvertRequest, CreateRequest,
-    ExtractRequest, Lang, Notation, PromptRequest, SchemaRequest, SyncRequest, check_macros,
-    check_script_names, read_replies,
+    EvaluateRequest, ExtractRequest, GamePromptRequest, Notation, PromptRequest, SchemaRequest,
+    SyncRequest, check_macros, check_script_names, read_replies,
 };
 use crate::wire::{
-    Converted, Extracted, GameList, GameListing, Health, Problem, Prompted, Report, Schemas,
-    WireDiagnostic,
+    Converted, Extracted, GameList, GameListing, Health, Problem, Report, Schemas, WireDiagnostic,
 };
 use crate::writer::Writer;
 
@@ -90,6 +90,9 @@ fn api() -> Router<Arc<App>> {
         .route("/v1/games/{id}/undo", post(undo))
         .route("/v1/games/{id}/redo", post(redo))
         .route("/v1/games/{id}/card", get(game_card).post(update_card))
+        .route("/v1/games/{id}/prompt", post(game_prompt))
+        .route("/v1/games/{id}/schema", get(game_schema))
+        .route("/v1/games/{id}/evaluate", post(evaluate))
         .route("/v1/extract", post(extract_reply))
         .route("/v1/convert", post(convert))
         .route("/v1/prompt", post(prompt))
@@ -676,6 +679,37 @@ async fn update_card(
     .await
 }
 
+/// `POST /v1/games/{id}/prompt`: the prompt at a step, its view ranking the step's recent changes.
+async fn game_prompt(
+    State(app): State<Arc<App>>,
+    GameId(id): GameId,
+    _: NoQuery,
+    body: Body<GamePromptRequest>,
+) -> Result<Answer, ApiError> {
+    app.run(&id, Operation::Prompt(Box::new(body.value)), None)
+        .await
+}
+
+/// `GET /v1/games/{id}/schema`: the game's batch schema and its update pass's strict schema.
+async fn game_schema(
+    State(app): State<Arc<App>>,
+    GameId(id): GameId,
+    _: NoQuery,
+) -> Result<Answer, ApiError> {
+    app.run(&id, Operation::Schema, None).await
+}
+
+/// `POST /v1/games/{id}/evaluate`: conditions on the state at a step.
+async fn evaluate(
+    State(app): State<Arc<App>>,
+    GameId(id): GameId,
+    _: NoQuery,
+    body: Body<EvaluateRequest>,
+) -> Result<Answer, ApiError> {
+    app.run(&id, Operation::Evaluate(Box::new(body.value)), None)
+        .await
+}
+
 async fn extract_reply(
     State(app): State<Arc<App>>,
     _: NoQuery,
@@ -805,17 +839,18 @@ async fn prompt(
                 .with_errors(Problem::batch(&errors)));
             }
         }
-        let lang = match request.lang {
-            Lang::En => statecraft_prompt::Lang::En,
-            Lang::Zh => statecraft_prompt::Lang::Zh,
-        };
         let callbacks = signatures(&request.scripts, &limits)?;
-        let made = statecraft_prompt::prompt(&state, request.schema.as_ref(), &callbacks, lang);
-        Ok(Answer::ok(&Prompted {
-            rules: &made.rules,
-            state: &made.state,
-            text: &made.text(),
-        }))
+        let asked = prompting::Asked {
+            lang: request.lang,
+            budget: request.budget,
+            format: request.format,
+            mode: request.mode,
+            messages: &request.messages,
+            reply: request.reply.as_deref(),
+        };
+        // No history: no recent changes to rank first.
+        let made = prompting::make(&state, request.schema.as_ref(), &callbacks, &[], &asked)?;
+        Ok(Answer::ok(&prompting::prompted(&made)))
     })
     .await
 }

@@ -21,6 +21,7 @@ mod ids;
 mod inspector;
 mod loaded_game;
 mod new_game;
+mod prompting;
 mod requests;
 mod wire;
 mod writer;
@@ -349,6 +350,6 @@ async fn run(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let _ = writer_thread.join();
+    writer_thread.join();
     Ok(())
 }

@@ -16,9 +16,9 @@ use std::time::Instant;
 
 use serde_json::{Map, Value as Json};
 use statecraft_engine::{
-    ApplyOptions, Batch, BatchError, CardUpdateOptions, ChatReply, Commit, ErrorKind, Limits,
-    Outcome, Policies, StateSchema, StepId, StepRef, Store, StructureSchema, SyncError,
-    SyncOptions, SyncReply, TimelineError, Value, plan_card_update,
+    ApplyOptions, Batch, BatchError, CallbackSignature, CardUpdateOptions, ChatReply, Commit,
+    Condition, ErrorKind, Limits, Outcome, Policies, StateSchema, StepId, StepRef, Store,
+    StructureSchema, SyncError, SyncOptions, SyncReply, TimelineError, Value, plan_card_update,
 };
 use statecraft_saves::{BaseRecord, CheckoutRecord, Head, StepRecord, StoredGame, TimelineRecord};
 use statecraft_scripts::LuaHandlers;
@@ -27,10 +27,15 @@ use statecraft_translators::{Diagnostic, ExtractOptions, ExtractReader, Severity
 
 use crate::answer::Answer;
 use crate::error::{ApiError, Kind};
-use crate::requests::{ApplyRequest, CardUpdateRequest, CheckoutRequest, check_macros};
+use crate::prompting;
+use crate::requests::{
+    ApplyRequest, CardUpdateRequest, CheckoutRequest, EvaluateRequest, GamePromptRequest, StepName,
+    check_macros,
+};
 use crate::wire::{
-    Applied, AppliedOutcome, CardUpdated, Changes, Event, GameCard, Log, LogStep, MvuView,
-    Position, Problem, Report, StepState, SyncApplied, Synced, Trimmed, WireDiagnostic, WirePath,
+    Applied, AppliedOutcome, CardUpdated, Changes, ConditionResult, Evaluated, Event, GameCard,
+    GameSchemas, Log, LogStep, MvuView, Position, Problem, Report, StepState, SyncApplied, Synced,
+    Trimmed, WireDiagnostic, WirePath,
 };
 
 /// What a request does to a game.
@@ -58,6 +63,12 @@ pub(crate) enum Operation {
     Card,
     /// `POST /v1/games/{id}/card`.
     UpdateCard(Box<CardUpdateRequest>),
+    /// `POST /v1/games/{id}/prompt`.
+    Prompt(Box<GamePromptRequest>),
+    /// `GET /v1/games/{id}/schema`.
+    Schema,
+    /// `POST /v1/games/{id}/evaluate`.
+    Evaluate(Box<EvaluateRequest>),
     /// `DELETE /v1/games/{id}`.
     Delete,
 }
@@ -77,7 +88,10 @@ impl Operation {
             | Operation::MvuView
             | Operation::StateAt(_)
             | Operation::Log
-            | Operation::Card => false,
+            | Operation::Card
+            | Operation::Prompt(_)
+            | Operation::Schema
+            | Operation::Evaluate(_) => false,
         }
     }
 }
@@ -122,6 +136,8 @@ pub(crate) struct LoadedGame {
     pub(crate) records: usize,
     /// Bytes the state, the VM, the scripts' text and the schema held when the game was loaded.
     loaded_bytes: usize,
+    /// What the scripts' handlers say about themselves, once a prompt or schema asked.
+    signatures: Option<Vec<CallbackSignature>>,
 }
 
 impl std::fmt::Debug for LoadedGame {
@@ -238,6 +254,7 @@ impl LoadedGame {
             head: stored.head,
             records: stored.records.len(),
             loaded_bytes: state_bytes + vm_bytes,
+            signatures: None,
         })
     }
 
@@ -375,11 +392,91 @@ impl LoadedGame {
             }),
             Operation::Card => Ok(self.card()),
             Operation::UpdateCard(request) => self.update_card(request, deadline),
+            Operation::Prompt(request) => self.prompt(request),
+            Operation::Schema => self.schemas(),
+            Operation::Evaluate(request) => self.evaluate(request),
             Operation::Delete => Err(ApiError::new(
                 Kind::BadRequest,
                 "deleting a game is not an operation on its store",
             )),
         }
+    }
+
+    /// The step a request names, or the current one.
+    fn step_or_current(&self, step: Option<&StepName>) -> Result<StepId, ApiError> {
+        match step {
+            Some(step) => self.find(&step.to_ref()),
+            None => Ok(self.store.current_step()),
+        }
+    }
+
+    /// What the game's scripts' handlers say about themselves, read once.
+    fn callbacks(&mut self) -> Result<Vec<CallbackSignature>, ApiError> {
+        if self.scripts.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.signatures.is_none() {
+            let handlers = load_scripts(&self.scripts, &self.limits)?;
+            self.signatures = Some(handlers.signatures().to_vec());
+        }
+        Ok(self.signatures.clone().unwrap_or_default())
+    }
+
+    /// The prompt at a step (docs/state-view.md): its state, viewed with the paths the last
+    /// steps on its path changed ranked first (`statecraft_prompt::recent_changes`).
+    fn prompt(&mut self, request: &GamePromptRequest) -> Result<Done, ApiError> {
+        let id = self.step_or_current(request.step.as_ref())?;
+        let state = self.store.state_at(id).map_err(timeline_error)?;
+        let recent = statecraft_prompt::recent_changes(&self.store, id);
+        let callbacks = self.callbacks()?;
+        let asked = prompting::Asked {
+            lang: request.lang,
+            budget: request.budget,
+            format: request.format,
+            mode: request.mode,
+            messages: &request.messages,
+            reply: request.reply.as_deref(),
+        };
+        let schema = self.schema.as_ref().map(StateSchema::source);
+        let made = prompting::make(state.value(), schema, &callbacks, &recent, &asked)?;
+        Ok(Done {
+            answer: prompting::game_answer(&made, id.get(), self.label_of(id)),
+            records: Vec::new(),
+        })
+    }
+
+    /// The game's batch schema, as `POST /v1/schema` gives it for the game's schema and scripts, and
+    /// its update pass's strict schema.
+    fn schemas(&mut self) -> Result<Done, ApiError> {
+        let callbacks = self.callbacks()?;
+        let spec = statecraft_prompt::InstructionSpec::from_schema(
+            self.schema.as_ref().map(StateSchema::source),
+        )
+        .with_callbacks(&callbacks);
+        let schema = statecraft_prompt::batch_schema(&spec);
+        let pass = statecraft_prompt::pass_schema(&spec);
+        Ok(Done::read(&GameSchemas {
+            schema: &schema,
+            pass: &pass,
+            name: "statecraft_update",
+            partial: spec.is_partial(),
+        }))
+    }
+
+    /// Each condition on the state at a step: whether it holds, or where its text is wrong.
+    fn evaluate(&self, request: &EvaluateRequest) -> Result<Done, ApiError> {
+        let id = self.step_or_current(request.step.as_ref())?;
+        let state = self.store.state_at(id).map_err(timeline_error)?;
+        let results = request
+            .conditions
+            .iter()
+            .map(|text| ConditionResult::of(Condition::parse(text).map(|c| c.holds(state.value()))))
+            .collect();
+        Ok(Done::read(&Evaluated {
+            step: id.get(),
+            label: self.label_of(id),
+            results,
+        }))
     }
 
     fn find(&self, step: &StepRef) -> Result<StepId, ApiError> {

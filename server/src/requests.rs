@@ -354,6 +354,83 @@ pub(crate) struct PromptRequest {
     /// Lua scripts by file name, whose handlers the rules list as callbacks.
     #[serde(default)]
     pub(crate) scripts: BTreeMap<String, String>,
+    /// The most tokens the state view may take, by the documented estimator.
+    #[serde(default)]
+    pub(crate) budget: Option<usize>,
+    /// The state view's format.
+    #[serde(default)]
+    pub(crate) format: ViewFormat,
+    /// What the prompt is for.
+    #[serde(default)]
+    pub(crate) mode: PromptMode,
+    /// The recent chat messages, oldest first.
+    #[serde(default)]
+    pub(crate) messages: Vec<String>,
+    /// The reply whose update a pass asks for (required for `mode: "pass"`).
+    #[serde(default)]
+    pub(crate) reply: Option<String>,
+}
+
+/// A format of the state view.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ViewFormat {
+    /// Pretty JSON.
+    #[default]
+    Json,
+    /// `key: value` lines.
+    Compact,
+}
+
+/// What a prompt is for.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum PromptMode {
+    /// The rules for commands in the story reply.
+    #[default]
+    Reply,
+    /// The rules for a separate update pass.
+    Pass,
+    /// The state alone.
+    State,
+}
+
+/// `POST /v1/games/{id}/prompt`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GamePromptRequest {
+    /// The step the generation builds on (default: the current step).
+    #[serde(default)]
+    pub(crate) step: Option<StepName>,
+    /// The language of the rules text.
+    #[serde(default)]
+    pub(crate) lang: Lang,
+    /// The most tokens the state view may take, by the documented estimator.
+    #[serde(default)]
+    pub(crate) budget: Option<usize>,
+    /// The state view's format.
+    #[serde(default)]
+    pub(crate) format: ViewFormat,
+    /// What the prompt is for.
+    #[serde(default)]
+    pub(crate) mode: PromptMode,
+    /// The recent chat messages, oldest first.
+    #[serde(default)]
+    pub(crate) messages: Vec<String>,
+    /// The reply whose update a pass asks for (required for `mode: "pass"`).
+    #[serde(default)]
+    pub(crate) reply: Option<String>,
+}
+
+/// `POST /v1/games/{id}/evaluate`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EvaluateRequest {
+    /// The conditions, each evaluated on its own.
+    pub(crate) conditions: Vec<String>,
+    /// The step whose state they read (default: the current step).
+    #[serde(default)]
+    pub(crate) step: Option<StepName>,
 }
 
 /// `POST /v1/schema`.

@@ -227,12 +227,121 @@ pub(crate) struct Converted {
     pub(crate) errors: Vec<Problem>,
 }
 
-/// `POST /v1/prompt`.
+/// `POST /v1/prompt`: the text to inject, its rules, the state view alone, their token counts by
+/// the prompt kit's estimator and what the view leaves out.
 #[derive(Serialize)]
 pub(crate) struct Prompted<'a> {
-    pub(crate) rules: &'a str,
-    pub(crate) state: &'a Json,
     pub(crate) text: &'a str,
+    pub(crate) rules: &'a str,
+    pub(crate) state: &'a str,
+    pub(crate) tokens: PromptTokens,
+    pub(crate) elided: Vec<WireElided<'a>>,
+}
+
+/// `POST /v1/games/{id}/prompt`: [`Prompted`] and the step it shows.
+#[derive(Serialize)]
+pub(crate) struct GamePrompted<'a> {
+    #[serde(flatten)]
+    pub(crate) prompt: Prompted<'a>,
+    pub(crate) step: u64,
+    pub(crate) label: Option<&'a str>,
+}
+
+/// A prompt's token counts.
+#[derive(Serialize)]
+pub(crate) struct PromptTokens {
+    /// The whole text.
+    pub(crate) text: usize,
+    /// The state view.
+    pub(crate) state: usize,
+    /// The whole state in the same format.
+    pub(crate) full_state: usize,
+}
+
+/// A part of the state the view leaves out.
+#[derive(Serialize)]
+pub(crate) struct WireElided<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) tokens: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) members: Option<usize>,
+}
+
+impl<'a> WireElided<'a> {
+    pub(crate) fn all(elided: &'a [statecraft_prompt::Elided]) -> Vec<WireElided<'a>> {
+        elided
+            .iter()
+            .map(
+                |statecraft_prompt::Elided {
+                     path,
+                     tokens,
+                     members,
+                     ..
+                 }| WireElided {
+                    path,
+                    tokens: *tokens,
+                    members: *members,
+                },
+            )
+            .collect()
+    }
+}
+
+/// `GET /v1/games/{id}/schema`: the game's batch schema, the pass schema and the name to give it.
+#[derive(Serialize)]
+pub(crate) struct GameSchemas<'a> {
+    pub(crate) schema: &'a statecraft_prompt::BatchSchema,
+    pub(crate) pass: &'a statecraft_prompt::BatchSchema,
+    pub(crate) name: &'static str,
+    /// Some part of the state's schema could not be expressed, so the schemas accept more.
+    pub(crate) partial: bool,
+}
+
+/// `POST /v1/games/{id}/evaluate`.
+#[derive(Serialize)]
+pub(crate) struct Evaluated<'a> {
+    pub(crate) step: u64,
+    pub(crate) label: Option<&'a str>,
+    pub(crate) results: Vec<ConditionResult>,
+}
+
+/// One condition's result: whether it holds, or why its text cannot be read.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum ConditionResult {
+    Holds { holds: bool },
+    Error { error: ConditionProblem },
+}
+
+/// A condition's error, with the byte span in its text.
+#[derive(Serialize)]
+pub(crate) struct ConditionProblem {
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+impl ConditionResult {
+    pub(crate) fn of(result: Result<bool, statecraft_engine::ConditionError>) -> ConditionResult {
+        match result {
+            Ok(holds) => ConditionResult::Holds { holds },
+            Err(statecraft_engine::ConditionError {
+                code,
+                message,
+                start,
+                end,
+                ..
+            }) => ConditionResult::Error {
+                error: ConditionProblem {
+                    code,
+                    message,
+                    start,
+                    end,
+                },
+            },
+        }
+    }
 }
 
 /// `POST /v1/schema`: the batch's JSON Schema, or with `gbnf` its grammar.

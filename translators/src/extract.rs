@@ -909,7 +909,13 @@ impl<'a> Walker<'a> {
         candidates.clear();
         let wrapper = self.candidates(value, parsed, &mut candidates);
         let root = parsed.document.node(value);
-        if parsed.complete && root.kind() == NodeKind::Array && root.items().next().is_none() {
+        let empty =
+            |node: NodeRef<'_, 'a>| node.kind() == NodeKind::Array && node.items().next().is_none();
+        // An update pass's answer `{"instructions": []}` says the same as `[]`.
+        let empty_pass = root.kind() == NodeKind::Object
+            && root.members().count() == 1
+            && root.get("instructions").is_some_and(empty);
+        if parsed.complete && (empty(root) || empty_pass) {
             // `[]` is the batch the rules ask for when nothing changed: a block, not a skipped value.
             self.report.blocks += 1;
             self.report.empty_batches += 1;

@@ -5,10 +5,12 @@
 //!
 //! This module owns the wording of each check; it must not apply anything or print.
 
-use statecraft_engine::{Outcome, Path as StatePath, Store, Value};
-use statecraft_prompt::Expectation;
+use statecraft_engine::{Outcome, Path as StatePath, StateSchema, Store, Value};
+use statecraft_prompt::{
+    Expectation, ViewFormat, ViewOptions, recent_changes, view, visible_state,
+};
 
-use super::scenario::{Expect, Expected};
+use super::scenario::{Expect, Expected, ViewExpect, ViewFormatName};
 use crate::reply;
 
 /// Expectation results of one turn: `(passed, description)`.
@@ -166,6 +168,16 @@ pub(super) fn check_position(expect: &Expect, store: &Store, checks: &mut Checks
             Err(error) => checks.check(false, format!("mvu views: {error}")),
         }
     }
+    for (text, condition, holds) in &expect.conditions {
+        let found = condition.holds(store.state());
+        checks.check(
+            found == *holds,
+            format!("condition {text} is {holds} (it is {found})"),
+        );
+    }
+    if let Some(wanted) = &expect.view {
+        check_view(wanted, store, checks);
+    }
     for (label, expectations) in &expect.steps {
         match store.state_at(label.as_str()) {
             Ok(state) => {
@@ -175,6 +187,60 @@ pub(super) fn check_position(expect: &Expect, store: &Store, checks: &mut Checks
             }
             Err(error) => checks.check(false, format!("at {label}: {error}")),
         }
+    }
+}
+
+/// The budgeted view of the current state (the scenario's schema, the last steps' changes ranked
+/// first): within its budget, holding what it must, naming what it must leave out.
+fn check_view(wanted: &ViewExpect, store: &Store, checks: &mut Checks) {
+    let recent = recent_changes(store, store.current_step());
+    let state = store.state().to_json();
+    let schema = store.schema().map(StateSchema::source);
+    let visible = match schema {
+        Some(schema) => visible_state(&state, schema),
+        None => state,
+    };
+    let made = view(
+        &visible,
+        schema,
+        &ViewOptions {
+            budget: Some(wanted.budget),
+            format: match wanted.format {
+                ViewFormatName::Json => ViewFormat::Json,
+                ViewFormatName::Compact => ViewFormat::Compact,
+            },
+            recent: &recent,
+            messages: &wanted.messages,
+        },
+    );
+    checks.check(
+        made.tokens <= wanted.budget,
+        format!(
+            "the view keeps within {} tokens (it takes {})",
+            wanted.budget, made.tokens
+        ),
+    );
+    for text in &wanted.contains {
+        checks.check(
+            made.text.contains(text.as_str()),
+            format!("the view shows {text:?}"),
+        );
+    }
+    for text in &wanted.lacks {
+        checks.check(
+            !made.text.contains(text.as_str()),
+            format!("the view does not show {text:?}"),
+        );
+    }
+    let elided: Vec<&str> = made.elided.iter().map(|e| e.path.as_str()).collect();
+    for pointer in &wanted.elided {
+        checks.check(
+            elided.contains(&pointer.as_str()),
+            format!(
+                "the view names {pointer} as left out (it names {})",
+                elided.join(", ")
+            ),
+        );
     }
 }
 

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Deserializer};
-use statecraft_engine::{Profile, SchemaViolation, StepId, StepRef, Store, StructureSchema, Value};
+use statecraft_engine::{
+    Condition, Profile, SchemaViolation, StepId, StepRef, Store, StructureSchema, Value,
+};
 use statecraft_prompt::Expectation;
 
 use crate::apply::build_store;
@@ -134,6 +136,62 @@ pub(super) struct Expect {
     pub(super) display: Vec<Expectation>,
     /// MVU's `delta_data` of the current step, exactly.
     pub(super) delta: Option<serde_json::Value>,
+    /// Condition → whether it holds on the current state (docs/state-view.md).
+    #[serde(default, deserialize_with = "conditions")]
+    pub(super) conditions: Vec<(String, Condition, bool)>,
+    /// The budgeted view of the current state, its recent changes ranked first.
+    pub(super) view: Option<ViewExpect>,
+}
+
+/// A view of the current state and what it must show (docs/state-view.md).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ViewExpect {
+    /// The budget in tokens, by the estimator; the view must keep within it.
+    pub(super) budget: usize,
+    /// `json` (default) or `compact`.
+    #[serde(default)]
+    pub(super) format: ViewFormatName,
+    /// The recent messages, oldest first.
+    #[serde(default)]
+    pub(super) messages: Vec<String>,
+    /// Texts the view must hold.
+    #[serde(default)]
+    pub(super) contains: Vec<String>,
+    /// Texts the view must not hold.
+    #[serde(default)]
+    pub(super) lacks: Vec<String>,
+    /// JSON Pointers the view must name as left out.
+    #[serde(default)]
+    pub(super) elided: Vec<String>,
+}
+
+/// A view's format, as an expectation names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ViewFormatName {
+    #[default]
+    Json,
+    Compact,
+}
+
+/// `conditions`: each read now, so that a condition that cannot be read is an error of the file, not
+/// a check that fails.
+fn conditions<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<(String, Condition, bool)>, D::Error> {
+    let map = BTreeMap::<String, bool>::deserialize(deserializer)?;
+    map.into_iter()
+        .map(|(text, holds)| {
+            let condition = Condition::parse(&text).map_err(|error| {
+                serde::de::Error::custom(format!(
+                    "condition \"{text}\": {} ({}, bytes {}..{})",
+                    error.message, error.code, error.start, error.end
+                ))
+            })?;
+            Ok((text, condition, holds))
+        })
+        .collect()
 }
 
 impl Expect {

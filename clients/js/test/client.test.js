@@ -195,6 +195,30 @@ test("the stateless endpoints", async () => {
   assert.match(grammar.gbnf, /root/);
 });
 
+test("a game's prompt, schemas and conditions", async () => {
+  const { id } = await client.createGame({ state: { hp: 10, npcs: { Mira: { mood: "calm" }, Bram: { mood: "sleepy" } } } });
+  await client.apply(id, { batch: [{ op: "increment", path: ["hp"], value: -2 }], label: "hit" });
+  const whole = await client.gamePrompt(id);
+  assert.equal(whole.step, 1);
+  assert.equal(whole.label, "hit");
+  assert.ok(whole.state.includes('"hp": 8'));
+  const budgeted = await client.gamePrompt(id, { step: "hit", budget: 15, format: "compact", mode: "state", messages: ["Mira?"] });
+  assert.ok(budgeted.tokens.state <= 15);
+  assert.ok(budgeted.elided.length > 0);
+  const pass = await client.gamePrompt(id, { mode: "pass", reply: "Bram sleeps." });
+  assert.ok(pass.text.includes("Bram sleeps."));
+  await assert.rejects(client.gamePrompt(id, { mode: "pass" }), { kind: "bad_request", status: 400 });
+  const schemas = await client.gameSchema(id);
+  assert.equal(schemas.name, "statecraft_update");
+  assert.deepEqual(schemas.pass.required, ["instructions"]);
+  const evaluated = await client.evaluate(id, ["hp < 10", "npcs.Mira.mood == 'calm'", "hp =="], { step: 0 });
+  assert.deepEqual(evaluated.results.slice(0, 2), [{ holds: false }, { holds: true }]);
+  assert.equal(evaluated.results[2].error.code, "expected_value");
+  await assert.rejects(client.evaluate("no-such-game", ["hp > 1"]), { kind: "unknown_game", status: 404 });
+  const stateless = await client.prompt({ hp: 3, bag: ["a", "b", "c", "d"] }, { budget: 12, format: "compact" });
+  assert.ok(stateless.tokens.state <= 12);
+});
+
 test("a token and an unreachable server are errors with kinds", async () => {
   const guarded = await startServer(["--token", "t0ken"]);
   try {

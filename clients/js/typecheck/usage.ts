@@ -161,6 +161,19 @@ export async function everyCall(): Promise<void> {
   // @ts-expect-error no such format
   await client.convert("", "mvu", "yaml");
   const prompt: string = (await client.prompt(state, { schema: {}, lang: "zh" })).text;
+  const budgeted = await client.prompt(state, { budget: 200, format: "compact", mode: "pass", reply: "x" });
+  const shownTokens: number = budgeted.tokens.state + budgeted.elided.length;
+  // @ts-expect-error no such format
+  await client.prompt(state, { format: "yaml" });
+  const atStep = await client.gamePrompt(id, { step: "m1", mode: "state", messages: ["Mira?"] });
+  const stepLabel: string | null = atStep.label;
+  const schemas = await client.gameSchema(id);
+  const passSchema: Json = schemas.pass;
+  const evaluated = await client.evaluate(id, ["hp > 3"], { step: 2 });
+  for (const result of evaluated.results) {
+    const at: number = "error" in result ? result.error.start : Number(result.holds);
+    void at;
+  }
   const grammar = await client.schema({ gbnf: true });
   const partial: boolean = grammar.partial;
   const gbnf: string = "gbnf" in grammar ? grammar.gbnf : JSON.stringify(grammar.schema);
@@ -187,4 +200,5 @@ export async function everyCall(): Promise<void> {
   void [health, reused, step0, next, byLabel, deleted, moved, feedback, converted.output, prompt, partial];
   void [shown, delta, stat, viewLabel, where, score, gbnf];
   void [added, taken];
+  void [shownTokens, stepLabel, passSchema];
 }

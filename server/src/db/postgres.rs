@@ -23,6 +23,12 @@ use statecraft_saves::{
 
 use super::rows;
 
+/// How many write transactions one process runs at once, each on a connection of its own and on games
+/// of its own (the server's writers, `server/src/writer.rs`). A transaction spends most of its time
+/// waiting: on round trips and on the commit's flush of the write-ahead log, which PostgreSQL shares
+/// among the transactions committing together; one writer leaves the database idle meanwhile.
+const WRITERS: usize = 4;
+
 /// A lock number of this program's own, held while the tables are created.
 const SCHEMA_LOCK: i64 = 0x5374_6174_6563;
 
@@ -110,7 +116,8 @@ impl Connection {
 /// Games in a PostgreSQL database.
 pub(crate) struct Postgres {
     url: String,
-    writer: Mutex<Option<WriterConnection>>,
+    /// A connection for each writer ([`WRITERS`]), opened when first used.
+    writers: Vec<Mutex<Option<WriterConnection>>>,
     readers: Mutex<Vec<Connection>>,
 }
 
@@ -179,7 +186,7 @@ impl Postgres {
         tx.commit().map_err(failed)?;
         Ok(Postgres {
             url: url.to_owned(),
-            writer: Mutex::new(None),
+            writers: (0..WRITERS).map(|_| Mutex::new(None)).collect(),
             readers: Mutex::new(Vec::new()),
         })
     }
@@ -327,7 +334,13 @@ impl Storage for Postgres {
             .iter()
             .map(rows::encode)
             .collect::<Result<Vec<_>, _>>()?;
-        let mut writer = self.writer.lock().expect("writer lock");
+        // A free connection; the server runs at most `WRITERS` writes at once, so one is free unless
+        // someone else calls too, who then waits for the first.
+        let mut writer = self
+            .writers
+            .iter()
+            .find_map(|slot| slot.try_lock().ok())
+            .unwrap_or_else(|| self.writers[0].lock().expect("writer lock"));
         let connection = match writer.as_mut() {
             Some(connection) if !connection.client.is_closed() => connection,
             _ => writer.insert(WriterConnection::open(&self.url)?),
@@ -346,6 +359,10 @@ impl Storage for Postgres {
                 _ => failed(error),
             }
         })
+    }
+
+    fn writers(&self) -> usize {
+        WRITERS
     }
 
     fn forget_receipts(&self, before: i64) -> Result<u64, StorageError> {

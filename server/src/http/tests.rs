@@ -18,6 +18,7 @@ use crate::guard::Policy;
 use crate::writer::Writer;
 
 mod owners;
+mod prompts;
 // The PostgreSQL set-up every test of the server and the command shares.
 mod cards;
 #[path = "../../tests/common/pg_schema.rs"]

@@ -259,6 +259,34 @@ fn every_answer_matches_its_golden_file() {
     );
     g.check("log", "Log", "GET", "/v1/games/chat/log", None);
     g.check("log_timeline", "Log", "GET", "/v1/games/hero/log", None);
+    g.check(
+        "game_prompt",
+        "GamePrompted",
+        "POST",
+        "/v1/games/chat/prompt",
+        Some(json!({"budget": 13, "format": "compact", "mode": "state", "messages": ["Mira?"]})),
+    );
+    g.check(
+        "game_prompt_pass",
+        "GamePrompted",
+        "POST",
+        "/v1/games/chat/prompt",
+        Some(json!({"step": 1, "mode": "pass", "reply": "Mira smiles.", "lang": "zh"})),
+    );
+    g.check(
+        "game_schema",
+        "GameSchemas",
+        "GET",
+        "/v1/games/chat/schema",
+        None,
+    );
+    g.check(
+        "evaluate",
+        "Evaluated",
+        "POST",
+        "/v1/games/chat/evaluate",
+        Some(json!({"conditions": ["hp >= 10 and mood == 'calm'", "bag[0] exists", "hp =="], "step": 1})),
+    );
     card_answers(g);
     g.check(
         "extract",
