@@ -282,7 +282,7 @@ async function interceptGeneration(_chat, _contextSize, _abort, type) {
     const schema = (await target())?.schema;
     // A chat whose updates come from a pass: the state without the command rules.
     const mode = pass?.storyMode() ?? "reply";
-    const { text } = await client.request("POST", "/v1/prompt", { state: at.state, ...(schema === undefined ? {} : { schema }), ...(mode === "reply" ? {} : { mode }) });
+    const { text } = await client.prompt(at.state, { schema, mode: mode === "reply" ? undefined : mode });
     const prompt = at.feedback ? `${text}\n${at.feedback}` : text;
     ctx.setExtensionPrompt(PROMPT_KEY, prompt, 1, Number(settings().depth), false, Number(settings().role));
   } catch (error) {

@@ -336,7 +336,7 @@ export class UpdatePass {
         .slice(Math.max(0, index - 4), index)
         .filter((candidate) => !candidate.is_system)
         .map((candidate) => withoutBlock(candidate.mes));
-      const prompt = await client.request("POST", `/v1/games/${encodeURIComponent(target.gameId)}/prompt`, { mode: "pass", step: base.step, reply, messages });
+      const prompt = await client.gamePrompt(target.gameId, { mode: "pass", step: base.step, reply, messages });
       const schemas = await this.#schema(client, target.gameId);
       let retry = null;
       for (let attempt = 0; attempt < 2; attempt += 1) {
@@ -432,8 +432,7 @@ export class UpdatePass {
 
   async #schema(client, gameId) {
     // The schema follows the game's card, which an update may change: fetched for every pass.
-    const answer = await client.request("GET", `/v1/games/${encodeURIComponent(gameId)}/schema`);
-    return answer;
+    return client.gameSchema(gameId);
   }
 
   async #count(messages) {

@@ -10,6 +10,7 @@
 // refused), none for dry runs, quiet generations or impersonations, and the block is hidden in the
 // display and present in the chat file SillyTavern saved. Last, the same chat in reply mode and in
 // pass mode: the requests and prompt tokens per reply, from the fake model's log.
+// STATECRAFT_PASS_CONSOLE=FILE keeps the page's console in FILE and prints each action's time.
 
 import { test, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
@@ -267,7 +268,12 @@ async function replies() {
 }
 
 /** After an action: the game's state is what the shown replies' blocks give. */
+let lastAt = Date.now();
 async function stateMatchesChat(action) {
+  if (process.env.STATECRAFT_PASS_CONSOLE) {
+    process.stderr.write(`${action}: ${Date.now() - lastAt} ms\n`);
+    lastAt = Date.now();
+  }
   const shown = await replies();
   const { state } = await api.getGame(await gameId());
   assert.deepEqual(state, fold(shown), `after ${action}, for the shown replies ${JSON.stringify(shown)}`);
