@@ -44,11 +44,15 @@ impl Output {
 
     /// The renderer for stderr.
     fn renderer(&self, colour: bool) -> Renderer {
-        if colour {
+        let renderer = if colour {
             Renderer::styled()
         } else {
             Renderer::plain()
-        }
+        };
+        // An excerpt is already cut to its size, with `…` where the line goes on: the renderer must
+        // not cut it again at its own terminal width and mark that with `...`. Any width well past
+        // the excerpt's bytes and the gutter does (the renderer doubles it, so not `usize::MAX`).
+        renderer.term_width(8 * MAX_EXCERPT_BYTES)
     }
 
     /// Renders text diagnostics against `source`, each with an excerpt of its line and a caret under

@@ -148,6 +148,33 @@ fn an_excerpt_of_a_long_line_shows_the_place_and_its_true_column() {
     assert!(run.stderr.len() < 3000, "{} bytes", run.stderr.len());
 }
 
+/// docs/cli.md: `…` marks where a line goes on, on both sides, also when several reports share one
+/// excerpt wider than a terminal; the renderer never cuts it again with `...`.
+#[test]
+fn an_excerpt_cut_on_both_sides_is_marked_the_same_on_both() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let one = r#"{"op": "assign", "path": ["hp"], "value": tru }"#;
+    let reply = format!("[{}]", vec![one; 20].join(", "));
+    let run = run_in(dir.path(), &["extract", "-"], &reply);
+    assert_eq!(run.code, 0, "{run:?}");
+    let shown: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("1 | "))
+        .collect();
+    assert!(
+        shown
+            .iter()
+            .any(|line| line.starts_with("1 | …") && line.ends_with('…')),
+        "{}",
+        run.stderr
+    );
+    for line in shown {
+        assert!(line.ends_with('…') || line.ends_with("}]"), "{line}");
+        assert!(!line.contains("..."), "{line}");
+    }
+}
+
 /// A family whose reading time must grow linearly: the text for `n` units, the command that reads it,
 /// and the repair that the JSON report must count at least once per unit, so that the family is what
 /// it claims to be. `convert --from jsonpatch` lists every problem of a document (a patch applies

@@ -190,6 +190,19 @@ fn sync_applies_what_is_new_asks_for_unknown_texts_and_reads_without_moving() {
     let error = json_of(run.stderr.trim());
     assert_eq!(error["error"]["kind"], "need_text");
     assert_eq!(error["need"], json!([2]));
+    // docs/cli.md: for people, the message counts the replies; `need` above lists their indices.
+    let run = run_in(
+        dir.path(),
+        &["sync", "--save", "game.save", "-"],
+        &keys.to_string(),
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("1 reply given by key alone matches no step at its place: send its text"),
+        "{}",
+        run.stderr
+    );
 
     let run = run_in(
         dir.path(),

@@ -1431,6 +1431,31 @@ fn a_closed_stdout_after_a_durable_step_says_the_step_is_committed() {
     );
     let show = run_in(dir.path(), &["show", "--save", "game.save"], "");
     assert_eq!(parse(&show.stdout), json!({"hp": 7}), "{show:?}");
+
+    // docs/cli.md: a stdout closed before the start (`>&-`) is /dev/null to the program, so the
+    // command prints into it and succeeds.
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "exec \"$0\" apply --save game.save - >&-",
+            env!("CARGO_BIN_EXE_statecraft"),
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(br#"[{"op":"assign","path":["hp"],"value":8}]"#)
+        .unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+    let show = run_in(dir.path(), &["show", "--save", "game.save"], "");
+    assert_eq!(parse(&show.stdout), json!({"hp": 8}), "{show:?}");
 }
 
 #[test]
@@ -1626,6 +1651,15 @@ fn log_prints_the_tree_as_json_or_drawn() {
         ]
     );
     assert_eq!(parse(&log.stdout)["current"], json!(3));
+    // docs/http.md: the server's log adds `roots` and `children`; the command's has `next_id`.
+    let members: Vec<String> = parse(&log.stdout)
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(members, ["current", "next_id", "steps"]);
+    assert_eq!(parse(&log.stdout)["next_id"], json!(5));
     let drawn = run_in(
         dir.path(),
         &["log", "--save", "game.save", "--format", "human"],

@@ -365,6 +365,25 @@ fn feedback_is_silent_and_exits_0_for_a_clean_reply() {
     );
 }
 
+/// docs/lenient-layer.md: harmless cleaning is nothing to correct (exit 0, said on stderr), and the
+/// message still names the preferred form.
+#[test]
+fn feedback_on_harmless_cleaning_exits_0_with_the_preferred_form() {
+    let dir = game();
+    let run = run_in(
+        dir.path(),
+        &["feedback", "--state", "state.json", "-"],
+        r#"[{"op": "increment", "path": ["player", "hp"], "value": -5,}]"#,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("nothing to correct"), "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("Next time write strict JSON"),
+        "{}",
+        run.stdout
+    );
+}
+
 #[test]
 fn feedback_names_each_problem_and_the_corrected_form() {
     let dir = game();

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http::pg_schema::PgSchema;
 use http::{Server, create, sqlite};
 use serde_json::{Value as Json, json};
+use statecraft_test_support::pg_schema::PgSchema;
 
 const ROUNDS: usize = 4;
 const CLIENTS: usize = 6;

@@ -9,12 +9,12 @@ mod http;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use http::pg_schema::PgSchema;
 use http::{
     Server, a_game_made_again_under_its_id_is_never_the_old_one, a_key_raced_on_commits_once,
     apply_ok, create, increment, seeded_rolls_survive_a_restart, state,
 };
 use serde_json::json;
+use statecraft_test_support::pg_schema::PgSchema;
 
 #[test]
 fn the_api_works_on_postgresql_across_restarts() {

@@ -5,11 +5,8 @@
 //! counting allocator never runs under a timed benchmark (`store.rs` and `timeline.rs` time with the
 //! system allocator). Run: `cargo bench -p statecraft-engine --bench history_memory`.
 
-mod common;
-// The timeline's chat; this program plays it but needs none of its reply helpers.
-#[allow(dead_code)]
-#[path = "common/chat.rs"]
-mod chat;
+use statecraft_test_support::chat;
+use statecraft_test_support::entities as common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -81,7 +78,7 @@ fn history_memory() {
     );
 }
 
-/// Plays the chat (`common/chat.rs`) on a store.
+/// Plays the chat (`support/src/chat.rs`) on a store.
 fn play_chat(store: &mut Store, characters: usize, fields: usize) {
     chat::play(characters, fields, |batch, options| {
         assert!(store.apply_with(batch, options).is_committed());

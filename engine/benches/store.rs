@@ -6,9 +6,8 @@
 //! with and without the incremental approach. Retained history memory is measured by
 //! `history_memory.rs`, whose counting allocator would otherwise slow every timed allocation here.
 
-#[path = "common/baseline.rs"]
-mod baseline;
-mod common;
+use statecraft_test_support::baseline;
+use statecraft_test_support::entities as common;
 
 use std::cell::RefCell;
 use std::hint::black_box;

@@ -1,6 +1,6 @@
 //! The chat timeline benchmarks of issue 14 (see BENCHMARKS.md), with their baselines in the same run.
 //!
-//! The chat (`common/chat.rs`, shared with `saves/benches/timeline.rs`, which measures its save size
+//! The chat (`support/src/chat.rs`, shared with `saves/benches/timeline.rs`, which measures its save size
 //! and load time): 1,000 messages with 3 swipes each (3,000 steps), every reply about 10 assigns
 //! scattered over a state of 10,000 keys (100 characters x 100 fields); the chat goes on from a
 //! different swipe of each message, so every message has three branches. Measured: switching between
@@ -15,9 +15,8 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group};
 use statecraft_engine::{Batch, HistoryLimits, StepId, Store, Value};
 
-#[path = "common/chat.rs"]
-mod chat;
 use chat::{Lcg, MESSAGES, SWIPES, label, reply, state_json};
+use statecraft_test_support::chat;
 
 fn unbounded() -> HistoryLimits {
     HistoryLimits {
@@ -26,7 +25,7 @@ fn unbounded() -> HistoryLimits {
     }
 }
 
-/// Plays the chat (`common/chat.rs`) on a store.
+/// Plays the chat (`support/src/chat.rs`) on a store.
 fn chat(store: &mut Store, characters: usize, fields: usize) {
     chat::play(characters, fields, |batch, options| {
         assert!(store.apply_with(batch, options).is_committed());

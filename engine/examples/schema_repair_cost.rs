@@ -10,9 +10,7 @@
 //! The cost of one batch is the difference of two runs with different N, divided by the difference
 //! of the N.
 
-#[path = "../benches/common/mod.rs"]
-#[allow(dead_code)]
-mod common;
+use statecraft_test_support::entities as common;
 
 use serde_json::json;
 use statecraft_engine::{Batch, Policies, SchemaViolation, StateSchema, Store, Value};

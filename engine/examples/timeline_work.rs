@@ -1,6 +1,6 @@
 //! A fixed amount of the timeline benchmarks' work, for instruction counts under callgrind (exact
 //! whatever the machine's load, unlike criterion's wall clock): plays the bench chat of
-//! `benches/common/chat.rs` (3,000 replies committed with `at`, on 10k keys), reads `state_at` of 64
+//! `support/src/chat.rs` (3,000 replies committed with `at`, on 10k keys), reads `state_at` of 64
 //! steps spread over it 20 times, switches between two sibling swipes 1,000 times, and applies 1,000
 //! more replies with the tree in place. Compare `Store::apply_with`, `Store::state_at` and
 //! `Store::checkout` inclusive counts before and after a change:
@@ -13,9 +13,8 @@
 
 use statecraft_engine::{HistoryLimits, StepId, Store, Value};
 
-#[path = "../benches/common/chat.rs"]
-mod chat;
 use chat::{Lcg, MESSAGES, SWIPES, label, reply, state_json};
+use statecraft_test_support::chat;
 
 fn main() {
     let mut store = Store::builder(Value::from(&state_json(100, 100)))

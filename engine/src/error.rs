@@ -9,175 +9,100 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
-/// What kind of problem, one kind per rule and per limit. [`ErrorKind::code`] is the stable name in
-/// JSON output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The instruction is not a JSON object.
-    NotAnInstruction,
-    /// `op` names no known operation.
-    UnknownOp,
-    /// A required member (`op`, `path`, `value`, `from`) is absent.
-    MissingField,
-    /// A member this op does not take (`value` on `pop`, `from` on `assign`).
-    UnexpectedField,
-    /// A member no instruction has. Strict decoding refuses it; lenient decoding ignores and reports it.
-    UnknownMember,
-    /// A member has the wrong JSON type or shape.
-    InvalidField,
-    /// The path is not a list of keys and indexes, or not a valid JSON Pointer.
-    InvalidPath,
-    /// A JSON Patch pointer without its leading `/`. Strict decoding refuses it; lenient decoding reads
-    /// it with the `/` and reports it.
-    PointerWithoutSlash,
-    /// One array mixes instruction ops with JSON Patch ops.
-    MixedBatch,
-    /// The empty path where the op needs a target inside the state.
-    EmptyPath,
-    /// A forbidden segment (`__proto__`, `constructor`, `prototype`) in a path or a value key.
-    ForbiddenSegment,
-    /// More path segments than `Limits::max_path_segments`.
-    PathTooDeep,
-    /// A value nested deeper than `Limits::max_value_depth`.
-    ValueTooDeep,
-    /// A string longer than `Limits::max_string_bytes`.
-    StringTooLong,
-    /// A batch would nest the state deeper than `Limits::max_state_depth`.
-    StateTooDeep,
-    /// A batch would grow the state beyond `Limits::max_state_bytes`.
-    StateTooLarge,
-    /// One instruction would write more than `Limits::max_op_bytes` into the state.
-    OpTooLarge,
-    /// A batch's changes and events would carry more than `Limits::max_commit_bytes`.
-    CommitTooLarge,
-    /// A step label longer than `Limits::max_label_bytes`.
-    LabelTooLong,
-    /// The batch ran past the deadline its host gave it (`ApplyOptions::deadline`) and was stopped.
-    DeadlineExceeded,
-    /// More instructions than `Limits::max_batch_len`.
-    BatchTooLong,
-    /// More instructions emitted by callbacks than `Limits::max_emitted`.
-    TooManyEmitted,
-    /// Callbacks emitting callbacks deeper than `Limits::max_cascade_depth`.
-    CascadeTooDeep,
-    /// The state holds another type than the op needs (push to an object, a path through a scalar).
-    TypeMismatch,
-    /// The target of `delete`, `pop`, `splice`, `increment` (or an RFC 6902 target) is absent.
-    MissingTarget,
-    /// A parent on the path is absent and the `missing_parent` policy is `reject`.
-    MissingParent,
-    /// An array index past the end (index == length appends for `assign`).
-    IndexOutOfRange,
-    /// The value at the path does not equal `old`.
-    OldMismatch,
-    /// Integer arithmetic overflowed.
-    Overflow,
-    /// No handler is registered for the callback's name.
-    UnknownCallback,
-    /// The callback handler failed, hit a limit, or emitted something invalid.
-    CallbackFailed,
-    /// An RFC 6902 `test` failed.
-    TestFailed,
-    /// The would-be state violates the state's JSON Schema.
-    SchemaViolation,
-    /// Not a problem: under `schema_violation = repair`, a value was repaired to the schema. Reported
-    /// as a warning with the path and the rule.
-    SchemaRepaired,
-    /// Not a problem: a `before` hook changed the batch. Reported as a warning naming the script's
-    /// file and line, so that a reader can tell what the model wrote from what ran.
-    RewrittenByScript,
-    /// The step a batch was to be committed on (`ApplyOptions::at`) is not in the history: an unknown
-    /// label or id, or a step that trimming dropped.
-    UnknownStep,
-    /// The state at the step a batch was to be committed on could not be rebuilt: a change log does not
-    /// replay, only possible with a history rebuilt from a damaged save.
-    HistoryDamaged,
-}
-
-impl ErrorKind {
-    /// Every kind, in declaration order (docs/codes.md lists them from here).
-    pub const ALL: [ErrorKind; 37] = [
-        ErrorKind::NotAnInstruction,
-        ErrorKind::UnknownOp,
-        ErrorKind::MissingField,
-        ErrorKind::UnexpectedField,
-        ErrorKind::UnknownMember,
-        ErrorKind::InvalidField,
-        ErrorKind::InvalidPath,
-        ErrorKind::PointerWithoutSlash,
-        ErrorKind::MixedBatch,
-        ErrorKind::EmptyPath,
-        ErrorKind::ForbiddenSegment,
-        ErrorKind::PathTooDeep,
-        ErrorKind::ValueTooDeep,
-        ErrorKind::StringTooLong,
-        ErrorKind::StateTooDeep,
-        ErrorKind::StateTooLarge,
-        ErrorKind::OpTooLarge,
-        ErrorKind::CommitTooLarge,
-        ErrorKind::LabelTooLong,
-        ErrorKind::DeadlineExceeded,
-        ErrorKind::BatchTooLong,
-        ErrorKind::TooManyEmitted,
-        ErrorKind::CascadeTooDeep,
-        ErrorKind::TypeMismatch,
-        ErrorKind::MissingTarget,
-        ErrorKind::MissingParent,
-        ErrorKind::IndexOutOfRange,
-        ErrorKind::OldMismatch,
-        ErrorKind::Overflow,
-        ErrorKind::UnknownCallback,
-        ErrorKind::CallbackFailed,
-        ErrorKind::TestFailed,
-        ErrorKind::SchemaViolation,
-        ErrorKind::SchemaRepaired,
-        ErrorKind::RewrittenByScript,
-        ErrorKind::UnknownStep,
-        ErrorKind::HistoryDamaged,
-    ];
-
-    /// The stable snake_case code that JSON output and scenario files use (`old_mismatch`).
-    pub fn code(self) -> &'static str {
-        match self {
-            ErrorKind::NotAnInstruction => "not_an_instruction",
-            ErrorKind::UnknownOp => "unknown_op",
-            ErrorKind::MissingField => "missing_field",
-            ErrorKind::UnexpectedField => "unexpected_field",
-            ErrorKind::UnknownMember => "unknown_member",
-            ErrorKind::InvalidField => "invalid_field",
-            ErrorKind::InvalidPath => "invalid_path",
-            ErrorKind::PointerWithoutSlash => "pointer_without_slash",
-            ErrorKind::MixedBatch => "mixed_batch",
-            ErrorKind::EmptyPath => "empty_path",
-            ErrorKind::ForbiddenSegment => "forbidden_segment",
-            ErrorKind::PathTooDeep => "path_too_deep",
-            ErrorKind::ValueTooDeep => "value_too_deep",
-            ErrorKind::StringTooLong => "string_too_long",
-            ErrorKind::StateTooDeep => "state_too_deep",
-            ErrorKind::StateTooLarge => "state_too_large",
-            ErrorKind::OpTooLarge => "op_too_large",
-            ErrorKind::CommitTooLarge => "commit_too_large",
-            ErrorKind::LabelTooLong => "label_too_long",
-            ErrorKind::DeadlineExceeded => "deadline_exceeded",
-            ErrorKind::BatchTooLong => "batch_too_long",
-            ErrorKind::TooManyEmitted => "too_many_emitted",
-            ErrorKind::CascadeTooDeep => "cascade_too_deep",
-            ErrorKind::TypeMismatch => "type_mismatch",
-            ErrorKind::MissingTarget => "missing_target",
-            ErrorKind::MissingParent => "missing_parent",
-            ErrorKind::IndexOutOfRange => "index_out_of_range",
-            ErrorKind::OldMismatch => "old_mismatch",
-            ErrorKind::Overflow => "overflow",
-            ErrorKind::UnknownCallback => "unknown_callback",
-            ErrorKind::CallbackFailed => "callback_failed",
-            ErrorKind::TestFailed => "test_failed",
-            ErrorKind::SchemaViolation => "schema_violation",
-            ErrorKind::SchemaRepaired => "schema_repaired",
-            ErrorKind::RewrittenByScript => "rewritten_by_script",
-            ErrorKind::UnknownStep => "unknown_step",
-            ErrorKind::HistoryDamaged => "history_damaged",
-        }
+registry! {
+    /// What kind of problem, one kind per rule and per limit. [`ErrorKind::code`] is the stable
+    /// name in JSON output.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum ErrorKind {
+        /// The instruction is not a JSON object.
+        NotAnInstruction = "not_an_instruction",
+        /// `op` names no known operation.
+        UnknownOp = "unknown_op",
+        /// A required member (`op`, `path`, `value`, `from`) is absent.
+        MissingField = "missing_field",
+        /// A member this op does not take (`value` on `pop`, `from` on `assign`).
+        UnexpectedField = "unexpected_field",
+        /// A member no instruction has. Strict decoding refuses it; lenient decoding ignores and
+        /// reports it.
+        UnknownMember = "unknown_member",
+        /// A member has the wrong JSON type or shape.
+        InvalidField = "invalid_field",
+        /// The path is not a list of keys and indexes, or not a valid JSON Pointer.
+        InvalidPath = "invalid_path",
+        /// A JSON Patch pointer without its leading `/`. Strict decoding refuses it; lenient
+        /// decoding reads it with the `/` and reports it.
+        PointerWithoutSlash = "pointer_without_slash",
+        /// One array mixes instruction ops with JSON Patch ops.
+        MixedBatch = "mixed_batch",
+        /// The empty path where the op needs a target inside the state.
+        EmptyPath = "empty_path",
+        /// A forbidden segment (`__proto__`, `constructor`, `prototype`) in a path or a value key.
+        ForbiddenSegment = "forbidden_segment",
+        /// More path segments than `Limits::max_path_segments`.
+        PathTooDeep = "path_too_deep",
+        /// A value nested deeper than `Limits::max_value_depth`.
+        ValueTooDeep = "value_too_deep",
+        /// A string longer than `Limits::max_string_bytes`.
+        StringTooLong = "string_too_long",
+        /// A batch would nest the state deeper than `Limits::max_state_depth`.
+        StateTooDeep = "state_too_deep",
+        /// A batch would grow the state beyond `Limits::max_state_bytes`.
+        StateTooLarge = "state_too_large",
+        /// One instruction would write more than `Limits::max_op_bytes` into the state.
+        OpTooLarge = "op_too_large",
+        /// A batch's changes and events would carry more than `Limits::max_commit_bytes`.
+        CommitTooLarge = "commit_too_large",
+        /// A step label longer than `Limits::max_label_bytes`.
+        LabelTooLong = "label_too_long",
+        /// The batch ran past the deadline its host gave it (`ApplyOptions::deadline`) and was
+        /// stopped.
+        DeadlineExceeded = "deadline_exceeded",
+        /// More instructions than `Limits::max_batch_len`.
+        BatchTooLong = "batch_too_long",
+        /// More instructions emitted by callbacks than `Limits::max_emitted`.
+        TooManyEmitted = "too_many_emitted",
+        /// Callbacks emitting callbacks deeper than `Limits::max_cascade_depth`.
+        CascadeTooDeep = "cascade_too_deep",
+        /// The state holds another type than the op needs (push to an object, a path through a
+        /// scalar).
+        TypeMismatch = "type_mismatch",
+        /// The target of `delete`, `pop`, `splice`, `increment` (or an RFC 6902 target) is absent.
+        MissingTarget = "missing_target",
+        /// A parent on the path is absent and the `missing_parent` policy is `reject`.
+        MissingParent = "missing_parent",
+        /// An array index past the end (index == length appends for `assign`).
+        IndexOutOfRange = "index_out_of_range",
+        /// The value at the path does not equal `old`.
+        OldMismatch = "old_mismatch",
+        /// Integer arithmetic overflowed.
+        Overflow = "overflow",
+        /// No handler is registered for the callback's name.
+        UnknownCallback = "unknown_callback",
+        /// The callback handler failed, hit a limit, or emitted something invalid.
+        CallbackFailed = "callback_failed",
+        /// An RFC 6902 `test` failed.
+        TestFailed = "test_failed",
+        /// The would-be state violates the state's JSON Schema.
+        SchemaViolation = "schema_violation",
+        /// Not a problem: under `schema_violation = repair`, a value was repaired to the schema.
+        /// Reported as a warning with the path and the rule.
+        SchemaRepaired = "schema_repaired",
+        /// Not a problem: a `before` hook changed the batch. Reported as a warning naming the
+        /// script's file and line, so that a reader can tell what the model wrote from what ran.
+        RewrittenByScript = "rewritten_by_script",
+        /// The step a batch was to be committed on (`ApplyOptions::at`) is not in the history: an
+        /// unknown label or id, or a step that trimming dropped.
+        UnknownStep = "unknown_step",
+        /// The state at the step a batch was to be committed on could not be rebuilt: a change log
+        /// does not replay, only possible with a history rebuilt from a damaged save.
+        HistoryDamaged = "history_damaged",
+    }
+    impl {
+        /// Every kind, in declaration order (docs/codes.md lists them from here).
+        pub const ALL;
+        /// The stable snake_case code that JSON output and scenario files use (`old_mismatch`).
+        pub fn code;
     }
 }
 
@@ -370,23 +295,12 @@ impl<'e> IntoIterator for &'e BatchErrors {
 mod tests {
     use super::*;
 
-    /// `ErrorKind::ALL` holds every kind once: `code` matches exhaustively, so a new kind fails to
-    /// compile there, and then this test fails until `ALL` holds it (codes are unique, one per kind,
-    /// and their count is the number of arms in `code`, counted from this file).
+    /// `ErrorKind::ALL`, the codes and the enum are one table (`registry!`); the codes are unique.
     #[test]
     fn all_lists_every_kind_once() {
         let codes: std::collections::BTreeSet<&str> =
             ErrorKind::ALL.into_iter().map(ErrorKind::code).collect();
         assert_eq!(codes.len(), ErrorKind::ALL.len(), "two kinds share a code");
-        let arms = include_str!("error.rs")
-            .lines()
-            .filter(|line| line.trim_start().starts_with("ErrorKind::") && line.contains(" => \""))
-            .count();
-        assert_eq!(
-            arms,
-            ErrorKind::ALL.len(),
-            "ErrorKind::ALL misses a kind of `code`"
-        );
     }
 
     #[test]

@@ -72,9 +72,9 @@ pub(crate) fn brief(value: &Value) -> String {
     }
 }
 
-/// What running an instruction produced besides changes.
+/// What running an instruction produced besides changes: its result and warnings.
 #[derive(Debug, Default)]
-pub(crate) struct Ran {
+pub(crate) struct Output {
     /// The op's result (docs/instructions.md "returns"), `None` for absent.
     pub(crate) result: Option<Value>,
     /// Soft problems that policies turned into warnings (an old mismatch under `warn`, a skipped target).
@@ -87,8 +87,8 @@ pub(crate) fn run(
     instruction: &Instruction,
     policies: &Policies,
     log: &mut Vec<Change>,
-) -> Result<Ran, Failure> {
-    let mut ran = Ran::default();
+) -> Result<Output, Failure> {
+    let mut ran = Output::default();
     let mut recorder = Recorder {
         log,
         reason: instruction.reason.as_deref().map(Arc::from),

@@ -19,86 +19,54 @@ use crate::path::{Path, Segment, path_from_json};
 use crate::tree::{JsonTree, NodeKind, type_name};
 use crate::value::{Value, json_depth};
 
-/// An operation.
-///
-/// Unlike the other public enums, `Op` is exhaustive on purpose: the ops are the contract, and a new
-/// one must be handled by every `match` over them (the prompt kit's rules, MVU text, ...), which the
-/// compiler can only enforce across crates when no match needs a wildcard arm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Op {
-    /// Set `value` at `path`, creating missing parents.
-    Assign,
-    /// Read the value at `path`.
-    Get,
-    /// Remove a key or an array element.
-    Delete,
-    /// Deep-merge an object into the object at `path`.
-    Merge,
-    /// Append to the array at `path`.
-    Push,
-    /// Remove the last element of the array at `path`.
-    Pop,
-    /// JavaScript `Array.prototype.splice` on the array at `path`.
-    Splice,
-    /// Call the handler named by `path[0]`.
-    Callback,
-    /// Add a number to the number at `path`.
-    Increment,
-    /// RFC 6902 `add`.
-    Add,
-    /// RFC 6902 `remove`.
-    Remove,
-    /// RFC 6902 `replace`.
-    Replace,
-    /// RFC 6902 `move`.
-    Move,
-    /// RFC 6902 `copy`.
-    Copy,
-    /// RFC 6902 `test`.
-    Test,
+registry! {
+    /// An operation.
+    ///
+    /// Unlike the other public enums, `Op` is exhaustive on purpose: the ops are the contract, and
+    /// a new one must be handled by every `match` over them (the prompt kit's rules, MVU text,
+    /// ...), which the compiler can only enforce across crates when no match needs a wildcard arm.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum Op {
+        /// Set `value` at `path`, creating missing parents.
+        Assign = "assign",
+        /// Read the value at `path`.
+        Get = "get",
+        /// Remove a key or an array element.
+        Delete = "delete",
+        /// Deep-merge an object into the object at `path`.
+        Merge = "merge",
+        /// Append to the array at `path`.
+        Push = "push",
+        /// Remove the last element of the array at `path`.
+        Pop = "pop",
+        /// JavaScript `Array.prototype.splice` on the array at `path`.
+        Splice = "splice",
+        /// Call the handler named by `path[0]`.
+        Callback = "callback",
+        /// Add a number to the number at `path`.
+        Increment = "increment",
+        /// RFC 6902 `add`.
+        Add = "add",
+        /// RFC 6902 `remove`.
+        Remove = "remove",
+        /// RFC 6902 `replace`.
+        Replace = "replace",
+        /// RFC 6902 `move`.
+        Move = "move",
+        /// RFC 6902 `copy`.
+        Copy = "copy",
+        /// RFC 6902 `test`.
+        Test = "test",
+    }
+    impl {
+        /// Every op, instruction ops first.
+        pub const ALL;
+        /// The name used in JSON.
+        pub fn name;
+    }
 }
 
 impl Op {
-    /// Every op, instruction ops first.
-    pub const ALL: [Op; 15] = [
-        Op::Assign,
-        Op::Get,
-        Op::Delete,
-        Op::Merge,
-        Op::Push,
-        Op::Pop,
-        Op::Splice,
-        Op::Callback,
-        Op::Increment,
-        Op::Add,
-        Op::Remove,
-        Op::Replace,
-        Op::Move,
-        Op::Copy,
-        Op::Test,
-    ];
-
-    /// The name used in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Assign => "assign",
-            Op::Get => "get",
-            Op::Delete => "delete",
-            Op::Merge => "merge",
-            Op::Push => "push",
-            Op::Pop => "pop",
-            Op::Splice => "splice",
-            Op::Callback => "callback",
-            Op::Increment => "increment",
-            Op::Add => "add",
-            Op::Remove => "remove",
-            Op::Replace => "replace",
-            Op::Move => "move",
-            Op::Copy => "copy",
-            Op::Test => "test",
-        }
-    }
-
     /// The names of the instruction ops (`json_patch` false) or of the RFC 6902 ops (true), in the
     /// order of [`Op::ALL`], joined by ", ": the "expected one of" lists of every message, so that
     /// a new op is named in them without anyone editing a message.
@@ -113,10 +81,18 @@ impl Op {
 
     /// Whether this is an RFC 6902 op, which runs with JSON Patch semantics.
     pub fn is_json_patch(self) -> bool {
-        matches!(
-            self,
-            Op::Add | Op::Remove | Op::Replace | Op::Move | Op::Copy | Op::Test
-        )
+        match self {
+            Op::Assign
+            | Op::Get
+            | Op::Delete
+            | Op::Merge
+            | Op::Push
+            | Op::Pop
+            | Op::Splice
+            | Op::Callback
+            | Op::Increment => false,
+            Op::Add | Op::Remove | Op::Replace | Op::Move | Op::Copy | Op::Test => true,
+        }
     }
 
     /// Whether the op takes a `value`: `Some(true)` required, `Some(false)` optional, `None` refused.
@@ -135,9 +111,36 @@ impl Op {
         }
     }
 
-    /// Whether the op accepts an `old` value check.
+    /// Whether the op accepts an `old` value check: every instruction op that writes. A read or a call
+    /// writes nothing to check, and an RFC 6902 op checks with `test`.
     fn takes_old(self) -> bool {
-        !matches!(self, Op::Get | Op::Callback) && !self.is_json_patch()
+        match self {
+            Op::Assign
+            | Op::Delete
+            | Op::Merge
+            | Op::Push
+            | Op::Pop
+            | Op::Splice
+            | Op::Increment => true,
+            Op::Get | Op::Callback => false,
+            Op::Add | Op::Remove | Op::Replace | Op::Move | Op::Copy | Op::Test => false,
+        }
+    }
+
+    /// Whether the op may target the root (an empty path): a read of the whole state, a merge into it,
+    /// and the RFC 6902 ops, whose rules for the root are RFC 6902's.
+    pub(crate) fn takes_root(self) -> bool {
+        match self {
+            Op::Get | Op::Merge => true,
+            Op::Assign
+            | Op::Delete
+            | Op::Push
+            | Op::Pop
+            | Op::Splice
+            | Op::Callback
+            | Op::Increment => false,
+            Op::Add | Op::Remove | Op::Replace | Op::Move | Op::Copy | Op::Test => true,
+        }
     }
 }
 
@@ -889,38 +892,12 @@ mod tests {
     /// count of its arms (read from this file) must be the length of `Op::ALL`.
     #[test]
     fn all_lists_every_op_once_in_order() {
-        fn position(op: Op) -> usize {
-            match op {
-                Op::Assign => 0,
-                Op::Get => 1,
-                Op::Delete => 2,
-                Op::Merge => 3,
-                Op::Push => 4,
-                Op::Pop => 5,
-                Op::Splice => 6,
-                Op::Callback => 7,
-                Op::Increment => 8,
-                Op::Add => 9,
-                Op::Remove => 10,
-                Op::Replace => 11,
-                Op::Move => 12,
-                Op::Copy => 13,
-                Op::Test => 14,
-            }
-        }
-        for (index, op) in Op::ALL.into_iter().enumerate() {
-            assert_eq!(position(op), index, "{op} is out of place in Op::ALL");
+        // `Op::ALL`, the names and the enum are one table (`registry!`): each op reads back.
+        for op in Op::ALL {
             assert_eq!(op.name().parse::<Op>(), Ok(op), "{op} does not read back");
         }
-        let named = include_str!("instruction.rs")
-            .lines()
-            .filter(|line| line.trim_start().starts_with("Op::") && line.contains(" => \""))
-            .count();
-        assert_eq!(
-            named,
-            Op::ALL.len(),
-            "Op::ALL misses an op that `Op::name` names"
-        );
+        let names: std::collections::BTreeSet<&str> = Op::ALL.into_iter().map(Op::name).collect();
+        assert_eq!(names.len(), Op::ALL.len(), "two ops share a name");
         // Every op is named in the messages that list what is expected.
         let listed = format!("{}, {}", Op::names(false), Op::names(true));
         for op in Op::ALL {

@@ -12,6 +12,10 @@
 //! ([`is_forbidden`], [`find_forbidden_key`]) and the refusal of JSON text that names a member twice
 //! in one object ([`duplicate_member`]).
 
+// First: its macro is used by the modules below it.
+#[macro_use]
+mod registry;
+
 mod budget;
 mod callback;
 mod card;

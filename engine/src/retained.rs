@@ -10,26 +10,30 @@
 //!
 //! Writes that meet in a node copy it once, so the estimate counts distinct nodes: for every container
 //! written, how many distinct children were written in it, and from its size how many of its nodes those
-//! writes reach at each level of its tree. The node sizes are fixed numbers, not `size_of`, so that the
-//! bound means the same in every build; they follow the `imbl` nodes a `Value` is built of. This module
-//! must not change any state: it reads change paths and the sizes of the containers they name.
+//! writes reach at each level of its tree. The node sizes follow the `imbl` nodes a `Value` is built
+//! of, from the sizes of a key and a value; those are the same in every build (`value.rs` asserts a
+//! value's 24 bytes at compile time), so the bound means the same everywhere. This module must not
+//! change any state: it reads change paths and the sizes of the containers they name.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::change::Change;
 use crate::path::Segment;
-use crate::value::Value;
+use crate::value::{Key, Value};
 
-/// An object's node: a B-tree leaf of 16 entries (a 24-byte key and a 32-byte value each), with its
+/// A node's chunk header and reference counts.
+const NODE_HEADER_BYTES: usize = 32;
+/// An object's node: a B-tree leaf of 16 entries (a 24-byte key and a 24-byte value each), with its
 /// chunk header and reference counts. Branch nodes hold 16 keys and 17 pointers, about two thirds of
 /// that; the estimate counts them at the leaf's size, which keeps it simple and errs on the safe side.
-const MAP_NODE_BYTES: usize = 928;
+const MAP_NODE_BYTES: usize =
+    NODE_HEADER_BYTES + 16 * (std::mem::size_of::<Key>() + std::mem::size_of::<Value>());
 /// How many entries an object's node holds on average: nodes split in half when full (16), and grow
 /// again as entries arrive.
 const MAP_FILL: usize = 10;
-/// An array's node: a chunk of 64 values of 32 bytes, with its header and reference counts.
-const VECTOR_NODE_BYTES: usize = 2_080;
+/// An array's node: a chunk of 64 values of 24 bytes, with its header and reference counts.
+const VECTOR_NODE_BYTES: usize = NODE_HEADER_BYTES + 64 * std::mem::size_of::<Value>();
 /// How many values an array's node holds.
 const VECTOR_FILL: usize = 64;
 

@@ -6,7 +6,7 @@
 //! the profiles that apply commands one by one, each command decided again on the state it meets and
 //! skipped alone when it fails. Then the watchers, the `after` hooks and the incremental schema check
 //! (mending under `schema_violation = repair`), reading the clock against the deadline as it goes. It
-//! returns what the batch made ([`Ran`]) or every error that rejects it; the store (`store.rs`) decides
+//! returns what the batch made ([`Finished`]) or every error that rejects it; the store (`store.rs`) decides
 //! what a commit is. This module must not touch the history.
 //!
 //! The batch writes the state it is given in place, so that the nodes it alone holds are changed
@@ -50,12 +50,40 @@ pub(crate) struct Setting<'s> {
     pub(crate) structure: Option<&'s StructureSchema>,
     /// The batch's policies ([`ApplyOptions::policies`], its profile's or the store's).
     pub(crate) policies: Policies,
-    /// Whether the batch's profile applies commands one by one, skipping those that fail.
-    pub(crate) one_by_one: bool,
+    /// How the batch's commands run, by its profile.
+    pub(crate) mode: Mode,
+}
+
+/// How a batch's commands run: all of them or none, or (the `mvu` profiles) one at a time, each
+/// decided on the state the ones before it left and a refused one skipped alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// All or nothing (best effort aside): `strict`.
+    Whole,
+    /// One command at a time, as MVU applies them.
+    OneByOne,
+}
+
+/// One batch where it starts, for [`batch`]: what it runs, on which state, with what.
+pub(crate) struct Start<'b, 'r> {
+    /// The batch's instructions, before the `before` hooks.
+    pub(crate) instructions: &'b [Instruction],
+    pub(crate) options: &'b ApplyOptions,
+    /// The state it starts from, written in place.
+    pub(crate) root: &'b mut Value,
+    /// `root` as the batch began, for the `after` hooks; without it (the handler has none) they are
+    /// not called.
+    pub(crate) before: Option<&'b Value>,
+    /// The estimated size of `root`.
+    pub(crate) size: usize,
+    /// The generator every handler call draws from.
+    pub(crate) random: Random,
+    /// What decides each command again when the batch runs one by one (MVU's commands).
+    pub(crate) resolver: Option<&'b mut (dyn Resolve + 'r)>,
 }
 
 /// What a batch that ran to its end made, besides the new state: the parts of its commit.
-pub(crate) struct Ran {
+pub(crate) struct Finished {
     /// The estimated size of the new state.
     pub(crate) size: usize,
     pub(crate) changes: Vec<Change>,
@@ -67,31 +95,33 @@ pub(crate) struct Ran {
     pub(crate) random: Random,
 }
 
-/// Runs `instructions` in place on `root` (whose estimated size is `size`), drawing from `random`,
-/// with `resolver` deciding each command again when the batch applies commands one by one: what it
-/// made, or every error that rejects it, and then `root` equals what it was. `before` is the state
-/// as the batch began, for the `after` hooks; without it (the handler has none) they are not called.
+/// Runs a batch ([`Start`]) in place on its state: what it made, or every error that rejects it, and
+/// then the state equals what it was.
 /// Time: the batch's own work (its instructions, handlers and schema check), plus the resolver's;
 /// a rejected batch adds the replay of the changes it had made.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn batch(
     setting: Setting<'_>,
-    instructions: &[Instruction],
-    options: &ApplyOptions,
-    root: &mut Value,
-    before: Option<&Value>,
-    size: usize,
-    mut random: Random,
-    mut resolver: Option<&mut dyn Resolve>,
-) -> Result<Ran, Vec<BatchError>> {
+    start: Start<'_, '_>,
+) -> Result<Finished, Vec<BatchError>> {
     let Setting {
         rules,
         handler,
         schema,
         structure,
         policies,
-        one_by_one,
+        mode,
     } = setting;
+    let Start {
+        instructions,
+        options,
+        root,
+        before,
+        size,
+        mut random,
+        resolver,
+    } = start;
+    // The same resolver, its trait object's lifetime shortened to the borrow's.
+    let mut resolver = resolver.map(|resolver| resolver as &mut dyn Resolve);
     let (instructions, notes) = before_hooks(
         &mut *handler,
         &rules,
@@ -120,13 +150,13 @@ pub(crate) fn batch(
     let errors = rules.batch(&instructions);
     // Best effort and one-by-one skip invalid instructions, but a problem with the batch as a
     // whole still rejects.
-    let tolerable =
-        (options.best_effort || one_by_one) && errors.iter().all(|e| e.instruction.is_some());
+    let tolerable = (options.best_effort || mode == Mode::OneByOne)
+        && errors.iter().all(|e| e.instruction.is_some());
     if !errors.is_empty() && !tolerable {
         return Err(reject(errors));
     }
     // The commands are the resolver's while the batch is the one it was made for.
-    if !(one_by_one && notes.is_empty()) {
+    if !(mode == Mode::OneByOne && notes.is_empty()) {
         resolver = None;
     }
     if let Some(resolver) = &resolver
@@ -154,18 +184,11 @@ pub(crate) fn batch(
         commit_bytes: 0,
         deadline: options.deadline,
         ticks: 0,
+        mode,
     };
-    let ran = run.whole(
-        &instructions,
-        errors,
-        options,
-        before,
-        resolver,
-        schema,
-        one_by_one,
-    );
+    let ran = run.whole(&instructions, errors, options, before, resolver, schema);
     match ran {
-        Ok(results) => Ok(Ran {
+        Ok(results) => Ok(Finished {
             size: run.size,
             changes: run.changes,
             results,
@@ -184,7 +207,6 @@ impl Run<'_> {
     /// Everything of the batch after validation: its instructions (or commands), the watchers, the
     /// `after` hooks and the schema check. Returns the results, one per instruction; on an error the
     /// caller rolls the changes back.
-    #[allow(clippy::too_many_arguments)]
     fn whole(
         &mut self,
         instructions: &[Instruction],
@@ -193,12 +215,10 @@ impl Run<'_> {
         before: Option<&Value>,
         resolver: Option<&mut dyn Resolve>,
         schema: Option<&StateSchema>,
-        one_by_one: bool,
     ) -> Result<Vec<Option<Value>>, Vec<BatchError>> {
-        let (results, units_end) = if one_by_one {
-            self.one_by_one(instructions, errors, resolver, schema)?
-        } else {
-            (self.all(instructions, errors, options.best_effort)?, 0)
+        let (results, units_end) = match self.mode {
+            Mode::OneByOne => self.one_by_one(instructions, errors, resolver, schema)?,
+            Mode::Whole => (self.all(instructions, errors, options.best_effort)?, 0),
         };
         self.watch()?;
         if let Some(before) = before {
@@ -207,7 +227,7 @@ impl Run<'_> {
         // One by one, every command's changes were checked as it ran; what watchers and hooks did
         // after them is checked here.
         if let Some(schema) = schema
-            && (!one_by_one || self.changes.len() > units_end)
+            && (self.mode == Mode::Whole || self.changes.len() > units_end)
         {
             self.schema(schema, units_end)?;
         }
@@ -275,6 +295,7 @@ struct Run<'s> {
     deadline: Option<Instant>,
     /// Instructions run since the clock was last read.
     ticks: u32,
+    mode: Mode,
 }
 
 /// The error of a batch whose deadline has passed, if it has. Reads the clock.
@@ -333,7 +354,7 @@ fn rewritten(note: &RewriteNote) -> BatchError {
 
 /// How many rounds of repairs one batch may take: a repair (a default) can bring a value whose own
 /// schema another round mends, and a bound keeps a schema that keeps asking from looping.
-const REPAIR_ROUNDS: usize = 4;
+const MEND_ROUNDS: usize = 4;
 
 /// Where a run stood, to go back to when a command (or, in best effort, an instruction) fails on its
 /// own: the budget, and how many changes (the state goes back by replaying the later ones backwards),
@@ -825,7 +846,7 @@ impl Run<'_> {
 
     /// The incremental schema check; under `schema_violation = repair`, the violations the schema
     /// says how to mend are repaired (each a change of this batch and a `schema_repaired` warning)
-    /// and the check runs again on what changed, up to [`REPAIR_ROUNDS`] times.
+    /// and the check runs again on what changed, up to [`MEND_ROUNDS`] times.
     fn schema(&mut self, schema: &StateSchema, from: usize) -> Result<(), Vec<BatchError>> {
         let mut errors = schema.check_changes(self.root, &self.changes[from..]);
         if self.policies.schema_violation == SchemaViolation::Reject {
@@ -835,18 +856,18 @@ impl Run<'_> {
                 Err(errors)
             };
         }
-        for _ in 0..REPAIR_ROUNDS {
+        for _ in 0..MEND_ROUNDS {
             if errors.is_empty() {
                 return Ok(());
             }
-            let repairs = schema.repairs(self.root, &errors);
-            if repairs.is_empty() {
+            let mends = schema.mends(self.root, &errors);
+            if mends.is_empty() {
                 return Err(errors);
             }
-            for repair in repairs {
-                let reason = format!("schema repair: {}", repair.rule);
+            for mend in mends {
+                let reason = format!("schema repair: {}", mend.rule);
                 let instruction =
-                    Instruction::assign(repair.path.clone(), repair.value).with_reason(reason);
+                    Instruction::assign(mend.path.clone(), mend.value).with_reason(reason);
                 let ran = exec::run(
                     self.root,
                     &instruction,
@@ -867,11 +888,8 @@ impl Run<'_> {
                 }
                 self.warnings.push(BatchError::whole_batch(
                     ErrorKind::SchemaRepaired,
-                    Some(repair.path.to_pointer()),
-                    format!(
-                        "repaired to the schema ({}): {}",
-                        repair.rule, repair.message
-                    ),
+                    Some(mend.path.to_pointer()),
+                    format!("repaired to the schema ({}): {}", mend.rule, mend.message),
                 ));
             }
             errors = schema.check_changes(self.root, &self.changes[from..]);

@@ -11,7 +11,7 @@
 //! violations a full check would find for the touched parts, at a cost that follows the change, not
 //! the state.
 //!
-//! Under `schema_violation = repair` the store asks [`StateSchema::repairs`] for the values that mend
+//! Under `schema_violation = repair` the store asks [`StateSchema::mends`] for the values that mend
 //! the violations a check found, where the schema says how (coercion, clamping, defaults, enum case),
 //! and records each as a change of the same step; the check then runs again. This module must not
 //! know about instructions.
@@ -271,10 +271,10 @@ impl StateSchema {
 
 /// One value the schema says how to mend: the store writes `value` at `path`.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Repair {
+pub(crate) struct Mend {
     /// Where.
     pub path: Path,
-    /// The repaired value.
+    /// The mended value.
     pub value: Value,
     /// The rule that mended it: `coerce_type`, `clamp_minimum`, `clamp_maximum`, `default`,
     /// `enum_case`.
@@ -284,12 +284,13 @@ pub(crate) struct Repair {
 }
 
 impl StateSchema {
-    /// The repairs that mend the violations `errors` reported for `state`, where the schema says how.
+    /// The mends of the violations `errors` reported for `state`, where the schema says how (the
+    /// `schema_violation = repair` policy; "repair" in code is the text layer's).
     /// Each violating place is looked at once; a place whose schema is not reached through
     /// `properties`, `additionalProperties`, `items`, `prefixItems` and local `$ref`s, or whose value
-    /// no rule mends, gets no repair (its violation stays and rejects the batch).
+    /// no rule mends, gets no mend (its violation stays and rejects the batch).
     /// Time: O(errors × path depth), independent of the state's size.
-    pub(crate) fn repairs(&self, state: &Value, errors: &[BatchError]) -> Vec<Repair> {
+    pub(crate) fn mends(&self, state: &Value, errors: &[BatchError]) -> Vec<Mend> {
         let mut places: Vec<&str> = errors
             .iter()
             .filter(|e| e.kind == ErrorKind::SchemaViolation)
@@ -309,7 +310,7 @@ impl StateSchema {
                 continue;
             };
             if let Some((value, rule, message)) = mend(schema, value) {
-                out.push(Repair {
+                out.push(Mend {
                     path: path.clone(),
                     value,
                     rule,
@@ -354,13 +355,7 @@ impl StateSchema {
     }
 
     /// Missing required members whose schema has a `default`.
-    fn defaults(
-        &self,
-        schema: &Json,
-        map: &crate::value::Object,
-        at: &Path,
-        out: &mut Vec<Repair>,
-    ) {
+    fn defaults(&self, schema: &Json, map: &crate::value::Object, at: &Path, out: &mut Vec<Mend>) {
         let Some(Json::Array(required)) = schema.get("required") else {
             return;
         };
@@ -374,7 +369,7 @@ impl StateSchema {
                 .and_then(|member| deref(self.source(), member))
                 .and_then(|member| member.get("default"));
             if let Some(default) = default {
-                out.push(Repair {
+                out.push(Mend {
                     path: at.child(Segment::key(name)),
                     value: Value::from_json(default),
                     rule: "default",

@@ -32,7 +32,7 @@ use crate::limits::{Limits, Policies};
 use crate::path::Path;
 use crate::profile::Profile;
 use crate::random::Random;
-use crate::run::{self, Ran, Setting};
+use crate::run::{self, Finished, Mode, Setting, Start};
 use crate::schema::StateSchema;
 use crate::structure::StructureSchema;
 use crate::sync::ContentKey;
@@ -563,7 +563,11 @@ impl Store {
             policies: options
                 .policies
                 .unwrap_or_else(|| options.profile.map_or(self.policies, Profile::policies)),
-            one_by_one: profile.one_by_one(),
+            mode: if profile.one_by_one() {
+                Mode::OneByOne
+            } else {
+                Mode::Whole
+            },
         };
         // Every step knows its state's estimated size, so the budget starts from it without a walk.
         let size = self.history.size_at(parent);
@@ -579,13 +583,15 @@ impl Store {
         let before = (keeps || setting.handler.has_after_hooks()).then(|| state.clone());
         let ran = run::batch(
             setting,
-            &batch.instructions,
-            options,
-            state,
-            before.as_ref(),
-            size,
-            unused_random,
-            resolver,
+            Start {
+                instructions: &batch.instructions,
+                options,
+                root: state,
+                before: before.as_ref(),
+                size,
+                random: unused_random,
+                resolver,
+            },
         );
         match ran {
             Ok(ran) => {
@@ -607,7 +613,7 @@ impl Store {
         &mut self,
         at: Option<StepId>,
         before: Option<&Value>,
-        ran: Ran,
+        ran: Finished,
         options: &ApplyOptions,
         unused_random: Random,
     ) -> Commit {

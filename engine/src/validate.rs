@@ -98,8 +98,7 @@ impl Rules<'_> {
         if let Some(from) = &instruction.from {
             self.path(from.segments(), "/from", &mut error);
         }
-        if instruction.path.is_empty() && !matches!(op, Op::Get | Op::Merge) && !op.is_json_patch()
-        {
+        if instruction.path.is_empty() && !op.takes_root() {
             error(
                 ErrorKind::EmptyPath,
                 "/path".into(),

@@ -122,6 +122,10 @@ pub enum Value {
     Object(Object),
 }
 
+// The figure ARCHITECTURE.md, docs/numbers-and-keys.md and the history's byte estimate
+// (`retained.rs`) rely on: a value is three words, so a map or vector node copied on write is small.
+const _: () = assert!(std::mem::size_of::<Value>() == 24);
+
 /// The JSON type of a value, for error messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueType {

@@ -9,8 +9,7 @@ use statecraft_engine::{
     Outcome, Policies, Response, Store, Value,
 };
 
-#[path = "common/unchanged.rs"]
-mod unchanged;
+use statecraft_test_support::unchanged;
 
 use unchanged::Unchanged;
 

@@ -1,7 +1,7 @@
 //! Model-based property tests: random batches, including failing ones, and random moves on the history
 //! tree (apply, apply at a step, undo, redo, checkout, undo_to, new bounds) run on the store and on a
-//! naive model written independently from the SPEC: `serde_json` states, and a history that keeps a full
-//! copy of the state for every step. Invariants: the store matches the model, every retained step's
+//! naive model written independently from docs/instructions.md and docs/timeline.md: `serde_json`
+//! states, and a history that keeps a full copy of the state for every step. Invariants: the store matches the model, every retained step's
 //! state (read with `state_at`) is the model's copy, a failed batch changes nothing (the state, the
 //! current step and the whole history stay exactly as they were), snapshots readers took at any
 //! point never change, undo restores the exact previous state, redo re-applies
@@ -20,8 +20,7 @@ use statecraft_engine::{
     Value,
 };
 
-#[path = "common/unchanged.rs"]
-mod unchanged;
+use statecraft_test_support::unchanged;
 
 use unchanged::Unchanged;
 

@@ -6,8 +6,7 @@ use statecraft_engine::{
     ApplyOptions, Batch, MissingParent, MissingTarget, OldMismatch, Outcome, Policies, Store, Value,
 };
 
-#[path = "common/unchanged.rs"]
-mod unchanged;
+use statecraft_test_support::unchanged;
 
 use unchanged::Unchanged;
 

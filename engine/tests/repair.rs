@@ -9,8 +9,7 @@ use statecraft_engine::{
     ApplyOptions, Batch, ErrorKind, Outcome, Policies, SchemaViolation, StateSchema, Store, Value,
 };
 
-#[path = "common/unchanged.rs"]
-mod unchanged;
+use statecraft_test_support::unchanged;
 
 use unchanged::Unchanged;
 

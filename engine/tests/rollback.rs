@@ -18,8 +18,7 @@ use statecraft_engine::{
     Store, Value, WatchCall,
 };
 
-#[path = "common/unchanged.rs"]
-mod unchanged;
+use statecraft_test_support::unchanged;
 
 use unchanged::Unchanged;
 

@@ -7,8 +7,7 @@ use statecraft_engine::{
     UnknownCallback, Value, WatchCall, path,
 };
 
-#[path = "common/unchanged.rs"]
-mod unchanged;
+use statecraft_test_support::unchanged;
 
 use unchanged::Unchanged;
 

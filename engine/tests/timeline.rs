@@ -8,8 +8,7 @@ use statecraft_engine::{
     ApplyOptions, Batch, ErrorKind, HistoryLimits, StepId, StepRef, Store, TimelineError, Value,
 };
 
-#[path = "common/unchanged.rs"]
-mod unchanged;
+use statecraft_test_support::unchanged;
 
 use unchanged::Unchanged;
 

@@ -1,5 +1,5 @@
 //! The chat timeline on disk (issue 14, see BENCHMARKS.md): the save of a 1,000-message chat with 3
-//! swipes per message on a state of 10,000 keys, about 10 changes per reply (`common/chat.rs` of the
+//! swipes per message on a state of 10,000 keys, about 10 changes per reply (`support/src/chat.rs`, the
 //! engine's benchmarks: the same chat as `engine/benches/timeline.rs`).
 //!
 //! Printed before the timings: the save's size (as written by the commits, and compacted) against what
@@ -18,9 +18,8 @@ use criterion::{Criterion, criterion_group};
 use statecraft_engine::{HistoryLimits, Value};
 use statecraft_saves::{Durability, Game, NewGame, OpenOptions};
 
-#[path = "../../engine/benches/common/chat.rs"]
-mod chat;
 use chat::{MESSAGES, SWIPES, label, state_json};
+use statecraft_test_support::chat;
 
 const CHARACTERS: usize = 100;
 const FIELDS: usize = 100;

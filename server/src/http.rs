@@ -327,7 +327,7 @@ impl App {
     }
 }
 
-async fn health() -> Answer {
+async fn health(_: NoQuery) -> Answer {
     Answer::ok(&Health {
         ok: true,
         version: env!("CARGO_PKG_VERSION"),

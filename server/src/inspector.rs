@@ -3,7 +3,7 @@
 //! The page is plain HTML, CSS and JavaScript modules (no build step) that talk to the HTTP API on
 //! their own origin through the JavaScript client, `clients/js/statecraft.js`, embedded here from its
 //! copy `server/inspector/statecraft.js` (a published crate can embed only its own files;
-//! `cli/tests/serve_inspector.rs` fails when the two differ) and served beside the page at
+//! `server/src/http/tests/inspector.rs` fails when the two differ) and served beside the page at
 //! `/statecraft.js` (any page of the origin may import it). Its files hold no game data, so the guard serves them without the token (the
 //! page must load to ask for it) but with the `Host` and `Origin` checks; [`is_page`] is what it asks.
 //! Every file goes out with a Content-Security-Policy that lets the page load only its own files and

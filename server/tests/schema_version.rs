@@ -8,9 +8,7 @@ use statecraft_saves::StorageError;
 use statecraft_server::Database;
 
 // The PostgreSQL set-up every test of the server and the command shares.
-#[path = "common/pg_schema.rs"]
-mod pg_schema;
-use pg_schema::PgSchema;
+use statecraft_test_support::pg_schema::PgSchema;
 
 /// Opens `database`, sets its schema version to `version` with `set_version`, and opens it again.
 fn reopened_at(

@@ -14,9 +14,7 @@ use statecraft_saves::{
 use statecraft_server::Database;
 
 // The PostgreSQL set-up every test of the server and the command shares.
-#[path = "common/pg_schema.rs"]
-mod pg_schema;
-use pg_schema::PgSchema;
+use statecraft_test_support::pg_schema::PgSchema;
 
 fn base(hp: i64) -> BaseRecord {
     BaseRecord {

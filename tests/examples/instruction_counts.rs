@@ -2,13 +2,13 @@
 //! workload beside a baseline that does the same job with plain `serde_json`, in the same binary.
 //!
 //! - `counted_apply`: the store applies 10-assign batches with history kept, on the benches' 1,000
-//!   entities x 100 fields (`engine/benches/common/mod.rs`); `counted_patch_baseline` is baseline (b)
+//!   entities x 100 fields (`support/src/entities.rs`); `counted_patch_baseline` is baseline (b)
 //!   of `engine/benches/store.rs` (a `serde_json` document changed by `json-patch`, with inverse
 //!   patches for history) applying the same writes.
 //! - `counted_undo_redo`: undo + redo of one 10-op step on the same state, as the store bench does.
 //! - `counted_extract`: one extraction of about 1 MB of broken model output, and `counted_mvu` one
 //!   MVU translation of about 1 MB of realistic MVU text (the benches' inputs,
-//!   `translators/benches/common/`), beside `counted_json_baseline`: `serde_json` parsing a valid
+//!   `support/src/`), beside `counted_json_baseline`: `serde_json` parsing a valid
 //!   batch of the same size into a `serde_json::Value`, the baseline of `translators/benches/extract.rs`.
 //!
 //! Each measured loop is a function of its own, called one after the other once everything is set up
@@ -29,16 +29,10 @@ use statecraft_engine::{Batch, Store, Value};
 use statecraft_translators::mvu::{self, MvuOptions};
 use statecraft_translators::{ExtractOptions, extract};
 
-#[path = "../../engine/benches/common/baseline.rs"]
-mod baseline;
-#[path = "../../engine/benches/common/mod.rs"]
-mod common;
-#[path = "../../translators/benches/common/extract_inputs.rs"]
-mod extract_inputs;
-// The MVU benches' inputs; this program reads only the realistic text.
-#[allow(dead_code)]
-#[path = "../../translators/benches/common/mvu_inputs.rs"]
-mod mvu_inputs;
+use statecraft_test_support::baseline;
+use statecraft_test_support::entities as common;
+use statecraft_test_support::extract_inputs;
+use statecraft_test_support::mvu_inputs;
 
 use baseline::{PatchHistory, patch_of};
 use common::{ENTITIES, FIELDS, engine_batch, state_json, unbounded, writes};

@@ -20,8 +20,7 @@ use statecraft_engine::{
 use statecraft_translators::mvu::MvuOptions;
 use statecraft_translators::{ExtractOptions, Extraction, card, extract};
 
-#[path = "../../engine/tests/common/unchanged.rs"]
-mod unchanged;
+use statecraft_test_support::unchanged;
 
 use unchanged::Unchanged;
 

@@ -15,8 +15,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use statecraft_translators::internals::parse_value;
 use statecraft_translators::{ExtractOptions, extract};
 
-#[path = "common/extract_inputs.rs"]
-mod inputs;
+use statecraft_test_support::extract_inputs as inputs;
 
 use inputs::{broken_output, valid_batch};
 

@@ -16,8 +16,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use statecraft_translators::mvu::{self, MvuOptions};
 
-#[path = "common/mvu_inputs.rs"]
-mod inputs;
+use statecraft_test_support::mvu_inputs as inputs;
 
 use inputs::{MEGABYTE, adversarial, expressions, expressions_dense, realistic};
 

@@ -23,132 +23,76 @@ use crate::document::{Document, Node, NodeId, Text};
 /// depth anyway.
 pub const MAX_PARSE_NESTING: usize = 256;
 
-/// What was repaired.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum RepairKind {
-    /// A comma before a closer was removed.
-    TrailingComma,
-    /// A comma was missing between two values and was inserted.
-    MissingComma,
-    /// A comma with nothing before it (`[,1]`, `{,"a":1}`, `[1,,2]`) was removed.
-    ExtraComma,
-    /// A colon was missing between a key and its value.
-    MissingColon,
-    /// A key had no value; `null` was used.
-    MissingValue,
-    /// A string used single quotes.
-    SingleQuotes,
-    /// A string used typographic quotes (`“…”`, `‘…’`) or backticks.
-    SmartQuotes,
-    /// A string was written with escaped quotes (`{\"a\": 1}`), as in doubly encoded JSON.
-    EscapedQuotes,
-    /// A quote inside a string was not escaped and was kept as a character.
-    UnescapedQuote,
-    /// An object key had no quotes.
-    UnquotedKey,
-    /// A string value had no quotes.
-    UnquotedString,
-    /// `True`, `False` or `None` was read as `true`, `false` or `null`.
-    PythonLiteral,
-    /// `undefined`, `NaN` or `Infinity` was read as `null`.
-    JsLiteral,
-    /// A comment was removed.
-    Comment,
-    /// A raw newline, tab or other control character inside a string was escaped.
-    ControlCharacter,
-    /// A backslash escape that JSON does not define was read as the character itself.
-    InvalidEscape,
-    /// A `\u` escape named half of a UTF-16 surrogate pair with no other half (`"\ud800"`), which is no
-    /// character; U+FFFD was used.
-    LoneSurrogate,
-    /// A number written outside JSON's grammar (`.5`, `2.`, `2e`) was read as the number meant.
-    NumberFixed,
-    /// An ellipsis (`...`) standing for omitted items was removed.
-    Ellipsis,
-    /// A non-ASCII space or a byte-order mark between tokens was skipped.
-    UnusualWhitespace,
-    /// Text that belongs to no value (`(`, `;`, a stray quote) was skipped.
-    Garbage,
-    /// A closer with no matching opener was removed.
-    StrayCloser,
-    /// A container was closed where a different closer or a new value showed its end.
-    MissingCloser,
-    /// A JSONP wrapper (`callback({...});`) was removed.
-    JsonpWrapper,
-    /// The text ended inside a string; it was closed.
-    UnclosedString,
-    /// The text ended inside an array or object; it was closed.
-    UnclosedContainer,
-    /// Containers nested deeper than [`MAX_PARSE_NESTING`]; the value was skipped.
-    TooDeep,
+statecraft_engine::registry! {
+    /// What was repaired.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    #[non_exhaustive]
+    pub enum RepairKind {
+        /// A comma before a closer was removed.
+        TrailingComma = "trailing_comma",
+        /// A comma was missing between two values and was inserted.
+        MissingComma = "missing_comma",
+        /// A comma with nothing before it (`[,1]`, `{,"a":1}`, `[1,,2]`) was removed.
+        ExtraComma = "extra_comma",
+        /// A colon was missing between a key and its value.
+        MissingColon = "missing_colon",
+        /// A key had no value; `null` was used.
+        MissingValue = "missing_value",
+        /// A string used single quotes.
+        SingleQuotes = "single_quotes",
+        /// A string used typographic quotes (`“…”`, `‘…’`) or backticks.
+        SmartQuotes = "smart_quotes",
+        /// A string was written with escaped quotes (`{\"a\": 1}`), as in doubly encoded JSON.
+        EscapedQuotes = "escaped_quotes",
+        /// A quote inside a string was not escaped and was kept as a character.
+        UnescapedQuote = "unescaped_quote",
+        /// An object key had no quotes.
+        UnquotedKey = "unquoted_key",
+        /// A string value had no quotes.
+        UnquotedString = "unquoted_string",
+        /// `True`, `False` or `None` was read as `true`, `false` or `null`.
+        PythonLiteral = "python_literal",
+        /// `undefined`, `NaN` or `Infinity` was read as `null`.
+        JsLiteral = "js_literal",
+        /// A comment was removed.
+        Comment = "comment",
+        /// A raw newline, tab or other control character inside a string was escaped.
+        ControlCharacter = "control_character",
+        /// A backslash escape that JSON does not define was read as the character itself.
+        InvalidEscape = "invalid_escape",
+        /// A `\u` escape named half of a UTF-16 surrogate pair with no other half (`"\ud800"`),
+        /// which is no character; U+FFFD was used.
+        LoneSurrogate = "lone_surrogate",
+        /// A number written outside JSON's grammar (`.5`, `2.`, `2e`) was read as the number meant.
+        NumberFixed = "number_fixed",
+        /// An ellipsis (`...`) standing for omitted items was removed.
+        Ellipsis = "ellipsis",
+        /// A non-ASCII space or a byte-order mark between tokens was skipped.
+        UnusualWhitespace = "unusual_whitespace",
+        /// Text that belongs to no value (`(`, `;`, a stray quote) was skipped.
+        Garbage = "garbage",
+        /// A closer with no matching opener was removed.
+        StrayCloser = "stray_closer",
+        /// A container was closed where a different closer or a new value showed its end.
+        MissingCloser = "missing_closer",
+        /// A JSONP wrapper (`callback({...});`) was removed.
+        JsonpWrapper = "jsonp_wrapper",
+        /// The text ended inside a string; it was closed.
+        UnclosedString = "unclosed_string",
+        /// The text ended inside an array or object; it was closed.
+        UnclosedContainer = "unclosed_container",
+        /// Containers nested deeper than [`MAX_PARSE_NESTING`]; the value was skipped.
+        TooDeep = "too_deep",
+    }
+    impl {
+        /// Every kind, in declaration order.
+        pub const ALL;
+        /// The stable snake_case code used as a diagnostic kind.
+        pub fn code;
+    }
 }
 
 impl RepairKind {
-    /// Every kind, in declaration order.
-    pub const ALL: [RepairKind; 27] = [
-        RepairKind::TrailingComma,
-        RepairKind::MissingComma,
-        RepairKind::ExtraComma,
-        RepairKind::MissingColon,
-        RepairKind::MissingValue,
-        RepairKind::SingleQuotes,
-        RepairKind::SmartQuotes,
-        RepairKind::EscapedQuotes,
-        RepairKind::UnescapedQuote,
-        RepairKind::UnquotedKey,
-        RepairKind::UnquotedString,
-        RepairKind::PythonLiteral,
-        RepairKind::JsLiteral,
-        RepairKind::Comment,
-        RepairKind::ControlCharacter,
-        RepairKind::InvalidEscape,
-        RepairKind::LoneSurrogate,
-        RepairKind::NumberFixed,
-        RepairKind::Ellipsis,
-        RepairKind::UnusualWhitespace,
-        RepairKind::Garbage,
-        RepairKind::StrayCloser,
-        RepairKind::MissingCloser,
-        RepairKind::JsonpWrapper,
-        RepairKind::UnclosedString,
-        RepairKind::UnclosedContainer,
-        RepairKind::TooDeep,
-    ];
-
-    /// The stable snake_case code used as a diagnostic kind.
-    pub fn code(self) -> &'static str {
-        match self {
-            RepairKind::TrailingComma => "trailing_comma",
-            RepairKind::MissingComma => "missing_comma",
-            RepairKind::ExtraComma => "extra_comma",
-            RepairKind::MissingColon => "missing_colon",
-            RepairKind::MissingValue => "missing_value",
-            RepairKind::SingleQuotes => "single_quotes",
-            RepairKind::SmartQuotes => "smart_quotes",
-            RepairKind::EscapedQuotes => "escaped_quotes",
-            RepairKind::UnescapedQuote => "unescaped_quote",
-            RepairKind::UnquotedKey => "unquoted_key",
-            RepairKind::UnquotedString => "unquoted_string",
-            RepairKind::PythonLiteral => "python_literal",
-            RepairKind::JsLiteral => "js_literal",
-            RepairKind::Comment => "comment",
-            RepairKind::ControlCharacter => "control_character",
-            RepairKind::InvalidEscape => "invalid_escape",
-            RepairKind::LoneSurrogate => "lone_surrogate",
-            RepairKind::NumberFixed => "number_fixed",
-            RepairKind::Ellipsis => "ellipsis",
-            RepairKind::UnusualWhitespace => "unusual_whitespace",
-            RepairKind::Garbage => "garbage",
-            RepairKind::StrayCloser => "stray_closer",
-            RepairKind::MissingCloser => "missing_closer",
-            RepairKind::JsonpWrapper => "jsonp_wrapper",
-            RepairKind::UnclosedString => "unclosed_string",
-            RepairKind::UnclosedContainer => "unclosed_container",
-            RepairKind::TooDeep => "too_deep",
-        }
-    }
-
     /// What the repair did, for people: lower-case, no trailing period.
     pub fn describe(self) -> &'static str {
         match self {

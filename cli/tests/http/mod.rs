@@ -1,5 +1,6 @@
-//! What the `statecraft serve` tests share: a server process on a free loopback port, a minimal
-//! HTTP/1.1 client over a TCP socket (no client library), and the PostgreSQL test database.
+//! What the `statecraft serve` tests share: a server process on a free loopback port and a minimal
+//! HTTP/1.1 client over a TCP socket (no client library). A test that needs no real socket or
+//! process drives the router in process instead (`server/src/http/tests.rs`).
 //!
 //! Every server a test starts listens on 127.0.0.1 only and is stopped (SIGTERM, then SIGKILL) when the
 //! test's handle drops, so no process outlives its test.
@@ -13,10 +14,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
-
-// The PostgreSQL set-up every test of the server and the command shares.
-#[path = "../../../server/tests/common/pg_schema.rs"]
-pub(crate) mod pg_schema;
 
 /// A running `statecraft serve`.
 pub(crate) struct Server {
@@ -323,14 +320,6 @@ pub(crate) fn increment() -> Json {
 /// A SQLite database URL in `dir`.
 pub(crate) fn sqlite(dir: &Path) -> String {
     format!("sqlite:{}", dir.join("games.db").display())
-}
-
-/// Tells the person running the tests that a test skipped. `eprintln!` would not do: the test harness
-/// captures it and shows it only for a failing test, so the skip would pass unseen. Writing to the
-/// standard error handle itself is not captured.
-pub(crate) fn say_skipped(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {message}");
 }
 
 /// Adds one gold, for games made with a `player` object.

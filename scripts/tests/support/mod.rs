@@ -10,11 +10,8 @@ use serde_json::{Value as Json, json};
 use statecraft_engine::{Batch, Commit, Limits, Outcome, Store, Value};
 use statecraft_scripts::LuaHandlers;
 
-#[path = "../../../engine/tests/common/unchanged.rs"]
-mod unchanged;
-
 #[allow(unused_imports)]
-pub(crate) use unchanged::Unchanged;
+pub(crate) use statecraft_test_support::unchanged::Unchanged;
 
 /// Limits small enough that attacks end quickly, large enough for honest scripts.
 pub fn test_limits() -> Limits {

@@ -17,16 +17,16 @@ use crate::db::Database;
 use crate::guard::Policy;
 use crate::writer::Writer;
 
+mod cards;
+mod inspector;
 mod owners;
 mod prompts;
-// The PostgreSQL set-up every test of the server and the command shares.
-mod cards;
-#[path = "../../tests/common/pg_schema.rs"]
-mod pg_schema;
+mod scenarios;
 mod sync;
 mod wire;
 
-pub(crate) use pg_schema::PgSchema;
+// The PostgreSQL set-up every test of the server and the command shares.
+pub(crate) use statecraft_test_support::pg_schema::PgSchema;
 
 /// A server in this process, with the runtime its handlers need.
 pub(crate) struct Harness {
@@ -34,6 +34,20 @@ pub(crate) struct Harness {
     router: axum::Router,
     _dir: Option<tempfile::TempDir>,
     _schema: Option<PgSchema>,
+}
+
+/// An answer as sent: its status, headers and body text.
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: axum::http::HeaderMap,
+    pub(crate) text: String,
+}
+
+impl Fetched {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
 }
 
 /// An answer: its status and its body as JSON.
@@ -64,11 +78,36 @@ impl Harness {
         Some(Harness::on(&database, max_games, None, Some(schema)))
     }
 
+    /// A server on a new SQLite file that asks every request for `token`, as `--token` does.
+    pub(crate) fn sqlite_with_token(token: &str) -> Harness {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let database = Database::Sqlite(dir.path().join("games.db"));
+        let policy = Policy {
+            token: Some(token.to_owned()),
+            origins: Vec::new(),
+        };
+        Harness::with_policy(&database, 100, Some(dir), None, policy)
+    }
+
     fn on(
         database: &Database,
         max_games: u64,
         dir: Option<tempfile::TempDir>,
         schema: Option<PgSchema>,
+    ) -> Harness {
+        let policy = Policy {
+            token: None,
+            origins: Vec::new(),
+        };
+        Harness::with_policy(database, max_games, dir, schema, policy)
+    }
+
+    fn with_policy(
+        database: &Database,
+        max_games: u64,
+        dir: Option<tempfile::TempDir>,
+        schema: Option<PgSchema>,
+        policy: Policy,
     ) -> Harness {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -92,10 +131,7 @@ impl Harness {
             ),
             storage,
             writer,
-            policy: Policy {
-                token: None,
-                origins: Vec::new(),
-            },
+            policy,
             limits,
             max_games,
             request_timeout: Duration::from_secs(30),
@@ -108,18 +144,22 @@ impl Harness {
         }
     }
 
-    /// Sends a request with a body of raw text and extra headers.
-    pub(crate) fn raw(
+    /// Sends a request with a body of raw text and extra headers (a `Host` among them replaces the
+    /// loopback one every request has), and returns the answer as sent.
+    pub(crate) fn fetch(
         &self,
         method: &str,
         uri: &str,
         body: &str,
         headers: &[(&str, &str)],
-    ) -> Answered {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("host", "127.0.0.1");
+    ) -> Fetched {
+        let mut request = Request::builder().method(method).uri(uri);
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            request = request.header("host", "127.0.0.1");
+        }
         if !body.is_empty() {
             request = request.header("content-type", "application/json");
         }
@@ -133,24 +173,37 @@ impl Harness {
         self.runtime.block_on(async move {
             let response = router.oneshot(request).await.expect("an answer");
             let status = response.status();
-            let content_type = response
-                .headers()
-                .get("content-type")
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or("")
-                .to_owned();
+            let headers = response.headers().clone();
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
                 .await
                 .expect("a body");
             let text = String::from_utf8_lossy(&bytes).into_owned();
-            assert!(
-                content_type.starts_with("application/json"),
-                "{status}: not JSON ({content_type:?}): {text:?}"
-            );
-            let body = serde_json::from_str(&text)
-                .unwrap_or_else(|error| panic!("{status}: not JSON ({error}): {text:?}"));
-            Answered { status, body }
+            Fetched {
+                status,
+                headers,
+                text,
+            }
         })
+    }
+
+    /// Sends a request with a body of raw text and extra headers; the answer must be JSON.
+    pub(crate) fn raw(
+        &self,
+        method: &str,
+        uri: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) -> Answered {
+        let answer = self.fetch(method, uri, body, headers);
+        let content_type = answer.header("content-type").unwrap_or("");
+        let (status, text) = (answer.status, &answer.text);
+        assert!(
+            content_type.starts_with("application/json"),
+            "{status}: not JSON ({content_type:?}): {text:?}"
+        );
+        let body = serde_json::from_str(text)
+            .unwrap_or_else(|error| panic!("{status}: not JSON ({error}): {text:?}"));
+        Answered { status, body }
     }
 
     /// Sends a request with a JSON body (or none).
@@ -185,6 +238,27 @@ fn dot_segments_are_no_game_ids() {
     // Dots inside an id are still fine.
     assert_eq!(server.create(&json!({"state": {}, "id": "..a"})), "..a");
     assert_eq!(server.create(&json!({"state": {}, "id": "a.b"})), "a.b");
+}
+
+/// docs/http.md: a query parameter where the endpoint takes none is a 400, the health check included
+/// (a monitor's `?probe=1` is refused the same way as `?dry_run=true` on an apply).
+#[test]
+fn a_query_parameter_is_refused_where_the_endpoint_takes_none() {
+    let server = Harness::sqlite(100);
+    assert_eq!(
+        server.raw("GET", "/v1/health", "", &[]).status,
+        StatusCode::OK
+    );
+    let id = server.create(&json!({"state": {}}));
+    for (method, uri) in [
+        ("GET", "/v1/health?x=1".to_owned()),
+        ("GET", format!("/v1/games/{id}/log?x=1")),
+        ("DELETE", format!("/v1/games/{id}?really=no")),
+    ] {
+        let answer = server.raw(method, &uri, "", &[]);
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(answer.kind(), "bad_request", "{uri}");
+    }
 }
 
 #[test]

@@ -1,15 +1,15 @@
 //! End to end through HTTP: the scripted scenarios of `examples/` (messy replies, MVU text with
 //! macros, Lua handlers and watchers, schema and old-value rejections, regenerated turns) played turn
-//! by turn against `statecraft serve`, each turn checked against its expectation file as `play` checks
+//! by turn against the router in process, each turn checked against its expectation file as `play` checks
 //! it. A regenerated turn is a swipe: committed `at` the parent of the step it replaces.
-
-mod http;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use http::{Server, sqlite};
+use axum::http::StatusCode;
 use serde_json::{Value as Json, json};
+
+use super::Harness;
 
 /// The expectation members this test checks; any other member fails the test, so that an
 /// expectation is never silently skipped.
@@ -53,7 +53,7 @@ fn kinds(list: &Json) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn play(server: &Server, name: &str) {
+fn play(server: &Harness, name: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples")
         .join(name);
@@ -83,7 +83,7 @@ fn play(server: &Server, name: &str) {
     if let Some(seed) = settings.get("seed") {
         game["seed"] = seed.clone();
     }
-    let id = http::create(server, &game);
+    let id = server.create(&game);
     let mut turns: Vec<_> = std::fs::read_dir(dir.join("turns"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -135,16 +135,16 @@ fn play(server: &Server, name: &str) {
         }
         let answer = server.call("POST", &format!("/v1/games/{id}/apply"), Some(&body));
         let context = format!("{name}/{stem}: {:#}", answer.body);
-        let outcome = if answer.status == 200 {
+        let outcome = if answer.status == StatusCode::OK {
             "committed"
         } else {
             "rejected"
         };
-        assert!(matches!(answer.status, 200 | 422), "{context}");
+        assert!(matches!(answer.status.as_u16(), 200 | 422), "{context}");
         if let Some(expected) = expect["outcome"].as_str() {
             assert_eq!(outcome, expected, "{context}");
         }
-        if answer.status == 200 {
+        if answer.status == StatusCode::OK {
             committed.push((label.clone(), answer.body["step"].as_u64().unwrap()));
         }
         for kind in expect["errors"].as_array().into_iter().flatten() {
@@ -185,7 +185,9 @@ fn play(server: &Server, name: &str) {
                 "{context}"
             );
         }
-        let state = http::state(server, &id);
+        let shown = server.call("GET", &format!("/v1/games/{id}"), None);
+        assert_eq!(shown.status, StatusCode::OK, "{:?}", shown.body);
+        let state = shown.body["state"].clone();
         for (pointer, expected) in expect["values"].as_object().into_iter().flatten() {
             assert!(
                 same(state.pointer(pointer), expected),
@@ -203,8 +205,7 @@ fn play(server: &Server, name: &str) {
 
 #[test]
 fn the_example_scenarios_play_through_http() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&["--db", &sqlite(dir.path())]);
+    let server = Harness::sqlite(100);
     for name in ["fantasy", "romance", "rules"] {
         play(&server, name);
     }

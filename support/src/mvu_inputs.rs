@@ -2,10 +2,10 @@
 //! dense worst case and the adversarial inputs, all deterministic. `mvu.rs` times them with criterion;
 //! `mvu_instructions.rs` runs one translation of each for an instruction counter.
 
-pub(crate) const MEGABYTE: usize = 1 << 20;
+pub const MEGABYTE: usize = 1 << 20;
 
 /// About `size` bytes of realistic MVU output, deterministic.
-pub(crate) fn realistic(size: usize) -> String {
+pub fn realistic(size: usize) -> String {
     let names = ["悠纪", "暮莲", "理", "玩家", "慕心", "早川遥"];
     let mut text = String::with_capacity(size + 4096);
     let mut n = 0usize;
@@ -38,7 +38,7 @@ pub(crate) fn realistic(size: usize) -> String {
 
 /// About `size` bytes of the same replies as [`realistic`], with the same prose and commands, where
 /// the values are math.js expressions, YAML values and YAML single quotes, as MVU cards write them.
-pub(crate) fn expressions(size: usize) -> String {
+pub fn expressions(size: usize) -> String {
     let names = ["悠纪", "暮莲", "理", "玩家", "慕心", "早川遥"];
     let mut text = String::with_capacity(size + 4096);
     let mut n = 0usize;
@@ -74,7 +74,7 @@ pub(crate) fn expressions(size: usize) -> String {
 
 /// About `size` bytes of nothing but commands whose values are expressions, YAML and YAML quotes:
 /// the worst case for the value reader, with eight commands to a short block.
-pub(crate) fn expressions_dense(size: usize) -> String {
+pub fn expressions_dense(size: usize) -> String {
     let names = ["悠纪", "暮莲", "理", "玩家", "慕心", "早川遥"];
     let mut text = String::with_capacity(size + 4096);
     let mut n = 0usize;
@@ -112,7 +112,7 @@ pub(crate) fn expressions_dense(size: usize) -> String {
 }
 
 /// The adversarial inputs at about `size` bytes. Each must stay linear: twice the size, twice the time.
-pub(crate) fn adversarial(size: usize) -> Vec<(&'static str, String)> {
+pub fn adversarial(size: usize) -> Vec<(&'static str, String)> {
     vec![
         ("unclosed_set", "_.set(".repeat(size / 6)),
         ("quotes", "'".repeat(size)),

@@ -7,12 +7,12 @@
 use serde_json::{Value as Json, json};
 use statecraft_engine::{ApplyOptions, Batch, Instruction, Path, Segment, StepId};
 
-pub(crate) const MESSAGES: usize = 1_000;
-pub(crate) const SWIPES: usize = 3;
-pub(crate) const CHANGES: usize = 10;
+pub const MESSAGES: usize = 1_000;
+pub const SWIPES: usize = 3;
+pub const CHANGES: usize = 10;
 
 /// `characters` x `fields` integer fields: `{"characters": {"c0": {"f0": 0, ...}, ...}}`.
-pub(crate) fn state_json(characters: usize, fields: usize) -> Json {
+pub fn state_json(characters: usize, fields: usize) -> Json {
     let mut root = serde_json::Map::new();
     for c in 0..characters {
         let mut character = serde_json::Map::new();
@@ -25,10 +25,11 @@ pub(crate) fn state_json(characters: usize, fields: usize) -> Json {
 }
 
 /// A cheap deterministic generator, so every variant sees the same writes.
-pub(crate) struct Lcg(pub(crate) u64);
+#[derive(Debug)]
+pub struct Lcg(pub u64);
 
 impl Lcg {
-    pub(crate) fn next(&mut self, bound: usize) -> usize {
+    pub fn next(&mut self, bound: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)
@@ -38,7 +39,7 @@ impl Lcg {
 }
 
 /// A reply: `CHANGES` assigns of `value` at scattered places.
-pub(crate) fn reply(rng: &mut Lcg, characters: usize, fields: usize, value: i64) -> Batch {
+pub fn reply(rng: &mut Lcg, characters: usize, fields: usize, value: i64) -> Batch {
     Batch::new(
         (0..CHANGES)
             .map(|_| {
@@ -54,17 +55,13 @@ pub(crate) fn reply(rng: &mut Lcg, characters: usize, fields: usize, value: i64)
 }
 
 /// The label of a swipe, as a front end would write it.
-pub(crate) fn label(message: usize, swipe: usize) -> String {
+pub fn label(message: usize, swipe: usize) -> String {
     format!("m{message}/s{swipe}")
 }
 
 /// Plays the chat: `commit` is called with every reply and its options (its label, and the step it
 /// commits on), in order, and must commit it.
-pub(crate) fn play(
-    characters: usize,
-    fields: usize,
-    mut commit: impl FnMut(&Batch, &ApplyOptions),
-) {
+pub fn play(characters: usize, fields: usize, mut commit: impl FnMut(&Batch, &ApplyOptions)) {
     let mut rng = Lcg(7);
     let mut parent: Option<String> = None;
     for message in 0..MESSAGES {

@@ -3,7 +3,7 @@
 //! instruction_counts.rs` counts the instructions of one extraction for the check in `.ci/run`.
 
 /// A valid JSON batch of about `size` bytes.
-pub(crate) fn valid_batch(size: usize) -> String {
+pub fn valid_batch(size: usize) -> String {
     let mut text = String::from("[");
     let mut n = 0usize;
     while text.len() < size {
@@ -22,7 +22,7 @@ pub(crate) fn valid_batch(size: usize) -> String {
 }
 
 /// About `size` bytes of broken, model-style replies.
-pub(crate) fn broken_output(size: usize) -> String {
+pub fn broken_output(size: usize) -> String {
     let mut text = String::new();
     let mut n = 0usize;
     while text.len() < size {

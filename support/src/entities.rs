@@ -1,14 +1,14 @@
-//! What the engine's benches share: the state of 1,000 entities x 100 integer fields, and batches of
+//! What the engine's benches (and the instruction-count programs) share: the state of 1,000 entities x 100 integer fields, and batches of
 //! 10 single-field assigns at scattered places, the same for every variant.
 
 use serde_json::{Value as Json, json};
 use statecraft_engine::{Batch, HistoryLimits, Instruction, Path, Segment};
 
-pub(crate) const ENTITIES: usize = 1_000;
-pub(crate) const FIELDS: usize = 100;
-pub(crate) const BATCH: usize = 10;
+pub const ENTITIES: usize = 1_000;
+pub const FIELDS: usize = 100;
+pub const BATCH: usize = 10;
 
-pub(crate) fn state_json(entities: usize, fields: usize) -> Json {
+pub fn state_json(entities: usize, fields: usize) -> Json {
     let mut root = serde_json::Map::new();
     for e in 0..entities {
         let mut entity = serde_json::Map::new();
@@ -21,10 +21,11 @@ pub(crate) fn state_json(entities: usize, fields: usize) -> Json {
 }
 
 /// A cheap deterministic generator, so every variant sees the same writes.
-pub(crate) struct Lcg(u64);
+#[derive(Debug)]
+pub struct Lcg(u64);
 
 impl Lcg {
-    pub(crate) fn next(&mut self, bound: usize) -> usize {
+    pub fn next(&mut self, bound: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)
@@ -34,11 +35,7 @@ impl Lcg {
 }
 
 /// `count` batches of 10 scattered assigns, as (entity, field, value) triples.
-pub(crate) fn writes(
-    count: usize,
-    entities: usize,
-    fields: usize,
-) -> Vec<Vec<(usize, usize, i64)>> {
+pub fn writes(count: usize, entities: usize, fields: usize) -> Vec<Vec<(usize, usize, i64)>> {
     let mut rng = Lcg(7);
     (0..count)
         .map(|i| {
@@ -49,7 +46,7 @@ pub(crate) fn writes(
         .collect()
 }
 
-pub(crate) fn engine_batch(writes: &[(usize, usize, i64)]) -> Batch {
+pub fn engine_batch(writes: &[(usize, usize, i64)]) -> Batch {
     Batch::new(
         writes
             .iter()
@@ -65,7 +62,7 @@ pub(crate) fn engine_batch(writes: &[(usize, usize, i64)]) -> Batch {
     )
 }
 
-pub(crate) fn unbounded() -> HistoryLimits {
+pub fn unbounded() -> HistoryLimits {
     HistoryLimits {
         max_steps: usize::MAX,
         max_bytes: usize::MAX,

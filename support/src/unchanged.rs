@@ -1,5 +1,5 @@
 //! What a rejected batch leaves exactly as it was, for the tests of every crate that rejects batches
-//! (included by path: `#[path = ".../engine/tests/common/unchanged.rs"] mod unchanged;`).
+//! (`statecraft_test_support::unchanged`).
 //!
 //! A rejected batch promises equality, not the same nodes: the batch writes the state in place and
 //! a failure replays its changes backwards, so the state is equal to what it was while the nodes it
@@ -8,22 +8,19 @@
 //! step with its change log, label, key and children, the current step, the next id, the bytes the
 //! byte bound counts and the order trimming would take).
 
-// Each test file uses what it needs of this.
-#![allow(dead_code)]
-
 use serde_json::{Value as Json, json};
 use statecraft_engine::Store;
 
 /// A store's state and history at one moment, to compare with a later moment.
 #[derive(Debug, PartialEq)]
-pub(crate) struct Unchanged {
+pub struct Unchanged {
     state: Json,
     history: Json,
 }
 
 impl Unchanged {
     /// What `store` holds now.
-    pub(crate) fn of(store: &Store) -> Unchanged {
+    pub fn of(store: &Store) -> Unchanged {
         let steps: Vec<Json> = store
             .history()
             .map(|step| {
@@ -55,7 +52,7 @@ impl Unchanged {
     }
 
     /// What differs in `store` from this, if anything.
-    pub(crate) fn differs(&self, store: &Store) -> Option<String> {
+    pub fn differs(&self, store: &Store) -> Option<String> {
         let now = Unchanged::of(store);
         if self.state != now.state {
             return Some(format!(
@@ -73,7 +70,7 @@ impl Unchanged {
 
     /// Panics, saying what differs, unless `store` still holds exactly this.
     #[track_caller]
-    pub(crate) fn assert(&self, store: &Store, context: &str) {
+    pub fn assert(&self, store: &Store, context: &str) {
         if let Some(difference) = self.differs(store) {
             panic!("{context}: {difference}");
         }

@@ -1,5 +1,5 @@
-//! A PostgreSQL schema of its own for one test: the one set-up of every PostgreSQL test, included by
-//! path where it is needed (`server/src/http/tests.rs`, `server/tests/*.rs`, `cli/tests/http/mod.rs`).
+//! A PostgreSQL schema of its own for one test: the one set-up of every PostgreSQL test
+//! (`server/src/http/tests.rs`, `server/tests/*.rs`, `cli/tests/http/mod.rs`).
 //!
 //! The server is `STATECRAFT_TEST_POSTGRES` (a URL), or else the machine's own on 127.0.0.1:5432,
 //! database `test`. When it cannot be used, the test says so on the standard error handle (which the
@@ -12,17 +12,18 @@ fn postgres_url() -> String {
 }
 
 /// A schema of its own in the test database, dropped when the handle drops.
-pub(crate) struct PgSchema {
+#[derive(Debug)]
+pub struct PgSchema {
     /// The database's URL with the schema as its `search_path`: what `--db` and
     /// `Database::Postgres` take, and where the server makes its tables.
-    pub(crate) url: String,
+    pub url: String,
     name: String,
 }
 
 impl PgSchema {
     /// Makes a schema for `test` (an identifier), or says why PostgreSQL cannot be used: then the
     /// test skips, visibly, and fails under CI.
-    pub(crate) fn new(test: &str) -> Option<PgSchema> {
+    pub fn new(test: &str) -> Option<PgSchema> {
         let base = postgres_url();
         let name = format!("t_{test}_{}", std::process::id());
         let made = postgres::Client::connect(&base, postgres::NoTls).and_then(|mut client| {

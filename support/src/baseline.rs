@@ -6,7 +6,7 @@
 use serde_json::{Value as Json, json};
 
 /// The JSON Patch of one batch of (entity, field, value) writes: a `replace` per write.
-pub(crate) fn patch_of(writes: &[(usize, usize, i64)]) -> json_patch::Patch {
+pub fn patch_of(writes: &[(usize, usize, i64)]) -> json_patch::Patch {
     let ops: Vec<Json> = writes
         .iter()
         .map(|&(e, f, v)| json!({"op": "replace", "path": format!("/entities/e{e}/f{f}"), "value": v}))
@@ -15,13 +15,14 @@ pub(crate) fn patch_of(writes: &[(usize, usize, i64)]) -> json_patch::Patch {
 }
 
 /// The document and its undo history.
-pub(crate) struct PatchHistory {
-    pub(crate) doc: Json,
-    pub(crate) history: Vec<json_patch::Patch>,
+#[derive(Debug)]
+pub struct PatchHistory {
+    pub doc: Json,
+    pub history: Vec<json_patch::Patch>,
 }
 
 impl PatchHistory {
-    pub(crate) fn new(doc: Json) -> PatchHistory {
+    pub fn new(doc: Json) -> PatchHistory {
         PatchHistory {
             doc,
             history: Vec::new(),
@@ -30,7 +31,7 @@ impl PatchHistory {
 
     /// Applies `patch` (of `replace` operations) and keeps the patch that reverts it. Returns how many
     /// patches the history holds.
-    pub(crate) fn apply(&mut self, patch: &json_patch::Patch) -> usize {
+    pub fn apply(&mut self, patch: &json_patch::Patch) -> usize {
         let inverse: Vec<Json> = patch
             .0
             .iter()
