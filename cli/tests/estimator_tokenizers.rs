@@ -122,7 +122,14 @@ fn main() -> ExitCode {
     }
     let mut problems = Vec::new();
     let mut lowest = f64::MAX;
-    for line in String::from_utf8_lossy(&counted.stdout).lines() {
+    let mut rows = 0;
+    // npm's own output, when install.js installs SillyTavern first, shares stdout: only the JSON
+    // lines are counts.
+    for line in String::from_utf8_lossy(&counted.stdout)
+        .lines()
+        .filter(|line| line.starts_with('{'))
+    {
+        rows += 1;
         let row: Json = serde_json::from_str(line).expect("a JSON line");
         let file = row["file"].as_str().expect("a file");
         let estimate = texts
@@ -137,6 +144,9 @@ fn main() -> ExitCode {
                 problems.push(format!("{file}: estimate {estimate} < {tokenizer} {count}"));
             }
         }
+    }
+    if rows != texts.len() {
+        problems.push(format!("{rows} texts counted of {}", texts.len()));
     }
     if problems.is_empty() && lowest < f64::MAX {
         println!(

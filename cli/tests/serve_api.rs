@@ -106,6 +106,52 @@ fn a_game_is_created_read_changed_and_deleted() {
 }
 
 #[test]
+fn a_games_prompt_schemas_and_conditions_are_served() {
+    let (_dir, server) = server();
+    let id = game(&server);
+    let prompt = server.call(
+        "POST",
+        &format!("/v1/games/{id}/prompt"),
+        Some(&json!({"budget": 20, "format": "compact", "mode": "state"})),
+    );
+    assert_eq!(prompt.status, 200, "{:?}", prompt.body);
+    assert!(prompt.body["tokens"]["state"].as_u64().unwrap() <= 20);
+    assert_eq!(prompt.body["step"], 0);
+    let schemas = server.call("GET", &format!("/v1/games/{id}/schema"), None);
+    assert_eq!(schemas.status, 200, "{:?}", schemas.body);
+    assert_eq!(schemas.body["pass"]["required"], json!(["instructions"]));
+    let evaluated = server.call(
+        "POST",
+        &format!("/v1/games/{id}/evaluate"),
+        Some(&json!({"conditions": ["player.hp == 100 and player.bag[0] == 'rope'", "gold >"]})),
+    );
+    assert_eq!(evaluated.status, 200, "{:?}", evaluated.body);
+    assert_eq!(evaluated.body["results"][0], json!({"holds": true}));
+    assert_eq!(
+        evaluated.body["results"][1]["error"]["code"],
+        "expected_value"
+    );
+    assert_error(
+        &server.call(
+            "POST",
+            &format!("/v1/games/{id}/prompt"),
+            Some(&json!({"mode": "pass"})),
+        ),
+        400,
+        "bad_request",
+    );
+    assert_error(
+        &server.call(
+            "POST",
+            "/v1/games/nobody/evaluate",
+            Some(&json!({"conditions": []})),
+        ),
+        404,
+        "unknown_game",
+    );
+}
+
+#[test]
 fn games_are_listed_a_page_at_a_time() {
     let (_dir, server) = server();
     for n in 0..5 {
@@ -659,7 +705,22 @@ fn the_stateless_endpoints_extract_convert_and_prompt() {
     );
     assert_eq!(prompt.status, 200, "{:?}", prompt.body);
     assert!(prompt.body["rules"].as_str().unwrap().contains("player"));
-    assert_eq!(prompt.body["state"], json!({"player": {"hp": 3}}));
+    assert_eq!(
+        prompt.body["state"],
+        json!("{\n  \"player\": {\n    \"hp\": 3\n  }\n}")
+    );
+    assert_eq!(prompt.body["elided"], json!([]));
+    let compact = server.call(
+        "POST",
+        "/v1/prompt",
+        Some(&json!({"state": {"player": {"hp": 3}}, "format": "compact", "mode": "state"})),
+    );
+    assert_eq!(
+        compact.body["state"],
+        json!("player:\n  hp: 3"),
+        "{:?}",
+        compact.body
+    );
     let schema = server.call(
         "POST",
         "/v1/schema",

@@ -62,8 +62,8 @@ pub const ELIDE_EACH: usize = 1;
 /// view ranks after the always-shown subtrees ([`recent_changes`]).
 pub const RECENT_STEPS: usize = 3;
 
-/// The paths the change logs of `step` and the [`RECENT_STEPS`]` - 1` steps above it on its path
-/// changed, newest first (none at the root, which is not a step).
+/// The paths the change logs of `step` and of the steps above it on its path changed ([`RECENT_STEPS`]
+/// steps in all), newest first (none at the root, which is not a step).
 ///
 /// Time: O(those changes).
 pub fn recent_changes(store: &Store, step: StepId) -> Vec<Path> {
