@@ -8,14 +8,15 @@
 
 import { Statecraft } from "../js/statecraft.js";
 import { StateView } from "./view.js";
+import { UpdatePass, applyPromptRegex, bindPassDrawer, showPass, PROMPT_REGEX_ID } from "./pass.js";
 import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, cardChange, describeError, gameSource, mvuViews, pathText, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
 
 const NAME = "statecraft";
 const PROMPT_KEY = "statecraft_state";
 const REGEX_ID = "statecraft-hide-update-commands";
-/** MVU's command blocks, `_.set(...)` lines, JSON Patch blocks and JSON fences: what a reply's updates look like. */
+/** MVU's command blocks, `_.set(...)` lines, JSON Patch blocks, JSON fences and the pass's blocks (pass.js): what a reply's updates look like. */
 const UPDATE_PATTERN =
-  "/<UpdateVariable>[\\s\\S]*?<\\/UpdateVariable>|<JSONPatch>[\\s\\S]*?<\\/JSONPatch>|```(?:json)?[ \\t]*\\n[\\s\\S]*?```|_\\.(?:set|add|insert|assign|remove|unset|delete)\\((?:[^()'\"]|'[^']*'|\"[^\"]*\"|\\([^()]*\\))*\\);?(?:[ \\t]*\\/\\/[^\\n]*)?/gi";
+  "/<statecraft>[\\s\\S]*?<\\/statecraft>|<UpdateVariable>[\\s\\S]*?<\\/UpdateVariable>|<JSONPatch>[\\s\\S]*?<\\/JSONPatch>|```(?:json)?[ \\t]*\\n[\\s\\S]*?```|_\\.(?:set|add|insert|assign|remove|unset|delete)\\((?:[^()'\"]|'[^']*'|\"[^\"]*\"|\\([^()]*\\))*\\);?(?:[ \\t]*\\/\\/[^\\n]*)?/gi";
 
 export const DEFAULTS = Object.freeze({
   enabled: true,
@@ -29,6 +30,11 @@ export const DEFAULTS = Object.freeze({
   hideCommands: true,
   mvuVariables: true,
   badge: true,
+  // State updates by a separate pass (pass.js): the default for chats, how it is constrained, and
+  // how long a generation waits for a pass still running.
+  passMode: "reply",
+  passConstraint: "auto",
+  passWaitSeconds: 30,
 });
 
 const context = () => globalThis.SillyTavern.getContext();
@@ -51,6 +57,8 @@ let keeper = null;
 let last = null;
 /** The state the model sees: the prompt's view, the macros, world info that follows the state (view.js). */
 let view = null;
+/** State updates by a separate pass (pass.js). */
+let pass = null;
 
 /** Whether the extension talks to SillyTavern's server plugin (no other server set). */
 function viaPlugin() {
@@ -161,7 +169,9 @@ async function target() {
   const macros = { user: ctx.name1, char: character?.name ?? ctx.name2 };
   const profile = source.create?.profile ?? source.card?.data?.extensions?.[NAME]?.profile;
   const mvu = typeof profile === "string" && profile.startsWith("mvu");
-  return { gameId: game, chat: ctx.chat, create: source.create, schema: source.schema, macros, card: source.card, mvu };
+  // A reply whose update pass runs is not on the path yet.
+  const chat = pass ? pass.visible(ctx.chat) : ctx.chat;
+  return { gameId: game, chat, create: source.create, schema: source.schema, macros, card: source.card, mvu };
 }
 
 function origin() {
@@ -306,6 +316,9 @@ function applyHiding() {
       minDepth: null,
       maxDepth: null,
     });
+  } else if (settings().hideCommands && all.regex[at].findRegex !== UPDATE_PATTERN) {
+    // Saved by an earlier version: what a reply's updates look like grew (the pass's blocks).
+    all.regex[at].findRegex = UPDATE_PATTERN;
   } else if (!settings().hideCommands && at >= 0) {
     all.regex.splice(at, 1);
   } else {
@@ -381,6 +394,7 @@ const DRAWER = `
 function bindSettings() {
   const $ = globalThis.jQuery;
   $("#extensions_settings2").append(DRAWER);
+  bindPassDrawer(pass, { $, into: $(".statecraft-settings .inline-drawer-content").first(), save: () => context().saveSettingsDebounced(), lastReply: () => lastReplyIndex(context().chat) });
   const s = settings();
   const save = () => context().saveSettingsDebounced();
   $("#statecraft_enabled").prop("checked", s.enabled).on("change", function () {
@@ -655,8 +669,15 @@ function bindEvents() {
     });
   }
   eventSource.on(events.GENERATION_STOPPED, () => keeper?.generationEnded());
-  // After the keeper's: a generation's state is fetched once the keeper holds its syncs.
-  eventSource.on(events.GENERATION_AFTER_COMMANDS, (type, _options, dryRun) => (dryRun ? undefined : view?.prepare(type)));
+  // A generation starts: the update pass notes the reply it replaces and waits (bounded) for a pass
+  // still running (pass.js), then the state and view it builds on are fetched (view.js), before
+  // SillyTavern expands the card's macros. SillyTavern awaits this listener.
+  eventSource.on(events.GENERATION_AFTER_COMMANDS, async (type, _options, dryRun) => {
+    if (dryRun) return;
+    pass?.generationStarted(type, dryRun);
+    if (pass && type !== "quiet") await pass.beforeGeneration(type);
+    await view?.prepare(type);
+  });
   eventSource.on(events.GENERATION_ENDED, () => view?.ended());
   eventSource.on(events.GENERATION_STOPPED, () => view?.ended({ stopped: true }));
   eventSource.on(events.GROUP_WRAPPER_STARTED, () => view?.groupWrapper(true));
@@ -664,6 +685,14 @@ function bindEvents() {
   eventSource.on(events.CHAT_CHANGED, () => view?.chatChanged());
   eventSource.on(events.WORLDINFO_ENTRIES_LOADED, (lore) => view?.entriesLoaded(lore));
   for (const name of ["CHAT_CHANGED", "WORLDINFO_UPDATED"]) eventSource.on(events[name], () => view?.fillWorlds().catch(() => {}));
+  // The update pass: after a real generation that left a new or changed reply (pass.js).
+  // Not awaited: SillyTavern awaits a listener's promise, and the pass waits for the generation's end.
+  for (const name of ["GENERATION_ENDED", "MESSAGE_RECEIVED"]) {
+    eventSource.on(events[name], () => {
+      pass?.generationEnded();
+    });
+  }
+  eventSource.on(events.CHAT_CHANGED, () => pass && showPass(pass, globalThis.jQuery));
 }
 
 /**
@@ -675,7 +704,7 @@ export function onDelete() {
   keeper?.stop();
   context().setExtensionPrompt(PROMPT_KEY, "", 1, 0);
   const all = context().extensionSettings;
-  if (Array.isArray(all.regex)) all.regex = all.regex.filter((script) => script.id !== REGEX_ID);
+  if (Array.isArray(all.regex)) all.regex = all.regex.filter((script) => script.id !== REGEX_ID && script.id !== PROMPT_REGEX_ID);
   delete all[NAME];
   context().saveSettingsDebounced();
 }
@@ -684,6 +713,15 @@ globalThis.statecraftGenerateInterceptor = interceptGeneration;
 
 globalThis.jQuery?.(() => {
   settings();
+  pass = new UpdatePass({
+    context,
+    client: () => client,
+    keeper: () => keeper,
+    target,
+    settings,
+    toast,
+    onChange: () => showPass(pass, globalThis.jQuery),
+  });
   view = new StateView({
     context,
     client: () => client,
@@ -691,10 +729,14 @@ globalThis.jQuery?.(() => {
     settings,
     enabled: () => settings().enabled,
     explain,
+    // A chat whose updates come from a pass: the story prompt carries the state without the rules.
+    mode: () => pass?.storyMode() ?? "reply",
   });
   view.registerMacros();
   bindSettings();
   view.bindDrawer();
+  const prompts = applyPromptRegex(context().extensionSettings, true);
+  if (prompts) context().saveSettingsDebounced();
   if (applyHiding()) context().reloadCurrentChat?.();
   registerSlashCommand();
   start();
@@ -706,6 +748,7 @@ globalThis.jQuery?.(() => {
     client: () => client,
     last: () => last,
     view: () => view,
+    pass: () => pass,
     /** Whose card makes the open chat's game, and from what: `{character, from}`. */
     source: async () => {
       const { character, source } = await sourceCharacter();
