@@ -3,7 +3,7 @@
 //! The contract (docs/cli.md): on commit exit 0 with the new state on stdout (or written back atomically with
 //! `--in-place`); on a rejected batch exit 1 with nothing on stdout, the reasons on stderr and the state
 //! file untouched; usage and IO errors exit 2. `apply --save` is the save engineer's and lives in
-//! `save_commands.rs`. This module must not write the state file anywhere but through
+//! `saves.rs`. This module must not write the state file anywhere but through
 //! [`statecraft_saves::replace_file`], which follows a symbolic link to the file and keeps its mode.
 
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The command line grammar: every command of docs/cli.md and its options, as clap derive types.
 //!
 //! This module owns names, help texts and examples, nothing else: the commands themselves live in their
-//! own modules, and the save commands in `save_commands.rs`, which receive these structs. The grammar is
+//! own modules, and the save commands in `saves.rs`, which receive these structs. The grammar is
 //! a stable interface (scripts and tests depend on it), so options are only ever added, never renamed.
 
 use std::path::PathBuf;
@@ -149,7 +149,7 @@ Examples in the rules use the state's real paths; subtrees whose schema says \
 \"x-statecraft-visible\": false are left out. With --budget the state view keeps within that many \
 tokens (docs/state-view.md): always-shown subtrees first, then the last steps' changes (--save), then \
 what the messages mention, then the rest by depth; what does not fit is named with its size.")]
-    Prompt(crate::prompt_commands::PromptArgs),
+    Prompt(crate::prompt::PromptArgs),
 
     /// Evaluate conditions on a state (docs/state-view.md): one line each, `true: …` or `false: …`.
     #[command(after_help = "Examples:\n  \
@@ -158,20 +158,20 @@ statecraft evaluate --save game.save --at m3 --condition \"mood in ['calm', 'gla
 Exit 0 when every condition could be read, 2 when one could not (its line says what, at which \
 bytes). --format json prints {\"results\": [{\"holds\"} | {\"error\": {\"code\", \"message\", \
 \"start\", \"end\"}}]}.")]
-    Evaluate(crate::prompt_commands::EvaluateArgs),
+    Evaluate(crate::prompt::EvaluateArgs),
 
     /// Print a JSON Schema (or a GBNF grammar) for one instruction batch, tailored to a state schema.
     #[command(after_help = "Examples:\n  \
 statecraft schema --schema schema.json\n  \
 statecraft schema --schema schema.json --gbnf > batch.gbnf")]
-    Schema(crate::prompt_commands::SchemaArgs),
+    Schema(crate::prompt::SchemaArgs),
 
     /// Check a model reply without applying it and print the correction message for the model.
     #[command(after_help = "Examples:\n  \
 statecraft feedback --state state.json reply.txt\n  \
 statecraft feedback --state state.json --schema schema.json --format json -\n\n\
 Exit 0 when there is nothing to correct, 1 otherwise; the state file is never written.")]
-    Feedback(crate::prompt_commands::FeedbackArgs),
+    Feedback(crate::prompt::FeedbackArgs),
 
     /// Serve the HTTP API (docs/http.md) to front ends: games on SQLite (default) or PostgreSQL.
     #[command(after_help = "Examples:\n  \
@@ -231,7 +231,7 @@ save is on disk, differences from MVU or not; the report lists them (JSON with -
 statecraft grade --state state.json --schema schema.json --expect expect.json reply.txt\n\n\
 EXPECT.json maps JSON Pointers to expected values: {\"/player/hp\": 25}. The output is JSON unless \
 --format human is given, which prints a summary.")]
-    Grade(crate::prompt_commands::GradeArgs),
+    Grade(crate::prompt::GradeArgs),
 }
 
 /// `statecraft apply`.

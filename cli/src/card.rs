@@ -22,7 +22,7 @@ use statecraft_translators::card;
 
 use crate::args::{CardAction, CardArgs, CardUpdateArgs};
 use crate::render::Output;
-use crate::save_commands::open;
+use crate::saves::open;
 use crate::{EXIT_REJECTED, files};
 
 /// The label of a card update's step unless one is given.

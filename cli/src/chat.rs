@@ -23,7 +23,7 @@ use statecraft_translators::{ExtractOptions, ExtractReader};
 
 use crate::args::{ImportChatArgs, SyncArgs};
 use crate::render::Output;
-use crate::save_commands::open;
+use crate::saves::open;
 use crate::{EXIT_REJECTED, files, scripting};
 
 /// `statecraft sync --save GAME [--no-move] [PATH.json|-]`: the body of `POST /v1/games/{id}/sync`

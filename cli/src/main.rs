@@ -33,13 +33,13 @@ mod args;
 mod card;
 mod chat;
 mod convert;
-mod extract_command;
+mod extract;
 mod files;
 mod play;
-mod prompt_commands;
+mod prompt;
 mod render;
 mod reply;
-mod save_commands;
+mod saves;
 mod scripting;
 mod serve;
 
@@ -122,24 +122,24 @@ fn run(command: &Command, out: &Output, drawn: bool) -> anyhow::Result<ExitCode>
     match command {
         Command::Apply(args) => match (&args.state, &args.save) {
             (Some(state), _) => apply::run(args, state, out),
-            (None, Some(save)) => save_commands::apply(args, save, out),
+            (None, Some(save)) => saves::apply(args, save, out),
             // clap's argument group requires one of the two; this arm keeps the match total.
             (None, None) => anyhow::bail!("apply needs --state STATE.json or --save GAME"),
         },
-        Command::Extract(args) => extract_command::run(args, out),
+        Command::Extract(args) => extract::run(args, out),
         Command::Convert(args) => convert::run(args, out),
-        Command::New(args) => save_commands::new(args, out),
-        Command::Undo(args) => save_commands::undo(args, out),
-        Command::Redo(args) => save_commands::redo(args, out),
-        Command::Checkout(args) => save_commands::checkout(args, out),
-        Command::Show(args) => save_commands::show(args, out),
-        Command::Log(args) => save_commands::log(args, out, drawn),
+        Command::New(args) => saves::new(args, out),
+        Command::Undo(args) => saves::undo(args, out),
+        Command::Redo(args) => saves::redo(args, out),
+        Command::Checkout(args) => saves::checkout(args, out),
+        Command::Show(args) => saves::show(args, out),
+        Command::Log(args) => saves::log(args, out, drawn),
         Command::Play(args) => play::run(args, out),
-        Command::Prompt(args) => prompt_commands::run_prompt(args, out),
-        Command::Evaluate(args) => prompt_commands::run_evaluate(args, out),
-        Command::Schema(args) => prompt_commands::run_schema(args, out),
-        Command::Feedback(args) => prompt_commands::run_feedback(args, out),
-        Command::Grade(args) => prompt_commands::run_grade(args, drawn),
+        Command::Prompt(args) => prompt::run_prompt(args, out),
+        Command::Evaluate(args) => prompt::run_evaluate(args, out),
+        Command::Schema(args) => prompt::run_schema(args, out),
+        Command::Feedback(args) => prompt::run_feedback(args, out),
+        Command::Grade(args) => prompt::run_grade(args, drawn),
         Command::Serve(args) => serve::run(args, out),
         Command::Card(args) => card::run(args, out),
         Command::Sync(args) => chat::sync(args, out),

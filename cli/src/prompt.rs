@@ -1,7 +1,7 @@
 //! The prompt kit's commands: `prompt`, `schema`, `feedback`, `grade` and `evaluate`.
 //!
 //! Each command reads its files, calls one function of the prompt kit (`statecraft_prompt`) and prints
-//! the answer on stdout. This module owns the options and the exit codes of these four commands; it
+//! the answer on stdout. This module owns the options and the exit codes of these five commands; it
 //! must not hold instruction semantics, wording or scoring of its own, and it never writes a state
 //! file: `feedback` and `grade` try the reply on a copy of the state.
 
@@ -204,7 +204,7 @@ fn source(
         return Ok((files::read_state(state)?, None, Vec::new()));
     }
     let save = save.context("give --state or --save")?;
-    let game = crate::save_commands::open(
+    let game = crate::saves::open(
         save,
         statecraft_saves::OpenOptions::default().read_only(),
         out,
