@@ -476,6 +476,10 @@ export declare class StatecraftError extends Error {
 export declare function sha256Hex(text: string): Promise<string>;
 /** The same, without Web Crypto (what a page outside a secure context uses). */
 export declare function sha256HexPlain(text: string): string;
+/** A JSON Pointer token (RFC 6901): `~` as `~0`, `/` as `~1`. */
+export declare function pointerToken(key: string | number): string;
+/** The tokens of a JSON Pointer (RFC 6901), or null when it is not one. */
+export declare function pointerTokens(pointer: string): string[] | null;
 
 export type Method = "GET" | "POST" | "DELETE";
 

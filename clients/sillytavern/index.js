@@ -9,7 +9,7 @@
 import { Statecraft } from "../js/statecraft.js";
 import { StateView } from "./view.js";
 import { UpdatePass, applyPromptRegex, bindPassDrawer, showPass, PROMPT_REGEX_ID } from "./pass.js";
-import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, cardChange, describeError, gameSource, mvuViews, pathText, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
+import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, cardChange, describeError, gameSource, pathText, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
 
 const NAME = "statecraft";
 const PROMPT_KEY = "statecraft_state";
@@ -220,7 +220,7 @@ async function showSynced(result) {
       changes = [];
     }
   }
-  if (settings().mvuVariables) await writeMvu(ctx.chat[index], result, changes);
+  if (settings().mvuVariables) await writeMvu(ctx.chat[index], result);
   if (settings().badge) renderBadge(index, result, changes);
 }
 
@@ -232,16 +232,21 @@ function lastReplyIndex(chat) {
   return -1;
 }
 
-/** MVU keeps a state copy per message and swipe in `variables[swipe_id]`; status bars read it there. */
-async function writeMvu(message, result, changes) {
+/**
+ * MVU keeps a state copy per message and swipe in `variables[swipe_id]`; status bars read it there.
+ * The views are the server's (MVU's own texts of each change, docs/mvu.md); when they cannot be had
+ * for this step (the request failed, or the game moved on meanwhile), the state is written with the
+ * views MVU gives a step that changed nothing: `display_data` the state, `delta_data` empty.
+ */
+async function writeMvu(message, result) {
   let views = null;
   try {
-    const answer = await client.request("GET", `/v1/games/${encodeURIComponent(result.gameId)}?view=mvu`);
+    const answer = await client.mvuView(result.gameId);
     if (answer && answer.stat_data !== undefined && answer.step === result.step) views = answer;
   } catch {
     views = null;
   }
-  views ??= mvuViews(result.state, changes);
+  views ??= { stat_data: result.state, display_data: result.state, delta_data: {} };
   const swipe = Number.isInteger(message.swipe_id) ? message.swipe_id : 0;
   if (!Array.isArray(message.variables)) message.variables = [];
   message.variables[swipe] = { ...(message.variables[swipe] ?? {}), stat_data: views.stat_data, display_data: views.display_data, delta_data: views.delta_data };

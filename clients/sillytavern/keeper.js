@@ -3,7 +3,7 @@
 // check that names the real problem, and the MVU views written on a message. index.js wires it to
 // SillyTavern; test/keeper.test.js runs it against a real `statecraft serve`.
 
-import { StatecraftError } from "../js/statecraft.js";
+import { StatecraftError, pointerTokens } from "../js/statecraft.js";
 
 /**
  * A message the model wrote: not the user's, and not one of SillyTavern's own notes (narrator,
@@ -261,7 +261,7 @@ export function valueAt(state, path) {
   const text = String(path ?? "").trim();
   if (text === "" || text === "/") return state;
   const segments = text.startsWith("/")
-    ? text.slice(1).split("/").map((token) => token.replace(/~1/g, "/").replace(/~0/g, "~"))
+    ? pointerTokens(text)
     : [...text.matchAll(/[^.[\]]+|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]/g)].map((match) => match[1] ?? match[2] ?? match[3] ?? match[0]);
   let value = state;
   for (const segment of segments) {
@@ -269,41 +269,6 @@ export function valueAt(state, path) {
     value = value[segment];
   }
   return value;
-}
-
-/**
- * MVU's views of a state for a step's changes, as MVU writes them on a message: `stat_data` (the
- * state), `display_data` (the state with each changed value as `"old->new"`) and `delta_data` (only
- * the changed paths, in the same format). The server's `?view=mvu` is used where it has one; this is
- * the same rule for a server without it.
- */
-export function mvuViews(state, changes) {
-  const display = structuredClone(state);
-  const delta = {};
-  for (const change of changes ?? []) {
-    if (!Array.isArray(change.path) || change.path.length === 0) continue;
-    const shown = `${mvuText(change.old)}->${mvuText(change.new)}`;
-    setPath(display, change.path, shown);
-    setPath(delta, change.path, shown);
-  }
-  return { stat_data: state, display_data: display, delta_data: delta };
-}
-
-function mvuText(value) {
-  if (value === undefined) return "undefined";
-  return typeof value === "string" ? value : JSON.stringify(value);
-}
-
-function setPath(root, path, value) {
-  let node = root;
-  for (const [index, segment] of path.entries()) {
-    if (index === path.length - 1) {
-      node[segment] = value;
-      return;
-    }
-    if (node[segment] === null || typeof node[segment] !== "object") node[segment] = typeof path[index + 1] === "number" ? [] : {};
-    node = node[segment];
-  }
 }
 
 /**

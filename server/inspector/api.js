@@ -6,7 +6,10 @@
 // session and CSRF token instead, and needs no token. The rest are the page's DOM and JSON Pointer
 // helpers.
 
-import { Statecraft, StatecraftError } from "./statecraft.js";
+import { Statecraft, StatecraftError, pointerToken, pointerTokens } from "./statecraft.js";
+
+// The JSON Pointer rules are the client's, shared with the page's modules from here.
+export { pointerToken, pointerTokens };
 
 export { StatecraftError };
 
@@ -86,17 +89,6 @@ export function svg(tag, attributes = {}, ...children) {
   return node;
 }
 
-/** A JSON Pointer token (RFC 6901). */
-export function pointerToken(key) {
-  return String(key).replaceAll("~", "~0").replaceAll("/", "~1");
-}
-
-/** The tokens of a JSON Pointer, or null when it is not one. */
-export function pointerTokens(pointer) {
-  if (pointer === "") return [];
-  if (!pointer.startsWith("/")) return null;
-  return pointer.slice(1).split("/").map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
-}
 
 /** The value at a JSON Pointer, or undefined. */
 export function lookup(value, pointer) {

@@ -462,3 +462,15 @@ function utf8Length(text) {
 function dropUndefined(object) {
   return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
 }
+
+/** A JSON Pointer token (RFC 6901): `~` as `~0`, `/` as `~1`. */
+export function pointerToken(key) {
+  return String(key).replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+/** The tokens of a JSON Pointer (RFC 6901), or null when it is not one. */
+export function pointerTokens(pointer) {
+  if (pointer === "") return [];
+  if (!pointer.startsWith("/")) return null;
+  return pointer.slice(1).split("/").map((token) => token.replaceAll("~1", "/").replaceAll("~0", "~"));
+}

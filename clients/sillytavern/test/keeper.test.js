@@ -6,7 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Statecraft } from "../../js/statecraft.js";
 import { startServer } from "../../js/test/server.js";
-import { ChatKeeper, cardChange, generationPath, pathText, shownReplies, isReply, gameSource, initVarEntries, testConnection, valueAt, mvuViews, newGameId, recoverable } from "../keeper.js";
+import { ChatKeeper, cardChange, generationPath, pathText, shownReplies, isReply, gameSource, initVarEntries, testConnection, valueAt, newGameId, recoverable } from "../keeper.js";
 
 let server;
 let client;
@@ -281,14 +281,10 @@ test("a chat of an MVU card: its game is made from the card and follows MVU's ru
   assert.equal(events.errors.length, 0, events.errors.map((error) => error.message).join());
 });
 
-test("/state paths and MVU's views", () => {
+test("/state paths", () => {
   const state = { a: { "x.y": [1, { b: 2 }] } };
   assert.equal(valueAt(state, "a['x.y'][1].b"), 2);
   assert.equal(valueAt(state, "/a/x.y/0"), 1);
   assert.equal(valueAt(state, "a.missing"), undefined);
   assert.deepEqual(valueAt(state, ""), state);
-  const views = mvuViews({ hp: 90, bag: { gold: 5 } }, [{ path: ["hp"], old: 100, new: 90 }, { path: ["bag", "gold"], new: 5 }]);
-  assert.deepEqual(views.display_data, { hp: "100->90", bag: { gold: "undefined->5" } });
-  assert.deepEqual(views.delta_data, { hp: "100->90", bag: { gold: "undefined->5" } });
-  assert.deepEqual(views.stat_data, { hp: 90, bag: { gold: 5 } });
 });
