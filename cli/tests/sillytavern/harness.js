@@ -6,11 +6,16 @@
 // as a signed-in user does.
 
 import { execFile, spawn } from "node:child_process";
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync, existsSync, readdirSync, symlinkSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, readdirSync, symlinkSync } from "node:fs";
 import { createServer } from "node:net";
-import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 
-import { alive } from "../../../clients/js/test/server.js";
+import { Statecraft } from "../../../clients/js/statecraft.js";
+import { alive, binary } from "../../../clients/js/test/server.js";
+import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/keeper.js";
+import { snapshot, serveGit } from "./git-server.js";
+import { installFolder, installSillyTavern } from "./install.js";
 
 export async function freePort() {
   const server = createServer();
@@ -190,4 +195,52 @@ export async function sillyTavernSession(url, { handle, password = "" } = {}) {
     if (!login.ok) throw new Error(`${handle} could not sign in: ${login.status} ${await login.text()}`);
   }
   return { fetch: call, token, handle };
+}
+
+/**
+ * SillyTavern as a user sets it up for statecraft: the plugin installed with SillyTavern's own
+ * installer from a loopback git URL serving `repository` (`git.url`, which the extension is installed
+ * from too), the binary's folder only on PATH, plugins on, chat completions from `model` (the fake
+ * model's URL); and `api`, the statecraft API through the plugin's routes as SillyTavern's default
+ * user. `stop()` stops and removes all of it.
+ */
+export async function startTavernWithPlugin({ repository, model }) {
+  const serverSource = installSillyTavern({ log: (line) => process.stderr.write(`${line}\n`) });
+  const gitRoot = mkdtempSync(join(tmpdir(), "statecraft-git-"));
+  snapshot(repository, gitRoot, "statecraft");
+  const git = await serveGit(gitRoot);
+  const run = runFolders(installFolder(), serverSource);
+  let tavern = null;
+  const stop = async () => {
+    await tavern?.stop();
+    rmSync(run.run, { recursive: true, force: true });
+    await git.close();
+    rmSync(gitRoot, { recursive: true, force: true });
+  };
+  try {
+    await installPlugin(run.serverFolder, `${git.url}/statecraft.git`);
+    const env = { ...process.env, PATH: `${dirname(binary())}:${process.env.PATH}` };
+    delete env.STATECRAFT_BIN;
+    tavern = await startSillyTavern({
+      serverFolder: run.serverFolder,
+      dataRoot: run.dataRoot,
+      plugins: true,
+      env,
+      settings: (settings) => {
+        settings.firstRun = false;
+        settings.main_api = "openai";
+        settings.power_user.auto_connect = true;
+        Object.assign(settings.oai_settings, { chat_completion_source: "custom", custom_url: model, custom_model: "fake-model", stream_openai: false });
+      },
+    });
+    const session = await sillyTavernSession(tavern.url);
+    const api = new Statecraft(`${tavern.url}${PLUGIN_PATH}`, {
+      fetch: (url, init) => session.fetch(url.slice(tavern.url.length), init),
+      headers: { "content-type": PLUGIN_CONTENT_TYPE },
+    });
+    return { run, git, tavern, api, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }

@@ -14,28 +14,22 @@
 
 import { test, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { Statecraft } from "../../../clients/js/statecraft.js";
-import { binary } from "../../../clients/js/test/server.js";
-import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/keeper.js";
 import { readReply, startFakeModel } from "./fake-model.js";
-import { snapshot, serveGit } from "./git-server.js";
-import { installSillyTavern, installFolder } from "./install.js";
-import { installPlugin, runFolders, sillyTavernSession, startSillyTavern } from "./harness.js";
+import { startTavernWithPlugin } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
 const artifacts = process.env.STATECRAFT_ARTIFACTS || resolve(repository, "target/sillytavern-pass-screenshots");
 
 let api;
-let run;
+/** SillyTavern with the plugin (`startTavernWithPlugin`), and the parts of it the tests use. */
+let stack;
 let model;
 let git;
-let gitRoot;
 let tavern;
 let browser;
 let page;
@@ -80,32 +74,9 @@ const CHARACTER = {
 before(async () => {
   rmSync(artifacts, { recursive: true, force: true });
   mkdirSync(artifacts, { recursive: true });
-  const serverSource = installSillyTavern({ log: (line) => process.stderr.write(`${line}\n`) });
   model = await startFakeModel();
-  gitRoot = mkdtempSync(join(tmpdir(), "statecraft-git-"));
-  snapshot(repository, gitRoot, "statecraft");
-  git = await serveGit(gitRoot);
-  run = runFolders(installFolder(), serverSource);
-  await installPlugin(run.serverFolder, `${git.url}/statecraft.git`);
-  const env = { ...process.env, PATH: `${dirname(binary())}:${process.env.PATH}` };
-  delete env.STATECRAFT_BIN;
-  tavern = await startSillyTavern({
-    serverFolder: run.serverFolder,
-    dataRoot: run.dataRoot,
-    plugins: true,
-    env,
-    settings: (settings) => {
-      settings.firstRun = false;
-      settings.main_api = "openai";
-      settings.power_user.auto_connect = true;
-      Object.assign(settings.oai_settings, { chat_completion_source: "custom", custom_url: model.url, custom_model: "fake-model", stream_openai: false });
-    },
-  });
-  const session = await sillyTavernSession(tavern.url);
-  api = new Statecraft(`${tavern.url}${PLUGIN_PATH}`, {
-    fetch: (url, init) => session.fetch(url.slice(tavern.url.length), init),
-    headers: { "content-type": PLUGIN_CONTENT_TYPE },
-  });
+  stack = await startTavernWithPlugin({ repository, model: model.url });
+  ({ git, tavern, api } = stack);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: [...(process.getuid?.() === 0 ? ["--no-sandbox"] : []), "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-gpu"],
@@ -168,10 +139,7 @@ beforeEach((context) => {
 after(async () => {
   if (page) await shot("last").catch(() => {});
   await browser?.close();
-  await tavern?.stop();
-  if (run) rmSync(run.run, { recursive: true, force: true });
-  await git?.close();
-  if (gitRoot) rmSync(gitRoot, { recursive: true, force: true });
+  await stack?.stop();
   await model?.close();
 });
 
