@@ -9,9 +9,10 @@
 //! CI (which installs node, npm, chromium and the npm packages) a missing tool is a failure.
 
 mod browser;
+mod sillytavern;
 
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 const TEST: &str = "the_extension_keeps_every_chat_action_right_in_sillytavern";
 
@@ -19,21 +20,7 @@ fn main() -> ExitCode {
     println!("\nrunning 1 test");
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sillytavern");
     let chromium = browser::chromium();
-    if let Some(missing) = missing_tool(&folder, &chromium) {
-        return browser::skip_or_fail(TEST, &missing);
-    }
-    // SillyTavern itself: installed from npm on the first run (about a minute), checked afterwards.
-    let install = Command::new("node")
-        .arg("install.js")
-        .current_dir(&folder)
-        .output()
-        .expect("node runs");
-    if !install.status.success() {
-        let why = format!(
-            "SillyTavern could not be installed from npm ({}): {}",
-            install.status,
-            String::from_utf8_lossy(&install.stderr).trim()
-        );
+    if let Some(why) = sillytavern::not_ready(&folder, &chromium) {
         return browser::skip_or_fail(TEST, &why);
     }
     browser::run_node_test(
@@ -44,18 +31,4 @@ fn main() -> ExitCode {
         &chromium,
         "the SillyTavern browser tests",
     )
-}
-
-/// Why the browser test cannot run here, if it cannot: the browser tests' tools, and npm and git
-/// (SillyTavern is installed from npm, and its installer clones the extension with git).
-fn missing_tool(folder: &Path, chromium: &str) -> Option<String> {
-    let npm = Command::new("npm").arg("--version").output();
-    if !npm.is_ok_and(|output| output.status.success()) {
-        return Some("npm is not installed (it installs SillyTavern)".to_owned());
-    }
-    let git = Command::new("git").arg("--version").output();
-    if !git.is_ok_and(|output| output.status.success()) {
-        return Some("git is not installed (SillyTavern's installer clones with it)".to_owned());
-    }
-    browser::missing_browser_tool(folder, chromium, "playwright-core and SillyTavern need")
 }

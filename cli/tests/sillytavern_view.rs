@@ -8,9 +8,10 @@
 //! `cargo test`'s summary as "1 skipped"; under CI a missing tool is a failure.
 
 mod browser;
+mod sillytavern;
 
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 const TEST: &str = "the_state_the_model_sees_in_sillytavern";
 const TOKENIZERS: &str = "the_estimator_against_sillytaverns_tokenizers";
@@ -19,33 +20,7 @@ fn main() -> ExitCode {
     println!("\nrunning 2 tests");
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sillytavern");
     let chromium = browser::chromium();
-    let npm = Command::new("npm").arg("--version").output();
-    if !npm.is_ok_and(|output| output.status.success()) {
-        return browser::skip_or_fail(TEST, "npm is not installed (it installs SillyTavern)");
-    }
-    let git = Command::new("git").arg("--version").output();
-    if !git.is_ok_and(|output| output.status.success()) {
-        return browser::skip_or_fail(
-            TEST,
-            "git is not installed (SillyTavern's installer clones with it)",
-        );
-    }
-    if let Some(missing) =
-        browser::missing_browser_tool(&folder, &chromium, "playwright-core and SillyTavern need")
-    {
-        return browser::skip_or_fail(TEST, &missing);
-    }
-    let install = Command::new("node")
-        .arg("install.js")
-        .current_dir(&folder)
-        .output()
-        .expect("node runs");
-    if !install.status.success() {
-        let why = format!(
-            "SillyTavern could not be installed from npm ({}): {}",
-            install.status,
-            String::from_utf8_lossy(&install.stderr).trim()
-        );
+    if let Some(why) = sillytavern::not_ready(&folder, &chromium) {
         return browser::skip_or_fail(TEST, &why);
     }
     let tokenizers = browser::run_node_test(

@@ -1,4 +1,4 @@
-//! What the browser tests share (`inspector_browser.rs`, `sillytavern_browser.rs`): each is one test
+//! What the browser tests share (`inspector_browser.rs` and the SillyTavern suites): each is one test
 //! with its own `main` (`harness = false`), so that a missing tool shows in `cargo test`'s summary as
 //! "1 skipped"; under CI (which installs node, npm, chromium and the npm packages) it is a failure.
 //! The test itself is a node test file driving Debian's chromium with playwright-core.
