@@ -244,3 +244,29 @@ export async function startTavernWithPlugin({ repository, model }) {
     throw error;
   }
 }
+
+/**
+ * Opens the character named `name` by clicking it in the character list (already open), as a user
+ * does. SillyTavern ignores that click, with a toast, while the chat on screen is still being saved,
+ * as it may be just after a reply: this waits for the save, and clicks again until the character is
+ * the one selected.
+ */
+export async function selectCharacter(page, name) {
+  const entry = page.locator(`.character_select:has-text('${name}')`).first();
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    while (await page.evaluate(async () => (await import("/script.js")).isChatSaving)) {
+      if (Date.now() > deadline) throw new Error(`SillyTavern was still saving the chat after 60 s; ${name} not opened`);
+      await new Promise((done) => setTimeout(done, 50));
+    }
+    await entry.click();
+    const selected = await page
+      .waitForFunction((name) => {
+        const context = SillyTavern.getContext();
+        return context.characters[context.characterId]?.name === name;
+      }, name, { timeout: 5000 })
+      .then(() => true, () => false);
+    if (selected) return;
+    if (Date.now() > deadline) throw new Error(`clicking ${name} in the character list did not open it within 60 s`);
+  }
+}

@@ -19,7 +19,7 @@ import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { readReply, startFakeModel } from "./fake-model.js";
-import { startTavernWithPlugin } from "./harness.js";
+import { selectCharacter, startTavernWithPlugin } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -127,7 +127,7 @@ before(async () => {
   await page.click("#rightNavDrawerIcon");
   await page.setInputFiles("#character_import_file", { name: "warden.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(CHARACTER)) });
   await page.locator(".character_select:has-text('Warden')").first().waitFor();
-  await page.locator(".character_select:has-text('Warden')").first().click();
+  await selectCharacter(page, "Warden");
   await page.locator("#chat .mes[mesid='0']").waitFor();
   await settle();
 });

@@ -33,7 +33,7 @@ import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/k
 import { startFakeModel } from "./fake-model.js";
 import { snapshot, serveGit, commitOnto, head } from "./git-server.js";
 import { installSillyTavern, installFolder, VERSION } from "./install.js";
-import { installPlugin, runFolders, sillyTavernSession, startSillyTavern } from "./harness.js";
+import { installPlugin, runFolders, selectCharacter, sillyTavernSession, startSillyTavern } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -666,7 +666,7 @@ test("every chat action keeps the game on what the chat shows", async () => {
   await page.click("#rightNavDrawerIcon");
   await page.setInputFiles("#character_import_file", { name: "warden.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(CHARACTER)) });
   await page.locator(".character_select:has-text('Warden')").first().waitFor();
-  await page.locator(".character_select:has-text('Warden')").first().click();
+  await selectCharacter(page, "Warden");
   await page.locator("#chat .mes[mesid='0']").waitFor();
   await settle();
   await stateMatchesChat("open the greeting");
@@ -788,7 +788,7 @@ test("every chat action keeps the game on what the chat shows", async () => {
   await page.reload();
   await page.waitForFunction(() => globalThis.statecraftExtension, null, { timeout: 120000 });
   await page.click("#rightNavDrawerIcon");
-  await page.locator(".character_select:has-text('Warden')").first().click();
+  await selectCharacter(page, "Warden");
   await page.waitForFunction((id) => SillyTavern.getContext().chatMetadata.statecraft?.game === id, game, { timeout: 30000 });
   await settle();
   await stateMatchesChat("reopen");
@@ -828,7 +828,7 @@ test("every chat action keeps the game on what the chat shows", async () => {
 test("the chat file SillyTavern saved, imported with its card, ends on the extension's game", async () => {
   // The Warden's card carries statecraft's own settings (its state) and no [InitVar] entry.
   await characterList();
-  await page.locator(".character_select:has-text('Warden')").first().click();
+  await selectCharacter(page, "Warden");
   await page.waitForFunction(() => SillyTavern.getContext().chatMetadata.statecraft?.game, null, { timeout: 30000 });
   await settle();
   const game = await gameId();
@@ -858,7 +858,7 @@ test("the chat file SillyTavern saved, imported with its card, ends on the exten
 test("an MVU card runs unchanged: its game from its [InitVar] entries, MVU's rules, its status bar", async () => {
   const card = JSON.parse(readFileSync(join(here, "mira.json"), "utf8"));
   await importCharacter("Mira", card);
-  await page.locator(".character_select:has-text('Mira')").first().click();
+  await selectCharacter(page, "Mira");
   // SillyTavern offers to import the card's world book: a user says yes. (1.19 saves the link with
   // the card's next save; until then the extension reads the book embedded in the card, the same
   // entries.)
@@ -925,7 +925,7 @@ test("an MVU card runs unchanged: its game from its [InitVar] entries, MVU's rul
 
 test("a changed card is offered to the chat in progress, before anything changes, and taken as one step", async () => {
   await characterList();
-  await page.locator(".character_select:has-text('Mira')").first().click();
+  await selectCharacter(page, "Mira");
   await page.waitForFunction(() => SillyTavern.getContext().chatMetadata.statecraft?.game?.startsWith("st-Mira-"), null, { timeout: 30000 });
   await settle();
   const game = await gameId();
@@ -985,7 +985,7 @@ async function cardUpdateInTheDrawer(game, before, steps) {
 
 test("a refused reply, a deleted range, a branch and the way back", async () => {
   await characterList();
-  await page.locator(".character_select:has-text('Warden')").first().click();
+  await selectCharacter(page, "Warden");
   await page.waitForFunction(() => SillyTavern.getContext().chatMetadata.statecraft?.game, null, { timeout: 30000 });
   await settle();
   await stateMatchesChat("open the Warden's chat again");
@@ -1121,7 +1121,7 @@ test("a chat with hundreds of long replies, opened for the first time", async ()
   }
   writeFileSync(join(tavern.userFolder, "chats", "Warden", "Long tunnel.jsonl"), `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`);
   await characterList();
-  await page.locator(".character_select:has-text('Warden')").first().click();
+  await selectCharacter(page, "Warden");
   await page.waitForFunction(() => SillyTavern.getContext().characterId !== undefined && !SillyTavern.getContext().groupId, null, { timeout: 30000 });
   const before = syncs.length;
   await openChatFile("Long tunnel");
@@ -1346,7 +1346,7 @@ test("no binary, and a binary of another API version: the drawer and the console
 /** Opens the Warden's last chat (after a reload nothing is open) and waits for it. */
 async function openWarden() {
   await characterList();
-  await page.locator(".character_select:has-text('Warden')").first().click();
+  await selectCharacter(page, "Warden");
   await page.waitForFunction(() => SillyTavern.getContext().characterId !== undefined && SillyTavern.getContext().chat.length > 0 && SillyTavern.getContext().chatMetadata.integrity, null, { timeout: 60000 });
 }
 

@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { pointAt } from "../../../clients/sillytavern/view.js";
 import { startFakeModel } from "./fake-model.js";
-import { startTavernWithPlugin } from "./harness.js";
+import { selectCharacter, startTavernWithPlugin } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -141,7 +141,7 @@ async function importCharacter(name, card) {
 async function openCharacter(name) {
   if (!(await page.locator("#right-nav-panel.openDrawer").count())) await page.click("#rightNavDrawerIcon");
   await page.click("#rm_button_characters");
-  await page.locator(`.character_select:has-text('${name}')`).first().click();
+  await selectCharacter(page, name);
   await page.waitForFunction((prefix) => String(SillyTavern.getContext().chatMetadata.statecraft?.game ?? "").startsWith(prefix), `st-${name}`, { timeout: 30000 });
   await page.locator("#chat .mes[mesid='0']").waitFor();
   await settle();
@@ -281,7 +281,7 @@ test("an MVU card: {{get_message_variable::stat_data...}} and {{state::...}} rea
     extensions: {},
   });
   await importCharacter("Mira", card);
-  await page.locator(".character_select:has-text('Mira')").first().click();
+  await selectCharacter(page, "Mira");
   await page.locator(".popup:has-text('embedded World/Lorebook') .popup-button-ok").click();
   await page.locator("#WorldInfo.openDrawer").waitFor({ timeout: 10000 }).catch(() => {});
   if (await page.locator("#WorldInfo.openDrawer").count()) await page.click("#WIDrawerIcon");
