@@ -32,17 +32,9 @@ pub struct HostEvent {
     pub payload: Value,
 }
 
-/// One `callback` instruction, as the handler sees it.
+/// What every handler call of one batch carries: a callback's, a watcher's and a hook's alike.
 #[derive(Debug)]
-pub struct CallbackCall<'a> {
-    /// The handler's name: the callback's `path[0]`.
-    pub name: &'a str,
-    /// The arguments: the instruction's `value` as a list (a non-array value is one argument).
-    pub args: &'a [Value],
-    /// The state at this point of the batch. Cloning it is O(1).
-    pub state: &'a Value,
-    /// How many callbacks deep this call is: 0 for a callback in the batch itself.
-    pub depth: usize,
+pub struct BatchContext<'a> {
     /// The limits in force; handlers enforce the time, step and memory limits themselves.
     pub limits: &'a Limits,
     /// The store's forbidden segments. A handler that checks what it hands back before the engine
@@ -56,6 +48,21 @@ pub struct CallbackCall<'a> {
     pub deadline: Option<Instant>,
 }
 
+/// One `callback` instruction, as the handler sees it.
+#[derive(Debug)]
+pub struct CallbackCall<'a> {
+    /// The handler's name: the callback's `path[0]`.
+    pub name: &'a str,
+    /// The arguments: the instruction's `value` as a list (a non-array value is one argument).
+    pub args: &'a [Value],
+    /// The state at this point of the batch. Cloning it is O(1).
+    pub state: &'a Value,
+    /// How many callbacks deep this call is: 0 for a callback in the batch itself.
+    pub depth: usize,
+    /// The batch's limits, forbidden segments, generator and deadline.
+    pub batch: BatchContext<'a>,
+}
+
 /// The changes a batch made, offered to watchers.
 #[derive(Debug)]
 pub struct WatchCall<'a> {
@@ -65,15 +72,8 @@ pub struct WatchCall<'a> {
     pub state: &'a Value,
     /// 0 for the batch's own changes, 1 for changes made by what watchers emitted, and so on.
     pub depth: usize,
-    /// The limits in force.
-    pub limits: &'a Limits,
-    /// The store's forbidden segments (see [`CallbackCall::forbidden`]).
-    pub forbidden: &'a [String],
-    /// The batch's generator (see [`CallbackCall::random`]).
-    pub random: &'a mut Random,
-    /// When the batch's time is up ([`crate::ApplyOptions::deadline`]): a handler stops a running
-    /// script at it and fails, and the store rejects the batch as out of time.
-    pub deadline: Option<Instant>,
+    /// The batch's limits, forbidden segments, generator and deadline.
+    pub batch: BatchContext<'a>,
 }
 
 /// The batch as decoded, offered to `before` hooks before validation.
@@ -86,15 +86,8 @@ pub struct BeforeCall<'a> {
     pub spans: &'a [Range<usize>],
     /// The state the batch will run on.
     pub state: &'a Value,
-    /// The limits in force.
-    pub limits: &'a Limits,
-    /// The store's forbidden segments (see [`CallbackCall::forbidden`]).
-    pub forbidden: &'a [String],
-    /// The batch's generator (see [`CallbackCall::random`]).
-    pub random: &'a mut Random,
-    /// When the batch's time is up ([`crate::ApplyOptions::deadline`]): a handler stops a running
-    /// script at it and fails, and the store rejects the batch as out of time.
-    pub deadline: Option<Instant>,
+    /// The batch's limits, forbidden segments, generator and deadline.
+    pub batch: BatchContext<'a>,
 }
 
 /// What `before` hooks made of a batch: the batch to run instead, and one note per edit.
@@ -127,15 +120,8 @@ pub struct AfterCall<'a> {
     pub before: &'a Value,
     /// The state now.
     pub state: &'a Value,
-    /// The limits in force.
-    pub limits: &'a Limits,
-    /// The store's forbidden segments (see [`CallbackCall::forbidden`]).
-    pub forbidden: &'a [String],
-    /// The batch's generator (see [`CallbackCall::random`]).
-    pub random: &'a mut Random,
-    /// When the batch's time is up ([`crate::ApplyOptions::deadline`]): a handler stops a running
-    /// script at it and fails, and the store rejects the batch as out of time.
-    pub deadline: Option<Instant>,
+    /// The batch's limits, forbidden segments, generator and deadline.
+    pub batch: BatchContext<'a>,
 }
 
 /// A handler's answer.

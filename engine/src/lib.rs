@@ -43,8 +43,9 @@ mod validate;
 mod value;
 
 pub use callback::{
-    AfterCall, BeforeCall, CallbackArg, CallbackCall, CallbackHandler, CallbackSignature,
-    HandlerError, HostEvent, NoHandlers, Response, Rewrite, RewriteNote, WatchCall,
+    AfterCall, BatchContext, BeforeCall, CallbackArg, CallbackCall, CallbackHandler,
+    CallbackSignature, HandlerError, HostEvent, NoHandlers, Response, Rewrite, RewriteNote,
+    WatchCall,
 };
 pub use card::{CardUpdate, CardUpdateOptions, CardVersion, plan as plan_card_update};
 pub use change::{Change, ReplayError, replay_backward, replay_forward};

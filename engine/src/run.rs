@@ -22,8 +22,8 @@ use std::time::Instant;
 
 use crate::budget;
 use crate::callback::{
-    AfterCall, BeforeCall, CallbackCall, CallbackHandler, HandlerError, HostEvent, Response,
-    Rewrite, RewriteNote, WatchCall,
+    AfterCall, BatchContext, BeforeCall, CallbackCall, CallbackHandler, HandlerError, HostEvent,
+    Response, Rewrite, RewriteNote, WatchCall,
 };
 use crate::change::{self, Change};
 use crate::error::{BatchError, ErrorKind, Trail};
@@ -253,10 +253,7 @@ fn before_hooks<'i>(
         instructions,
         spans: &options.spans,
         state: start,
-        limits: rules.limits,
-        forbidden: rules.forbidden,
-        random,
-        deadline: options.deadline,
+        batch: batch_context(rules, random, options.deadline),
     });
     match rewrite {
         Ok(None) => Ok((Cow::Borrowed(instructions), Vec::new())),
@@ -296,6 +293,20 @@ struct Run<'s> {
     /// Instructions run since the clock was last read.
     ticks: u32,
     mode: Mode,
+}
+
+/// What every handler call of the batch carries.
+fn batch_context<'c>(
+    rules: &Rules<'c>,
+    random: &'c mut Random,
+    deadline: Option<Instant>,
+) -> BatchContext<'c> {
+    BatchContext {
+        limits: rules.limits,
+        forbidden: rules.forbidden,
+        random,
+        deadline,
+    }
 }
 
 /// The error of a batch whose deadline has passed, if it has. Reads the clock.
@@ -662,10 +673,7 @@ impl Run<'_> {
             args: &args,
             state: self.root,
             depth,
-            limits: self.rules.limits,
-            forbidden: self.rules.forbidden,
-            random: &mut self.random,
-            deadline: self.deadline,
+            batch: batch_context(&self.rules, &mut self.random, self.deadline),
         };
         let response = match self.handler.call(call) {
             Ok(response) => response,
@@ -806,10 +814,7 @@ impl Run<'_> {
                 changes: &self.changes[fresh],
                 state: self.root,
                 depth,
-                limits: self.rules.limits,
-                forbidden: self.rules.forbidden,
-                random: &mut self.random,
-                deadline: self.deadline,
+                batch: batch_context(&self.rules, &mut self.random, self.deadline),
             };
             let response = self
                 .handler
@@ -831,10 +836,7 @@ impl Run<'_> {
             changes: &self.changes,
             before,
             state: self.root,
-            limits: self.rules.limits,
-            forbidden: self.rules.forbidden,
-            random: &mut self.random,
-            deadline: self.deadline,
+            batch: batch_context(&self.rules, &mut self.random, self.deadline),
         };
         let response = self
             .handler

@@ -9,7 +9,8 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use statecraft_engine::{
-    Batch, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, Limits, Random, Store, Value,
+    Batch, BatchContext, CallbackCall, CallbackHandler, DEFAULT_FORBIDDEN, Limits, Random, Store,
+    Value,
 };
 use statecraft_scripts::LuaHandlers;
 use statecraft_scripts::internals::Limiter;
@@ -63,10 +64,12 @@ fn round_trip(c: &mut Criterion) {
                 args: &args,
                 state: &root,
                 depth: 0,
-                limits: &limits,
-                forbidden: &forbidden,
-                random: &mut Random::for_step(0, 1),
-                deadline: None,
+                batch: BatchContext {
+                    limits: &limits,
+                    forbidden: &forbidden,
+                    random: &mut Random::for_step(0, 1),
+                    deadline: None,
+                },
             };
             black_box(direct.call(call).expect("handler runs"))
         })
@@ -81,10 +84,12 @@ fn round_trip(c: &mut Criterion) {
                     args: &args,
                     state: &root,
                     depth: 0,
-                    limits: &limits,
-                    forbidden: &forbidden,
-                    random: &mut Random::for_step(0, 1),
-                    deadline: None,
+                    batch: BatchContext {
+                        limits: &limits,
+                        forbidden: &forbidden,
+                        random: &mut Random::for_step(0, 1),
+                        deadline: None,
+                    },
                 };
                 black_box(direct.call(call).expect("handler runs"))
             })
@@ -209,10 +214,12 @@ fn limiter(c: &mut Criterion) {
                 args: &[],
                 state: &root,
                 depth: 0,
-                limits: &limits,
-                forbidden: &forbidden,
-                random: &mut Random::for_step(0, 1),
-                deadline: None,
+                batch: BatchContext {
+                    limits: &limits,
+                    forbidden: &forbidden,
+                    random: &mut Random::for_step(0, 1),
+                    deadline: None,
+                },
             };
             black_box(handlers.call(call).expect("handler runs"))
         })

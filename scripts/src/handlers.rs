@@ -20,8 +20,8 @@ use std::rc::Rc;
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use statecraft_engine::{
-    AfterCall, BeforeCall, CallbackCall, CallbackHandler, CallbackSignature, Change, HandlerError,
-    Instruction, Limits, Path, Random, Response, Rewrite, Segment, Value, WatchCall,
+    AfterCall, BatchContext, BeforeCall, CallbackCall, CallbackHandler, CallbackSignature, Change,
+    HandlerError, Instruction, Limits, Path, Response, Rewrite, Segment, Value, WatchCall,
 };
 
 use crate::convert::{Inbound, MemberNames, Outbound, count_pairs, holds_instruction, type_name};
@@ -199,14 +199,8 @@ impl LuaHandlers {
         (self.befores.len(), self.afters.len())
     }
 
-    fn begin(
-        &self,
-        kind: Kind,
-        state: &Value,
-        random: Random,
-        limits: &Limits,
-        forbidden: &[String],
-    ) {
+    fn begin(&self, kind: Kind, state: &Value, batch: &BatchContext<'_>) {
+        let (random, limits, forbidden) = (*batch.random, batch.limits, batch.forbidden);
         self.limiter
             .start(limits.max_callback_steps, limits.max_callback_time);
         let mut call = self.call.borrow_mut();
@@ -291,11 +285,10 @@ impl LuaHandlers {
         &self,
         label: &str,
         result: Result<Option<Value>, String>,
-        limits: &Limits,
-        random: &mut Random,
+        batch: &mut BatchContext<'_>,
     ) -> Result<Response, HandlerError> {
         let state = self.end();
-        *random = state.random;
+        *batch.random = state.random;
         match result {
             Ok(value) => Ok(Response {
                 value,
@@ -307,7 +300,7 @@ impl LuaHandlers {
                 let _ = self.lua.gc_collect();
                 Err(HandlerError::Failed(cut(
                     format!("{label}: {cause}"),
-                    limits.max_error_text,
+                    batch.limits.max_error_text,
                 )))
             }
         }
@@ -315,27 +308,21 @@ impl LuaHandlers {
 }
 
 impl CallbackHandler for LuaHandlers {
-    fn call(&mut self, call: CallbackCall<'_>) -> Result<Response, HandlerError> {
-        self.limiter.set_deadline(call.deadline);
+    fn call(&mut self, mut call: CallbackCall<'_>) -> Result<Response, HandlerError> {
+        self.limiter.set_deadline(call.batch.deadline);
         let Some(handler) = self.handlers.get(call.name) else {
             return Err(HandlerError::Unknown);
         };
         let label = format!("handler \"{}\" ({})", call.name, handler.origin);
-        self.begin(
-            Kind::Handler,
-            call.state,
-            *call.random,
-            call.limits,
-            call.forbidden,
-        );
-        let result = self.invoke(&handler.function, call.limits, |inbound| {
+        self.begin(Kind::Handler, call.state, &call.batch);
+        let result = self.invoke(&handler.function, call.batch.limits, |inbound| {
             call.args.iter().map(|arg| inbound.top(Some(arg))).collect()
         });
-        self.answer(&label, result, call.limits, call.random)
+        self.answer(&label, result, &mut call.batch)
     }
 
-    fn watch(&mut self, call: WatchCall<'_>) -> Result<Response, HandlerError> {
-        self.limiter.set_deadline(call.deadline);
+    fn watch(&mut self, mut call: WatchCall<'_>) -> Result<Response, HandlerError> {
+        self.limiter.set_deadline(call.batch.deadline);
         let mut hits = Vec::new();
         for change in call.changes {
             for (index, watcher) in self.watchers.iter().enumerate() {
@@ -348,16 +335,10 @@ impl CallbackHandler for LuaHandlers {
             return Ok(Response::default());
         }
         // One budget for the whole round: a watcher that fires for many changes shares it.
-        self.begin(
-            Kind::Handler,
-            call.state,
-            *call.random,
-            call.limits,
-            call.forbidden,
-        );
+        self.begin(Kind::Handler, call.state, &call.batch);
         for (index, (path, old, new)) in hits {
             let watcher = &self.watchers[index];
-            let result = self.invoke(&watcher.function, call.limits, |inbound| {
+            let result = self.invoke(&watcher.function, call.batch.limits, |inbound| {
                 Ok(vec![
                     inbound.top(old.as_ref())?,
                     inbound.top(new.as_ref())?,
@@ -366,24 +347,18 @@ impl CallbackHandler for LuaHandlers {
             });
             if let Err(cause) = result {
                 let label = format!("watcher on \"{}\" ({})", watcher.spelled, watcher.origin);
-                return self.answer(&label, Err(cause), call.limits, call.random);
+                return self.answer(&label, Err(cause), &mut call.batch);
             }
         }
-        self.answer("", Ok(None), call.limits, call.random)
+        self.answer("", Ok(None), &mut call.batch)
     }
 
-    fn before(&mut self, call: BeforeCall<'_>) -> Result<Option<Rewrite>, HandlerError> {
-        self.limiter.set_deadline(call.deadline);
+    fn before(&mut self, mut call: BeforeCall<'_>) -> Result<Option<Rewrite>, HandlerError> {
+        self.limiter.set_deadline(call.batch.deadline);
         if self.befores.is_empty() {
             return Ok(None);
         }
-        self.begin(
-            Kind::Before,
-            call.state,
-            *call.random,
-            call.limits,
-            call.forbidden,
-        );
+        self.begin(Kind::Before, call.state, &call.batch);
         let mut entries: Vec<Entry> = call
             .instructions
             .iter()
@@ -399,14 +374,14 @@ impl CallbackHandler for LuaHandlers {
         let mut notes = Vec::new();
         for hook in &self.befores {
             self.limiter.start(
-                call.limits.max_callback_steps,
-                call.limits.max_callback_time,
+                call.batch.limits.max_callback_steps,
+                call.batch.limits.max_callback_time,
             );
-            let max_len = call.limits.max_batch_len;
+            let max_len = call.batch.limits.max_batch_len;
             let handed = RefCell::new(Vec::new());
             let result = self.invoke_with(
                 &hook.function,
-                call.limits,
+                call.batch.limits,
                 |inbound| {
                     Ok(vec![batch_to_lua(
                         inbound,
@@ -435,12 +410,12 @@ impl CallbackHandler for LuaHandlers {
                 Err(cause) => {
                     let label = format!("before hook ({})", hook.origin);
                     return self
-                        .answer(&label, Err(cause), call.limits, call.random)
+                        .answer(&label, Err(cause), &mut call.batch)
                         .map(|_| None);
                 }
             }
         }
-        self.answer("", Ok(None), call.limits, call.random)?;
+        self.answer("", Ok(None), &mut call.batch)?;
         if notes.is_empty() {
             return Ok(None);
         }
@@ -453,25 +428,19 @@ impl CallbackHandler for LuaHandlers {
         }))
     }
 
-    fn after(&mut self, call: AfterCall<'_>) -> Result<Response, HandlerError> {
-        self.limiter.set_deadline(call.deadline);
+    fn after(&mut self, mut call: AfterCall<'_>) -> Result<Response, HandlerError> {
+        self.limiter.set_deadline(call.batch.deadline);
         if self.afters.is_empty() {
             return Ok(Response::default());
         }
-        self.begin(
-            Kind::After,
-            call.state,
-            *call.random,
-            call.limits,
-            call.forbidden,
-        );
+        self.begin(Kind::After, call.state, &call.batch);
         self.call.borrow_mut().before = Some(call.before.clone());
         for hook in &self.afters {
             self.limiter.start(
-                call.limits.max_callback_steps,
-                call.limits.max_callback_time,
+                call.batch.limits.max_callback_steps,
+                call.batch.limits.max_callback_time,
             );
-            let result = self.invoke(&hook.function, call.limits, |inbound| {
+            let result = self.invoke(&hook.function, call.batch.limits, |inbound| {
                 Ok(vec![changes_to_lua(inbound, call.changes)?])
             });
             let result = match result {
@@ -483,10 +452,10 @@ impl CallbackHandler for LuaHandlers {
             };
             if let Err(cause) = result {
                 let label = format!("after hook ({})", hook.origin);
-                return self.answer(&label, Err(cause), call.limits, call.random);
+                return self.answer(&label, Err(cause), &mut call.batch);
             }
         }
-        self.answer("", Ok(None), call.limits, call.random)
+        self.answer("", Ok(None), &mut call.batch)
     }
 
     fn has_after_hooks(&self) -> bool {
