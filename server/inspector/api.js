@@ -3,13 +3,9 @@
 // for one. The token is asked once (on the first 401, however many requests it refused), kept in this
 // tab's sessionStorage, and asked again only if the server refuses it. Served by SillyTavern's server
 // plugin (under /api/plugins/statecraft/), the page goes through the plugin with SillyTavern's
-// session and CSRF token instead, and needs no token. The rest are the page's DOM and JSON Pointer
-// helpers.
+// session and CSRF token instead, and needs no token.
 
-import { Statecraft, StatecraftError, pointerToken, pointerTokens } from "./statecraft.js";
-
-// The JSON Pointer rules are the client's, shared with the page's modules from here.
-export { pointerToken, pointerTokens };
+import { Statecraft, StatecraftError } from "./statecraft.js";
 
 export { StatecraftError };
 
@@ -59,59 +55,3 @@ export const client = new Statecraft(base, {
     return token;
   },
 });
-
-/** Creates an element: `el("li", {class: "x", onclick}, child, "text")`. */
-export function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
-    else if (name === "text") node.textContent = value;
-    else node.setAttribute(name, value === true ? "" : String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-/** Creates an SVG element. */
-export function svg(tag, attributes = {}, ...children) {
-  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
-    else node.setAttribute(name, String(value));
-  }
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-
-/** The value at a JSON Pointer, or undefined. */
-export function lookup(value, pointer) {
-  const tokens = pointerTokens(pointer);
-  if (tokens === null) return undefined;
-  let node = value;
-  for (const token of tokens) {
-    if (node === null || typeof node !== "object" || !Object.hasOwn(node, token)) return undefined;
-    node = node[token];
-  }
-  return node;
-}
-
-/** A value's type as the page shows it. */
-export function typeOf(value) {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "array";
-  return typeof value;
-}
-
-/** A short one-line rendering of a value. */
-export function brief(value, max = 80) {
-  const text = JSON.stringify(value);
-  if (text === undefined) return "";
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}

@@ -2,7 +2,9 @@
 // by which of old and new it has. The logs are the API's own: a step's (`state?step=N`), an apply's
 // or a dry run's.
 
-import { el, pointerToken, brief } from "./api.js";
+import { el } from "./dom.js";
+import { pointerToken } from "./statecraft.js";
+import { brief } from "./values.js";
 
 /** A change's path as a JSON Pointer (the API's change logs give paths as arrays of keys and indices). */
 export function pointerOf(path) {

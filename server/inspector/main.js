@@ -4,7 +4,9 @@
 // client (`api.js`). The address says what is shown (`?game=ID`, and `&step=N` for a step picked on
 // the timeline), so a link opens it, the address bar can be copied, and the back button goes back.
 
-import { client, el, lookup, typeOf, StatecraftError } from "./api.js";
+import { client, StatecraftError } from "./api.js";
+import { el } from "./dom.js";
+import { lookup, typeOf } from "./values.js";
 import { renderTree, schemaDescription } from "./tree.js";
 import { renderTimeline, treeOf, lineTo } from "./timeline.js";
 import { renderChanges } from "./diff.js";

@@ -1,7 +1,7 @@
 // A numeric value over time: its value at each step of the current line, drawn as a line chart in
 // plain SVG. A step where the value is missing or not a number leaves a gap.
 
-import { svg, el } from "./api.js";
+import { svg, el } from "./dom.js";
 
 const WIDTH = 560;
 const HEIGHT = 220;

@@ -2,7 +2,8 @@
 // hover), the repair score, the would-be changes or the rejection's reasons, and the feedback text a
 // host would send back to the model.
 
-import { el, brief } from "./api.js";
+import { el } from "./dom.js";
+import { brief } from "./values.js";
 import { renderChanges, pointerOf } from "./diff.js";
 
 const SEVERITY = { note: 0, warning: 1, error: 2 };

@@ -2,7 +2,7 @@
 // one column right of its parent, siblings (swipes, edits) on rows of their own. Each step shows its
 // label or id and its change count; the current line is drawn bold and the current step ringed.
 
-import { svg } from "./api.js";
+import { svg } from "./dom.js";
 
 const COLUMN = 96;
 const ROW = 60;

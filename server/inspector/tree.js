@@ -1,7 +1,9 @@
 // The state as a foldable tree. Only unfolded nodes are built, and a node's children are built a page
 // at a time, so a state with 10,000 keys in one object costs one page of rows until asked for more.
 
-import { el, pointerToken, typeOf, brief, lookup, pointerTokens } from "./api.js";
+import { el } from "./dom.js";
+import { pointerToken, pointerTokens } from "./statecraft.js";
+import { brief, lookup, typeOf } from "./values.js";
 
 /** How many children of a node are built at once. */
 export const PAGE = 200;

@@ -33,6 +33,8 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../inspector/statecraft.js"),
     ),
     ("/api.js", JS, include_str!("../inspector/api.js")),
+    ("/dom.js", JS, include_str!("../inspector/dom.js")),
+    ("/values.js", JS, include_str!("../inspector/values.js")),
     ("/main.js", JS, include_str!("../inspector/main.js")),
     ("/tree.js", JS, include_str!("../inspector/tree.js")),
     ("/timeline.js", JS, include_str!("../inspector/timeline.js")),

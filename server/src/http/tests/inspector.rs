@@ -24,9 +24,27 @@ fn the_page_loads_without_the_token_and_the_api_still_needs_it() {
     assert!(policy.contains("connect-src 'self'"), "{policy}");
     assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
     assert_eq!(page.header("x-frame-options"), Some("DENY"));
-    for asset in ["/main.js", "/api.js", "/statecraft.js", "/inspector.css"] {
-        let file = get(asset, &[]);
+    // Every file of the page's folder is served (`index.html` at `/`): a module added there and
+    // not embedded would fail the page's imports only in a browser.
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("inspector");
+    for entry in std::fs::read_dir(&folder).expect("the page's folder") {
+        let name = entry
+            .expect("a file")
+            .file_name()
+            .into_string()
+            .expect("a UTF-8 name");
+        let asset = if name == "index.html" {
+            "/".to_owned()
+        } else {
+            format!("/{name}")
+        };
+        let file = get(&asset, &[]);
         assert_eq!(file.status, StatusCode::OK, "{asset}: {file:?}");
+        assert_eq!(
+            file.text,
+            std::fs::read_to_string(folder.join(&name)).expect("the file"),
+            "{asset} is served as it is in server/inspector/"
+        );
     }
     // The page imports the JavaScript client itself, the very file of clients/js (the server embeds
     // its own copy, since a published crate holds only its own files).
