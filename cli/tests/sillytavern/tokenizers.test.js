@@ -3,9 +3,10 @@
 // tokenizers in SillyTavern's src/tokenizers (Llama 1/2, Llama 3, Mistral, Yi, Gemma, Jamba,
 // NerdStash, Claude), loaded with the same packages SillyTavern loads them with. On the views of this
 // repository's examples and two MVU cards (examples/mvu-card, mira.json), in both formats, whole and
-// within a budget, the estimate (`tokens.state` and `tokens.text` of the game's prompt endpoint) must
-// be what docs/state-view.md says it is: never below any of these tokenizers' counts, and at most
-// FACTOR times the smallest. The figures go to stderr.
+// within a budget, and on the prompts made from them in every mode (the reply's rules, the update
+// pass's, in English and in Chinese), the estimate (`tokens.state` and `tokens.text` of the game's
+// prompt endpoint) must be what docs/state-view.md says it is: never below any of these tokenizers'
+// counts, and at most FACTOR times the smallest. The figures go to stderr.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -19,6 +20,9 @@ import { installFolder, installSillyTavern } from "./install.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
+
+/** The reply an update pass is asked about. */
+const PASS_REPLY = "Aria sells the rusty sword for 12 gold and leaves the market.";
 
 /** The documented bound: the estimate is at most this many times the smallest real count. */
 const FACTOR = 2.5;
@@ -69,7 +73,7 @@ after(async () => {
 /** The games measured: each example's initial state (with its schema), and the two MVU cards. */
 function subjects() {
   const read = (...path) => JSON.parse(readFileSync(join(repository, ...path), "utf8"));
-  const list = ["fantasy", "romance", "rules", "timeline"].map((name) => ({ name, create: { state: read("examples", name, "state.json"), schema: read("examples", name, "schema.json") } }));
+  const list = ["fantasy", "romance", "rules", "timeline", "tavern"].map((name) => ({ name, create: { state: read("examples", name, "state.json"), schema: read("examples", name, "schema.json") } }));
   list.push({ name: "mvu-card", create: { card: read("examples/mvu-card/card.json"), macros: { user: "Tester" } } });
   list.push({ name: "mira", create: { card: read("cli/tests/sillytavern/mira.json"), macros: { user: "Tester" } } });
   return list;
@@ -103,6 +107,13 @@ test("the estimator is never below SillyTavern's tokenizers, and within the docu
       const half = await client.request("POST", `/v1/games/${encodeURIComponent(id)}/prompt`, { format, budget });
       assert.ok(half.tokens.state <= budget, `${subject.name} ${format}: ${half.tokens.state} within ${budget}`);
       compare(`${subject.name} ${format} budget ${budget}`, half.state, half.tokens.state);
+      // The whole prompt of each mode and language, within that budget.
+      for (const lang of ["en", "zh"]) {
+        const reply = await client.request("POST", `/v1/games/${encodeURIComponent(id)}/prompt`, { format, budget, lang });
+        compare(`${subject.name} ${format} ${lang} (prompt)`, reply.text, reply.tokens.text);
+        const pass = await client.request("POST", `/v1/games/${encodeURIComponent(id)}/prompt`, { format, budget, lang, mode: "pass", reply: PASS_REPLY });
+        compare(`${subject.name} ${format} ${lang} (pass)`, pass.text, pass.tokens.text);
+      }
     }
   }
   assert.deepEqual(broken, [], "the estimator against SillyTavern's tokenizers");
