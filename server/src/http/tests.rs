@@ -1,6 +1,6 @@
 //! The API in-process: requests handed to the router without a socket, on a SQLite file or a
-//! PostgreSQL schema of the test's own. What needs a real process (a kill, two processes) is tested in
-//! `cli/tests/serve_*.rs`.
+//! PostgreSQL schema of the test's own. What needs a real process (a kill, a restart, a stop, two
+//! processes) is tested in `cli/tests/serve_*.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +17,7 @@ use crate::db::Database;
 use crate::guard::Policy;
 use crate::writer::Writer;
 
+mod api;
 mod cards;
 mod inspector;
 mod owners;
@@ -50,16 +51,21 @@ impl Fetched {
     }
 }
 
-/// An answer: its status and its body as JSON.
+/// An answer: its status, its headers and its body as JSON.
 #[derive(Debug)]
 pub(crate) struct Answered {
     pub(crate) status: StatusCode,
+    pub(crate) headers: axum::http::HeaderMap,
     pub(crate) body: Json,
 }
 
 impl Answered {
     pub(crate) fn kind(&self) -> &str {
         self.body["error"]["kind"].as_str().unwrap_or("")
+    }
+
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
     }
 }
 
@@ -235,13 +241,28 @@ impl Harness {
         );
         let body = serde_json::from_str(text)
             .unwrap_or_else(|error| panic!("{status}: not JSON ({error}): {text:?}"));
-        Answered { status, body }
+        Answered {
+            status,
+            headers: answer.headers,
+            body,
+        }
     }
 
     /// Sends a request with a JSON body (or none).
     pub(crate) fn call(&self, method: &str, uri: &str, body: Option<&Json>) -> Answered {
+        self.call_with(method, uri, body, &[])
+    }
+
+    /// Sends a request with a JSON body (or none) and extra headers.
+    pub(crate) fn call_with(
+        &self,
+        method: &str,
+        uri: &str,
+        body: Option<&Json>,
+        headers: &[(&str, &str)],
+    ) -> Answered {
         let text = body.map(Json::to_string).unwrap_or_default();
-        self.raw(method, uri, &text, &[])
+        self.raw(method, uri, &text, headers)
     }
 
     /// Creates a game and returns its id.
