@@ -20,6 +20,7 @@ use crate::writer::Writer;
 mod api;
 mod cards;
 mod inspector;
+mod limits;
 mod owners;
 mod prompts;
 mod scenarios;
@@ -71,7 +72,8 @@ impl Answered {
 
 /// How a harness's server is set up: what `statecraft serve`'s options set. `Options::default()` is
 /// a test's server: no token, no browser origin, at most 100 games, 30 s per request, 1 MiB bodies,
-/// 100 games or 256 MiB in memory, the engine's default limits and the default record limit.
+/// 100 games or 256 MiB in memory, the engine's default limits and the default record limit;
+/// `Options::serve()` is `statecraft serve`'s own defaults.
 #[derive(Clone, Debug)]
 pub(crate) struct Options {
     pub(crate) token: Option<String>,
@@ -98,6 +100,23 @@ impl Default for Options {
             },
             limits: Limits::default(),
             max_record_bytes: crate::Config::new().max_record_bytes,
+        }
+    }
+}
+
+impl Options {
+    /// The options `statecraft serve` starts with by default ([`crate::Config::new`]).
+    pub(crate) fn serve() -> Options {
+        let config = crate::Config::new();
+        Options {
+            token: config.token,
+            origins: config.allow_origins,
+            max_games: config.max_games,
+            request_timeout: config.request_timeout,
+            max_body: config.max_body,
+            cache: config.cache,
+            limits: config.limits,
+            max_record_bytes: config.max_record_bytes,
         }
     }
 }
