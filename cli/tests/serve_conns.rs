@@ -299,8 +299,9 @@ fn sigterm_stops_within_the_grace_time_while_a_batch_answered_503_runs_on() {
         "1",
     ]);
     // Each call of the handler runs until the script time limit of 1 s stops it (see
-    // a_request_over_the_time_limit_answers_503_and_the_game_goes_on), and best effort goes on to the
-    // next: the batch keeps its game's thread busy for about ten seconds.
+    // a_request_over_the_time_limit_answers_503_and_the_game_goes_on in
+    // server/src/http/tests/api.rs), and best effort goes on to the next: the batch keeps its game's
+    // thread busy for about ten seconds.
     let scripts = json!({"spin.lua": "on('spin', function(ctx) while true do local s = string.rep('x', 100000) end end)"});
     let spinning = create(&server, &json!({"state": {"n": 0}, "scripts": scripts}));
     let busy = create(&server, &json!({"state": {"n": 0}}));

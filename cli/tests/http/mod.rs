@@ -26,12 +26,8 @@ pub(crate) struct Server {
 impl Server {
     /// Starts `statecraft serve --listen 127.0.0.1:0 ARGS` and waits until it listens.
     pub(crate) fn start(args: &[&str]) -> Server {
-        Server::try_start(args).unwrap_or_else(|error| panic!("the server starts: {error}"))
-    }
-
-    /// Starts a server, or says why it did not.
-    pub(crate) fn try_start(args: &[&str]) -> Result<Server, String> {
         Server::try_start_command(Command::new(env!("CARGO_BIN_EXE_statecraft")), args)
+            .unwrap_or_else(|error| panic!("the server starts: {error}"))
     }
 
     /// Starts a server under an open-file limit of `files` (`ulimit -n`, through `sh`).
@@ -260,14 +256,8 @@ fn parse(answer: &[u8]) -> Result<Response, String> {
     } else {
         body.to_owned()
     };
-    let text_body = headers
-        .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with("text/"));
     let body = if body.is_empty() {
         Json::Null
-    } else if text_body {
-        // The inspector's files: kept whole as a string.
-        Json::String(body)
     } else {
         serde_json::from_str(&body).map_err(|e| format!("not JSON ({e}): {body:?}"))?
     };

@@ -1,6 +1,6 @@
 //! The API in-process: requests handed to the router without a socket, on a SQLite file or a
-//! PostgreSQL schema of the test's own. What needs a real process (a kill, two processes) is tested in
-//! `cli/tests/serve_*.rs`.
+//! PostgreSQL schema of the test's own. What needs a real process (a kill, a restart, a stop, two
+//! processes) is tested in `cli/tests/serve_*.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +17,10 @@ use crate::db::Database;
 use crate::guard::Policy;
 use crate::writer::Writer;
 
+mod api;
 mod cards;
 mod inspector;
+mod limits;
 mod owners;
 mod prompts;
 mod scenarios;
@@ -50,10 +52,11 @@ impl Fetched {
     }
 }
 
-/// An answer: its status and its body as JSON.
+/// An answer: its status, its headers and its body as JSON.
 #[derive(Debug)]
 pub(crate) struct Answered {
     pub(crate) status: StatusCode,
+    pub(crate) headers: axum::http::HeaderMap,
     pub(crate) body: Json,
 }
 
@@ -61,53 +64,109 @@ impl Answered {
     pub(crate) fn kind(&self) -> &str {
         self.body["error"]["kind"].as_str().unwrap_or("")
     }
+
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+}
+
+/// How a harness's server is set up: what `statecraft serve`'s options set. `Options::default()` is
+/// a test's server: no token, no browser origin, at most 100 games, 30 s per request, 1 MiB bodies,
+/// 100 games or 256 MiB in memory, the engine's default limits and the default record limit;
+/// `Options::serve()` is `statecraft serve`'s own defaults.
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    pub(crate) token: Option<String>,
+    pub(crate) origins: Vec<String>,
+    pub(crate) max_games: u64,
+    pub(crate) request_timeout: Duration,
+    pub(crate) max_body: usize,
+    pub(crate) cache: CacheBounds,
+    pub(crate) limits: Limits,
+    pub(crate) max_record_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            token: None,
+            origins: Vec::new(),
+            max_games: 100,
+            request_timeout: Duration::from_secs(30),
+            max_body: 1 << 20,
+            cache: CacheBounds {
+                max_active: 100,
+                max_memory: 1 << 28,
+            },
+            limits: Limits::default(),
+            max_record_bytes: crate::Config::new().max_record_bytes,
+        }
+    }
+}
+
+impl Options {
+    /// The options `statecraft serve` starts with by default ([`crate::Config::new`]).
+    pub(crate) fn serve() -> Options {
+        let config = crate::Config::new();
+        Options {
+            token: config.token,
+            origins: config.allow_origins,
+            max_games: config.max_games,
+            request_timeout: config.request_timeout,
+            max_body: config.max_body,
+            cache: config.cache,
+            limits: config.limits,
+            max_record_bytes: config.max_record_bytes,
+        }
+    }
 }
 
 impl Harness {
     /// A server on a new SQLite file.
     pub(crate) fn sqlite(max_games: u64) -> Harness {
+        Harness::sqlite_with(Options {
+            max_games,
+            ..Options::default()
+        })
+    }
+
+    /// A server on a new SQLite file, set up as `options` say.
+    pub(crate) fn sqlite_with(options: Options) -> Harness {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let database = Database::Sqlite(dir.path().join("games.db"));
-        Harness::on(&database, max_games, Some(dir), None)
+        Harness::build(&database, options, Some(dir), None)
     }
 
     /// A server on a PostgreSQL schema of its own, or `None` (said) when PostgreSQL is not usable.
     pub(crate) fn postgres(test: &str, max_games: u64) -> Option<Harness> {
         let schema = PgSchema::new(test)?;
         let database = Database::Postgres(schema.url.clone());
-        Some(Harness::on(&database, max_games, None, Some(schema)))
-    }
-
-    /// A server on a new SQLite file that asks every request for `token`, as `--token` does.
-    pub(crate) fn sqlite_with_token(token: &str) -> Harness {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let database = Database::Sqlite(dir.path().join("games.db"));
-        let policy = Policy {
-            token: Some(token.to_owned()),
-            origins: Vec::new(),
+        let options = Options {
+            max_games,
+            ..Options::default()
         };
-        Harness::with_policy(&database, 100, Some(dir), None, policy)
+        Some(Harness::build(&database, options, None, Some(schema)))
     }
 
+    /// A server on a database another harness may use too, as another process would.
     fn on(
         database: &Database,
         max_games: u64,
         dir: Option<tempfile::TempDir>,
         schema: Option<PgSchema>,
     ) -> Harness {
-        let policy = Policy {
-            token: None,
-            origins: Vec::new(),
+        let options = Options {
+            max_games,
+            ..Options::default()
         };
-        Harness::with_policy(database, max_games, dir, schema, policy)
+        Harness::build(database, options, dir, schema)
     }
 
-    fn with_policy(
+    fn build(
         database: &Database,
-        max_games: u64,
+        options: Options,
         dir: Option<tempfile::TempDir>,
         schema: Option<PgSchema>,
-        policy: Policy,
     ) -> Harness {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -116,29 +175,27 @@ impl Harness {
             .expect("a runtime");
         let storage = database.open().expect("the database opens");
         let (writer, _thread) = Writer::start(Arc::clone(&storage));
-        let limits = Limits::default();
-        let bounds = CacheBounds {
-            max_active: 100,
-            max_memory: 1 << 28,
-        };
         let state = Arc::new(App {
             games: ActiveGames::new(
                 Arc::clone(&storage),
                 writer.clone(),
-                limits.clone(),
-                bounds,
-                crate::Config::new().max_record_bytes,
+                options.limits.clone(),
+                options.cache,
+                options.max_record_bytes,
             ),
             storage,
             writer,
-            policy,
-            limits,
-            max_games,
-            request_timeout: Duration::from_secs(30),
+            policy: Policy {
+                token: options.token,
+                origins: options.origins,
+            },
+            limits: options.limits,
+            max_games: options.max_games,
+            request_timeout: options.request_timeout,
         });
         Harness {
             runtime,
-            router: app(state, 1 << 20),
+            router: app(state, options.max_body),
             _dir: dir,
             _schema: schema,
         }
@@ -203,13 +260,28 @@ impl Harness {
         );
         let body = serde_json::from_str(text)
             .unwrap_or_else(|error| panic!("{status}: not JSON ({error}): {text:?}"));
-        Answered { status, body }
+        Answered {
+            status,
+            headers: answer.headers,
+            body,
+        }
     }
 
     /// Sends a request with a JSON body (or none).
     pub(crate) fn call(&self, method: &str, uri: &str, body: Option<&Json>) -> Answered {
+        self.call_with(method, uri, body, &[])
+    }
+
+    /// Sends a request with a JSON body (or none) and extra headers.
+    pub(crate) fn call_with(
+        &self,
+        method: &str,
+        uri: &str,
+        body: Option<&Json>,
+        headers: &[(&str, &str)],
+    ) -> Answered {
         let text = body.map(Json::to_string).unwrap_or_default();
-        self.raw(method, uri, &text, &[])
+        self.raw(method, uri, &text, headers)
     }
 
     /// Creates a game and returns its id.

@@ -4,13 +4,16 @@
 
 use axum::http::StatusCode;
 
-use super::Harness;
+use super::{Harness, Options};
 
 const TOKEN: &str = "s3cret-token";
 
 #[test]
 fn the_page_loads_without_the_token_and_the_api_still_needs_it() {
-    let server = Harness::sqlite_with_token(TOKEN);
+    let server = Harness::sqlite_with(Options {
+        token: Some(TOKEN.to_owned()),
+        ..Options::default()
+    });
     let get = |uri: &str, headers: &[(&str, &str)]| server.fetch("GET", uri, "", headers);
     let page = get("/", &[]);
     assert_eq!(page.status, StatusCode::OK, "{page:?}");
