@@ -161,7 +161,7 @@ fn page() -> String {
          documentation by `tests/tests/codes.rs` and checked on every test run, so it is never out of\n\
          date; to change a line, change the doc comment it comes from and run\n\
          `UPDATE_EXPECT=1 cargo test -p statecraft-tests --test codes`. The HTTP API's error kinds are\n\
-         in [http.md](http.md#errors).\n\n",
+         in [http.md](http.md#errors), a condition's in [state-view.md](state-view.md#conditions).\n\n",
     );
 
     page.push_str(
