@@ -8,7 +8,7 @@
 
 import { Statecraft } from "../js/statecraft.js";
 import { StateView } from "./view.js";
-import { UpdatePass, applyPromptRegex, bindPassDrawer, showPass, PROMPT_REGEX_ID } from "./pass.js";
+import { UpdatePass, applyPromptRegex, bindPassDrawer, showPass, showRefusals, PROMPT_REGEX_ID } from "./pass.js";
 import { ChatKeeper, PLUGIN_CONTENT_TYPE, PLUGIN_PATH, cardChange, describeError, gameSource, pathText, testConnection, testPlugin, valueAt, newGameId } from "./keeper.js";
 
 const NAME = "statecraft";
@@ -698,6 +698,10 @@ function bindEvents() {
     });
   }
   eventSource.on(events.CHAT_CHANGED, () => pass && showPass(pass, globalThis.jQuery));
+  // A reply left without an update keeps its badge through reloads, swipes and older messages shown.
+  for (const name of ["CHAT_CHANGED", "MORE_MESSAGES_LOADED", "CHARACTER_MESSAGE_RENDERED", "MESSAGE_SWIPED", "MESSAGE_UPDATED", "MESSAGE_EDITED", "MESSAGE_DELETED"]) {
+    if (events[name]) eventSource.on(events[name], () => showRefusals(context(), globalThis.jQuery));
+  }
 }
 
 /**
@@ -747,6 +751,8 @@ globalThis.jQuery?.(() => {
   start();
   bindEvents();
   showCharacterSource();
+  // The chat SillyTavern opened before the extension was ready.
+  showRefusals(context(), globalThis.jQuery);
   // For tests and curious users: the live objects.
   globalThis.statecraftExtension = {
     keeper: () => keeper,

@@ -299,7 +299,7 @@ export class UpdatePass {
     return entry.promise.then(async (record) => {
       // Whatever the outcome, the chat's game follows what it shows now.
       await this.keeper()?.sync();
-      if (record?.outcome === "refused") this.#markRefused(record);
+      showRefusals(this.context(), globalThis.jQuery);
       this.onChange();
       return record;
     });
@@ -361,6 +361,7 @@ export class UpdatePass {
         if (!feedback) {
           message.mes = withBlock(shown, batch);
           if (Array.isArray(message.swipes) && message.swipes.length > swipe) message.swipes[swipe] = message.mes;
+          markRefusal(message, swipe, null);
           await ctx.saveChat();
           ctx.updateMessageBlock?.(ctx.chat.indexOf(message), message);
           record.outcome = batch.length === 0 ? "no changes" : `${batch.length} instruction${batch.length === 1 ? "" : "s"}`;
@@ -371,6 +372,10 @@ export class UpdatePass {
         retry = { answer, feedback };
       }
       record.outcome = "refused";
+      if (this.#same(message, chatId, shown)) {
+        markRefusal(message, swipe, record.feedback);
+        await ctx.saveChat();
+      }
       this.toast("warning", `Reply ${index + 1} was left without an update: the model's update was refused twice. The last refusal:\n${record.feedback}`, "statecraft: update refused");
       return this.#finish(record, start);
     } catch (error) {
@@ -478,18 +483,44 @@ export class UpdatePass {
     }
     return String(await ctx.generateRaw({ prompt: messages }));
   }
+}
 
-  /** A badge on a reply left without an update, saying why. */
-  #markRefused(record) {
-    const $ = globalThis.jQuery;
-    if (!$) return;
-    const ctx = this.context();
-    const index = Math.min(record.index, ctx.chat.length - 1);
-    $(`#chat .mes[mesid="${index}"] .statecraft-pass-refused`).remove();
-    const block = $(`#chat .mes[mesid="${index}"] .mes_block .ch_name`).first();
-    if (!block.length) return;
-    block.append($("<span class='statecraft-pass-refused'></span>").text("⚠ no update").attr("title", `The update pass was refused twice:\n${record.feedback}`));
+/** Where a swipe's refusal is kept: in its `extra`, saved with the chat. */
+const REFUSAL = "statecraft_refused";
+
+/**
+ * Records on the reply's swipe `swipe` that its update was refused twice, with the last refusal
+ * (`null`: it was not, or no longer is). SillyTavern keeps the shown swipe's `extra` on the message
+ * and each swipe's in `swipe_info`: both are set, so that the mark follows swipes and reloads.
+ */
+function markRefusal(message, swipe, feedback) {
+  const extras = [message.extra ??= {}];
+  const info = message.swipe_info?.[swipe];
+  if (info && typeof info === "object") extras.push((info.extra ??= {}));
+  for (const extra of extras) {
+    if (feedback === null) delete extra[REFUSAL];
+    else extra[REFUSAL] = feedback;
   }
+}
+
+/**
+ * Puts the "⚠ no update" badge on every reply on screen whose shown swipe was left without an update
+ * (the pass refused twice, and no block has been written into it since), and takes it off the rest.
+ */
+export function showRefusals(ctx, $) {
+  if (!$ || !Array.isArray(ctx?.chat)) return;
+  $("#chat .mes").each((_, element) => {
+    const node = $(element);
+    const message = ctx.chat[Number(node.attr("mesid"))];
+    const feedback = message?.extra?.[REFUSAL];
+    const refused = typeof feedback === "string" && isReply(message) && withoutBlock(message.mes) === String(message.mes ?? "").trimEnd();
+    node.find(".statecraft-pass-refused").remove();
+    if (!refused) return;
+    node
+      .find(".mes_block .ch_name")
+      .first()
+      .append($("<span class='statecraft-pass-refused'></span>").text("⚠ no update").attr("title", `The update pass was refused twice:\n${feedback}`));
+  });
 }
 
 function lastReplyIndex(chat) {

@@ -364,6 +364,19 @@ async function everyAction(kind) {
   const toast = await page.waitForFunction(() => globalThis.statecraftTestToasts.findLast((toast) => /left without an update/.test(toast.text))?.text, null, { timeout: 30000 });
   assert.match(await toast.jsonValue(), /refused twice/);
   await page.locator("#chat .last_mes .statecraft-pass-refused").waitFor({ timeout: 10000 });
+  if (kind === "structured") {
+    // The mark is the reply's own, saved with the chat: it is there again after a reload.
+    const chatId = await page.evaluate(() => SillyTavern.getContext().chatId);
+    await page.reload();
+    await page.waitForFunction(() => globalThis.statecraftTestReady && globalThis.statecraftExtension, null, { timeout: 120000 });
+    if (!(await page.locator("#right-nav-panel.openDrawer").count())) await page.click("#rightNavDrawerIcon");
+    await page.click("#rm_button_characters");
+    await selectCharacter(page, "Warden");
+    await page.waitForFunction((chatId) => SillyTavern.getContext().chatId === chatId, chatId, { timeout: 30000 });
+    await page.locator("#chat .last_mes .statecraft-pass-refused").waitFor({ timeout: 30000 });
+    assert.equal(await page.locator("#chat .statecraft-pass-refused").count(), 1, `${kind}: after a reload, the one refused reply is marked`);
+    await settle();
+  }
 
   // Dry runs, quiet generations and impersonations: no pass.
   let before = model.requests.length;
