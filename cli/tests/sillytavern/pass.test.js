@@ -433,6 +433,29 @@ test("the schema in the prompt, answers broken as models break JSON: every chat 
   await everyAction("plain");
 });
 
+test("a streamed reply and a streamed swipe: one pass each, once the stream has ended", async () => {
+  await newChat();
+  await choose({ constraint: "structured", mode: "pass" });
+  model.expectPassSchema((await api.request("GET", `/v1/games/${encodeURIComponent(await gameId())}/schema`)).pass);
+  await page.evaluate(() => {
+    SillyTavern.getContext().chatCompletionSettings.stream_openai = true;
+  });
+  try {
+    model.next("The warden nods. Aria finds 5 gold.");
+    let requests = await send("I look around.");
+    assert.equal(requests[0].stream, true, "the story reply was streamed");
+    await passed("streamed: send", requests, "structured");
+    model.next("A spider bites. Aria loses 30 hp.");
+    requests = await generating(() => page.locator("#chat .last_mes .swipe_right").click());
+    assert.equal(requests[0].stream, true, "the swipe was streamed");
+    await passed("streamed: swipe (new)", requests, "structured");
+  } finally {
+    await page.evaluate(() => {
+      SillyTavern.getContext().chatCompletionSettings.stream_openai = false;
+    });
+  }
+});
+
 test("run the update again, a generation waiting for a pass, and the drawer's cost", async () => {
   await newChat();
   await choose({ constraint: "structured", mode: "pass" });
