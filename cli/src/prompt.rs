@@ -42,16 +42,15 @@ pub(crate) enum ViewArg {
     Compact,
 }
 
-/// `statecraft prompt`.
+/// Where `prompt` and `evaluate` read the state: a state file, or a save at a step.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["state", "save"])))]
-pub(crate) struct PromptArgs {
-    /// The state file (JSON) the examples and the payload come from.
+pub(crate) struct StateSource {
+    /// The state file (JSON).
     #[arg(long, value_name = "STATE.json")]
     pub(crate) state: Option<PathBuf>,
 
-    /// A save: its state at the current step (or `--at`/`--at-step`), the changes of the last steps
-    /// shown first in a budgeted view.
+    /// A save: its state at the current step (or `--at`/`--at-step`).
     #[arg(long, value_name = "GAME")]
     pub(crate) save: Option<PathBuf>,
 
@@ -67,6 +66,13 @@ pub(crate) struct PromptArgs {
     /// With `--save`: the step with this id (0: the root).
     #[arg(long, value_name = "ID", requires = "save")]
     pub(crate) at_step: Option<u64>,
+}
+
+/// `statecraft prompt`.
+#[derive(Debug, Args)]
+pub(crate) struct PromptArgs {
+    #[command(flatten)]
+    pub(crate) source: StateSource,
 
     /// The state's JSON Schema: types the examples and hides subtrees marked
     /// `"x-statecraft-visible": false` (with `--save`, instead of the save's own schema).
@@ -82,7 +88,8 @@ pub(crate) struct PromptArgs {
     #[arg(long, value_enum, default_value_t = LangArg::En)]
     pub(crate) lang: LangArg,
 
-    /// The most tokens the state view may take, by the documented estimator (docs/state-view.md).
+    /// The most tokens the state view may take, by the documented estimator (docs/state-view.md);
+    /// with `--save`, what the last steps changed is shown first.
     #[arg(long, value_name = "N")]
     pub(crate) budget: Option<usize>,
 
@@ -109,28 +116,9 @@ pub(crate) struct PromptArgs {
 
 /// `statecraft evaluate`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["state", "save"])))]
 pub(crate) struct EvaluateArgs {
-    /// The state file (JSON) the conditions read.
-    #[arg(long, value_name = "STATE.json")]
-    pub(crate) state: Option<PathBuf>,
-
-    /// A save: its state at the current step (or `--at`/`--at-step`).
-    #[arg(long, value_name = "GAME")]
-    pub(crate) save: Option<PathBuf>,
-
-    /// With `--save`: the step with this label.
-    #[arg(
-        long,
-        value_name = "LABEL",
-        requires = "save",
-        conflicts_with = "at_step"
-    )]
-    pub(crate) at: Option<String>,
-
-    /// With `--save`: the step with this id (0: the root).
-    #[arg(long, value_name = "ID", requires = "save")]
-    pub(crate) at_step: Option<u64>,
+    #[command(flatten)]
+    pub(crate) source: StateSource,
 
     /// A condition (repeatable): `hp > 3 and mood in ['calm', 'glad']` (docs/state-view.md).
     #[arg(long = "condition", value_name = "TEXT", required = true)]
@@ -193,24 +181,21 @@ pub(crate) struct GradeArgs {
 
 /// The state a command reads (a state file, or a save at a step), the save's schema, and the paths the
 /// last steps on its path changed (`recent_changes`).
-fn source(
-    state: Option<&Path>,
-    save: Option<&Path>,
-    at: Option<&str>,
-    at_step: Option<u64>,
+fn read_source(
+    source: &StateSource,
     out: &Output,
 ) -> Result<(Value, Option<Json>, Vec<statecraft_engine::Path>)> {
-    if let Some(state) = state {
+    if let Some(state) = &source.state {
         return Ok((files::read_state(state)?, None, Vec::new()));
     }
-    let save = save.context("give --state or --save")?;
+    let save = source.save.as_deref().context("give --state or --save")?;
     let game = crate::saves::open(
         save,
         statecraft_saves::OpenOptions::default().read_only(),
         out,
     )?;
     let store = game.store();
-    let id = match (at, at_step) {
+    let id = match (source.at.as_deref(), source.at_step) {
         (Some(label), _) => store
             .find(StepRef::Label(label.to_owned()))
             .with_context(|| format!("no step is labelled \"{label}\" in {}", save.display()))?,
@@ -231,13 +216,7 @@ fn source(
 /// Runs `prompt`: the rules text and the state view on stdout (`--format json`: the text, rules,
 /// view, token counts and what the view leaves out).
 pub(crate) fn run_prompt(args: &PromptArgs, out: &Output) -> Result<ExitCode> {
-    let (state, saved_schema, recent) = source(
-        args.state.as_deref(),
-        args.save.as_deref(),
-        args.at.as_deref(),
-        args.at_step,
-        out,
-    )?;
+    let (state, saved_schema, recent) = read_source(&args.source, out)?;
     let schema = match &args.schema {
         Some(path) => Some(files::read_schema(path)?),
         None => saved_schema
@@ -313,13 +292,7 @@ pub(crate) fn run_prompt(args: &PromptArgs, out: &Output) -> Result<ExitCode> {
 /// when every condition could be read, 2 otherwise; `--format json`: `{"results": [...]}` as the
 /// HTTP API answers.
 pub(crate) fn run_evaluate(args: &EvaluateArgs, out: &Output) -> Result<ExitCode> {
-    let (state, _, _) = source(
-        args.state.as_deref(),
-        args.save.as_deref(),
-        args.at.as_deref(),
-        args.at_step,
-        out,
-    )?;
+    let (state, _, _) = read_source(&args.source, out)?;
     let mut results = Vec::new();
     let mut failed = false;
     let mut text = String::new();
