@@ -9,24 +9,15 @@
 mod browser;
 mod sillytavern;
 
-use std::path::Path;
 use std::process::ExitCode;
 
-const TEST: &str = "the_update_pass_keeps_every_chat_action_right_in_sillytavern";
+use sillytavern::Suite;
 
 fn main() -> ExitCode {
-    println!("\nrunning 1 test");
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sillytavern");
-    let chromium = browser::chromium();
-    if let Some(why) = sillytavern::not_ready(&folder, &chromium) {
-        return browser::skip_or_fail(TEST, &why);
-    }
-    browser::run_node_test(
-        TEST,
-        &folder,
-        "pass.test.js",
-        "sillytavern-pass-screenshots",
-        &chromium,
-        "the SillyTavern update pass tests",
-    )
+    sillytavern::run(&[Suite {
+        test: "the_update_pass_keeps_every_chat_action_right_in_sillytavern",
+        script: "pass.test.js",
+        artifacts: "sillytavern-pass-screenshots",
+        what: "the SillyTavern update pass tests",
+    }])
 }

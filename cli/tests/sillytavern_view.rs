@@ -10,38 +10,23 @@
 mod browser;
 mod sillytavern;
 
-use std::path::Path;
 use std::process::ExitCode;
 
-const TEST: &str = "the_state_the_model_sees_in_sillytavern";
-const TOKENIZERS: &str = "the_estimator_against_sillytaverns_tokenizers";
+use sillytavern::Suite;
 
 fn main() -> ExitCode {
-    println!("\nrunning 2 tests");
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sillytavern");
-    let chromium = browser::chromium();
-    if let Some(why) = sillytavern::not_ready(&folder, &chromium) {
-        return browser::skip_or_fail(TEST, &why);
-    }
-    let tokenizers = browser::run_node_test(
-        TOKENIZERS,
-        &folder,
-        "tokenizers.test.js",
-        "sillytavern-tokenizers",
-        &chromium,
-        "the estimator against SillyTavern's tokenizers",
-    );
-    let view = browser::run_node_test(
-        TEST,
-        &folder,
-        "view.test.js",
-        "sillytavern-view-screenshots",
-        &chromium,
-        "the SillyTavern view tests",
-    );
-    if tokenizers == ExitCode::SUCCESS && view == ExitCode::SUCCESS {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    sillytavern::run(&[
+        Suite {
+            test: "the_estimator_against_sillytaverns_tokenizers",
+            script: "tokenizers.test.js",
+            artifacts: "sillytavern-tokenizers",
+            what: "the estimator against SillyTavern's tokenizers",
+        },
+        Suite {
+            test: "the_state_the_model_sees_in_sillytavern",
+            script: "view.test.js",
+            artifacts: "sillytavern-view-screenshots",
+            what: "the SillyTavern view tests",
+        },
+    ])
 }

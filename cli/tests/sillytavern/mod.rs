@@ -5,7 +5,7 @@
 //! checked afterwards (`install.js`).
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, ExitCode};
 
 use crate::browser;
 
@@ -38,4 +38,52 @@ pub(crate) fn not_ready(folder: &Path, chromium: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// One node test file of a SillyTavern runner.
+pub(crate) struct Suite {
+    /// The test's name in `cargo test`'s output.
+    pub(crate) test: &'static str,
+    /// The file in `cli/tests/sillytavern/` that `node --test` runs.
+    pub(crate) script: &'static str,
+    /// Its screenshots' folder under `CARGO_TARGET_TMPDIR`.
+    pub(crate) artifacts: &'static str,
+    /// What it checks, for a failure's message.
+    pub(crate) what: &'static str,
+}
+
+/// A SillyTavern runner's `main`: checks the tools once (each suite reported skipped, or failed under
+/// CI, when one is missing), then runs every suite; fails when any failed.
+pub(crate) fn run(suites: &[Suite]) -> ExitCode {
+    println!(
+        "\nrunning {} test{}",
+        suites.len(),
+        if suites.len() == 1 { "" } else { "s" }
+    );
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sillytavern");
+    let chromium = browser::chromium();
+    let outcomes: Vec<ExitCode> = match not_ready(&folder, &chromium) {
+        Some(why) => suites
+            .iter()
+            .map(|suite| browser::skip_or_fail(suite.test, &why))
+            .collect(),
+        None => suites
+            .iter()
+            .map(|suite| {
+                browser::run_node_test(
+                    suite.test,
+                    &folder,
+                    suite.script,
+                    suite.artifacts,
+                    &chromium,
+                    suite.what,
+                )
+            })
+            .collect(),
+    };
+    if outcomes.iter().all(|outcome| *outcome == ExitCode::SUCCESS) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
