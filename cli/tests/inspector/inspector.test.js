@@ -386,7 +386,14 @@ async function openAt(query) {
   return { tab, context };
 }
 
-const search = (tab) => tab.evaluate(() => location.search);
+/**
+ * Waits for the page's address to read `expected`: the page writes it after the view it names is
+ * drawn, so a check right after the view shows would race. Fails with the address it has.
+ */
+async function addressIs(tab, expected) {
+  await tab.waitForFunction((want) => location.search === want, expected, { timeout: 5000 }).catch(() => {});
+  assert.equal(await tab.evaluate(() => location.search), expected);
+}
 
 test("a link opens a game at a step, says when the game or the step is unknown, and the address follows", async () => {
   // The extension's drawer links to SERVER/?game=ID&step=N.
@@ -395,19 +402,19 @@ test("a link opens a game at a step, says when the game or the step is unknown, 
   await tab.locator("#timeline-graph .step.selected[data-step='1']").waitFor();
   await tab.locator("#state-at", { hasText: "step 1" }).waitFor();
   await tab.locator('#game-list li.open[data-id="quest"]').waitFor();
-  assert.equal(await search(tab), "?game=quest&step=1");
+  await addressIs(tab, "?game=quest&step=1");
   await shot(tab, "deep-link");
   // Picking another step and opening another game write the address; back goes back through them.
   await tab.click("#timeline-graph .step[data-step='0']");
   await tab.locator("#timeline-graph .step.selected[data-step='0']").waitFor();
-  assert.equal(await search(tab), "?game=quest&step=0");
+  await addressIs(tab, "?game=quest&step=0");
   await tab.click("#game-list li[data-id=inn] .open-game");
   await tab.locator("#game-title", { hasText: "inn" }).waitFor();
-  assert.equal(await search(tab), "?game=inn");
+  await addressIs(tab, "?game=inn");
   await tab.goBack();
   await tab.locator("#game-title", { hasText: "quest" }).waitFor();
   await tab.locator("#timeline-graph .step.selected[data-step='0']").waitFor();
-  assert.equal(await search(tab), "?game=quest&step=0");
+  await addressIs(tab, "?game=quest&step=0");
   await tab.goBack();
   await tab.locator("#timeline-graph .step.selected[data-step='1']").waitFor();
   await tab.goForward();
@@ -431,7 +438,7 @@ test("a link opens a game at a step, says when the game or the step is unknown, 
   await status(trimmed.tab, /no step 999/);
   await trimmed.tab.locator("#game-title", { hasText: "quest" }).waitFor();
   await trimmed.tab.locator("#timeline-graph .step.current.selected").waitFor();
-  assert.equal(await search(trimmed.tab), "?game=quest");
+  await addressIs(trimmed.tab, "?game=quest");
   await trimmed.context.close();
 });
 
