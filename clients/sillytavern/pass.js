@@ -164,6 +164,13 @@ const elapsed = (start) => Math.round(performance.now() - start);
 export class UpdatePass {
   #pending = new Map();
   #generation = null;
+  /**
+   * How many generations wait for passes now (`beforeGeneration`). SillyTavern runs one story
+   * generation at a time, so while one waits every reply before it is final, whatever the page
+   * shows: in a group chat the next member's generation starts before SillyTavern shows the last
+   * one ended.
+   */
+  #generationsWaiting = 0;
 
   constructor({ context, client, keeper, target, settings, toast = () => {}, onChange = () => {}, now = () => performance.now() }) {
     this.context = context;
@@ -270,7 +277,9 @@ export class UpdatePass {
     const start = this.now();
     const all = Promise.all(entries.map(([, entry]) => entry.promise.catch(() => null)));
     let timer;
+    this.#generationsWaiting += 1;
     const timedOut = await Promise.race([all.then(() => false), new Promise((resolve) => (timer = setTimeout(() => resolve(true), seconds * 1000)))]);
+    this.#generationsWaiting -= 1;
     clearTimeout(timer);
     const which = entries.map(([message]) => `reply ${ctx.chat.indexOf(message) + 1}`).join(", ");
     this.waitNote = timedOut
@@ -386,9 +395,12 @@ export class UpdatePass {
     }
   }
 
-  /** Waits (at most two minutes) until SillyTavern shows no generation running. */
+  /**
+   * Waits (at most two minutes) until the reply is final: SillyTavern shows no generation running,
+   * or the next generation waits for this pass.
+   */
   async #idle() {
-    const busy = () => Boolean(globalThis.document?.body?.dataset?.generating);
+    const busy = () => Boolean(globalThis.document?.body?.dataset?.generating) && this.#generationsWaiting === 0;
     for (let waited = 0; busy() && waited < 120000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
   }
 

@@ -275,6 +275,30 @@ test("a function tool and the schema in the prompt, and a reply changed while it
   assert.equal(chat[6].mes, "Edited by hand.");
 });
 
+test("in a group chat the next member's generation lets the pass for the last reply run, though the page still shows a generation", async () => {
+  // SillyTavern's group wrapper shows a generation running from the first member's reply to the
+  // last: the pass for a member's reply cannot wait for the page to go idle.
+  const chat = [bot("Hi."), user("go"), bot("Aria finds 2 gold.")];
+  const { ctx } = tavern(chat, [() => JSON.stringify({ instructions: [{ op: "increment", path: ["gold"], value: 2 }] })]);
+  const { pass, keeper } = passFor(ctx, { passWaitSeconds: 20 });
+  const target = () => ({ gameId: "pass-group", chat: pass.visible(ctx.chat), create: { state: { hp: 10, gold: 0 } }, macros: {} });
+  pass.target = target;
+  keeper.target = target;
+  await keeper.sync();
+  globalThis.document = { body: { dataset: { generating: "true" } } };
+  try {
+    const running = pass.run(2, { type: "normal" });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(pass.running, "the pass waits while the reply may still be streaming");
+    const note = await pass.beforeGeneration("normal");
+    assert.match(note, /waited \d+\.\d s for the update of reply 3/);
+    assert.equal((await running).outcome, "1 instruction");
+    assert.deepEqual((await client.getGame("pass-group")).state, { hp: 10, gold: 2 });
+  } finally {
+    delete globalThis.document;
+  }
+});
+
 test("no pass for dry runs, quiet generations, impersonations, unchanged replies, reply mode or the extension off", async () => {
   const chat = [bot("Hi."), user("go"), bot("Aria finds 2 gold.")];
   const { ctx } = tavern(chat, []);
