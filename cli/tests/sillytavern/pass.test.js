@@ -8,8 +8,9 @@
 // state the shown replies' blocks give, every reply a generation left has its block with the batch
 // the fake model reads from its prose, exactly one pass request was made per new reply (two when
 // refused), none for dry runs, quiet generations or impersonations, and the block is hidden in the
-// display and present in the chat file SillyTavern saved. Last, the same chat in reply mode and in
-// pass mode: the requests and prompt tokens per reply, from the fake model's log.
+// display and present in the chat file SillyTavern saved. Then the same chat in reply mode and in
+// pass mode: the requests and prompt tokens per reply, from the fake model's log. Last, a group
+// chat, where SillyTavern shows a generation running from the first member's reply to the last's.
 // STATECRAFT_PASS_CONSOLE=FILE keeps the page's console in FILE and prints each action's time.
 
 import { test, before, beforeEach, after } from "node:test";
@@ -109,7 +110,13 @@ before(async () => {
       context.eventSource.on(context.eventTypes.GENERATION_STARTED, (type, _options, dryRun) => globalThis.statecraftTestGeneration(type ?? "normal", Boolean(dryRun)));
     }, 10);
   });
-  page.on("pageerror", (error) => pageErrors.push(new Error(`${error.message} (during "${current}")`)));
+  page.on("pageerror", (error) => {
+    // SillyTavern 1.19's own: after a group is made it waits a second for `[grid="ID"]` in the
+    // character list to highlight it, but the list marks groups with `data-grid`, so the wait always
+    // times out, unhandled. Nothing of the extension's.
+    if (current.startsWith("a group chat") && error.message === "Timed out waiting for condition to be true") return;
+    pageErrors.push(new Error(`${error.message} (during "${current}")`));
+  });
   if (process.env.STATECRAFT_PASS_CONSOLE) page.on("console", (message) => appendFileSync(process.env.STATECRAFT_PASS_CONSOLE, `${message.type()}: ${message.text().slice(0, 500)}\n`));
   page.on("console", (message) => {
     if (message.type() === "error" && /statecraft/i.test(message.text())) pageErrors.push(new Error(message.text()));
@@ -512,6 +519,58 @@ test("the same chat in reply mode and in pass mode: requests and prompt tokens p
   }
   await stateMatchesChat("reply mode then pass mode");
   process.stderr.write(`${lines.join("\n")}\n`);
+});
+
+test("a group chat: each member's reply gets its pass, and the next member's prompt carries the update", async () => {
+  // SillyTavern shows a generation running from the first member's reply to the last one's: the
+  // pass for the first reply must not wait for the page to go idle, nor the second member for it.
+  if (!(await page.locator("#right-nav-panel.openDrawer").count())) await page.click("#rightNavDrawerIcon");
+  await page.click("#rm_button_characters");
+  const scout = structuredClone(CHARACTER);
+  Object.assign(scout.data, { name: "Scout", description: "A scout who maps caves.", first_mes: "Scout whistles from a ledge.", extensions: {} });
+  await page.setInputFiles("#character_import_file", { name: "scout.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(scout)) });
+  await page.locator(".character_select:has-text('Scout')").first().waitFor();
+  await page.click("#rm_button_group_chats");
+  await page.fill("#rm_group_chat_name", "Cave party");
+  // SillyTavern puts each member added first in the list: the Scout first, then the Warden.
+  for (const name of ["Warden", "Scout"]) {
+    await page.locator(`#rm_group_add_members .group_member:has-text('${name}') [data-action="add"]`).first().click();
+    await page.locator(`#rm_group_members .group_member:has-text('${name}')`).first().waitFor();
+  }
+  await page.selectOption("#rm_group_activation_strategy", "1");
+  await page.click("#rm_group_submit");
+  await page.locator(".group_select:has-text('Cave party')").first().click();
+  await page.waitForFunction(() => SillyTavern.getContext().groupId && SillyTavern.getContext().chatMetadata.statecraft?.game, null, { timeout: 30000 });
+  await settle();
+  await choose({ constraint: "structured", mode: "pass" });
+  model.expectPassSchema((await api.request("GET", `/v1/games/${encodeURIComponent(await gameId())}/schema`)).pass);
+
+  model.next("Scout finds 5 gold.", "The Warden nods. Aria loses 10 hp.");
+  const from = model.requests.length;
+  await page.fill("#send_textarea", "We go in.");
+  await page.click("#send_but");
+  await settle({ from, stories: 2 });
+  const requests = model.requests.slice(from);
+  assert.deepEqual(
+    requests.map((request) => [request.kind, request.error ?? null]),
+    [["story", null], ["structured", null], ["story", null], ["structured", null]],
+    "a pass after each member's reply, before the next member's generation",
+  );
+  const names = await page.evaluate(() => SillyTavern.getContext().chat.filter((message) => !message.is_user).map((message) => message.name));
+  assert.deepEqual(names.slice(-2), ["Scout", "Warden"]);
+  const wardenPrompt = requests[2].messages.map((message) => message.content).join("\n");
+  assert.match(wardenPrompt, /"gold":\s*5\b/, "the Warden's prompt carries the state the Scout's update made");
+  const note = await page.evaluate(() => globalThis.statecraftExtension.pass().waitNote);
+  assert.match(note, /waited \d+\.\d s for the update of reply/);
+  const shown = await replies();
+  assert.deepEqual(blockOf(shown.at(-2)), readReply("Scout finds 5 gold."));
+  assert.deepEqual(blockOf(shown.at(-1)), readReply("The Warden nods. Aria loses 10 hp."));
+  await stateMatchesChat("group: two members' replies");
+
+  model.next("The Warden sighs. Aria lights a torch.");
+  const swiped = await generating(() => page.locator("#chat .last_mes .swipe_right").click());
+  assert.deepEqual(swiped.map((request) => request.kind), ["story", "structured"], "a swipe of the last member's reply: one pass");
+  await stateMatchesChat("group: a swipe of the last member's reply");
 });
 
 test("nothing went wrong in the page", () => {
