@@ -6,8 +6,9 @@
 mod http;
 
 use http::{
-    Server, a_game_made_again_under_its_id_is_never_the_old_one, a_key_raced_on_commits_once,
-    apply_ok, create, seeded_rolls_survive_a_restart, sqlite, state,
+    Server, a_change_at_a_process_with_an_old_copy_runs_on_the_newest_state,
+    a_game_made_again_under_its_id_is_never_the_old_one, a_key_raced_on_commits_once, apply_ok,
+    create, seeded_rolls_survive_a_restart, sqlite, state,
 };
 use serde_json::json;
 
@@ -94,6 +95,12 @@ fn an_idempotency_key_replays_the_first_answer_and_commits_once() {
     assert_eq!(remade.body, made.body);
     let list = server.call("GET", "/v1/games", None);
     assert_eq!(list.body["games"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_change_at_a_process_with_an_old_copy_runs_on_the_newest_state_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    a_change_at_a_process_with_an_old_copy_runs_on_the_newest_state(&sqlite(dir.path()));
 }
 
 #[test]

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use http::{
-    Server, a_game_made_again_under_its_id_is_never_the_old_one, a_key_raced_on_commits_once,
-    apply_ok, create, increment, seeded_rolls_survive_a_restart, state,
+    Server, a_change_at_a_process_with_an_old_copy_runs_on_the_newest_state,
+    a_game_made_again_under_its_id_is_never_the_old_one, a_key_raced_on_commits_once, apply_ok,
+    create, increment, seeded_rolls_survive_a_restart, state,
 };
 use serde_json::json;
 use statecraft_test_support::pg_schema::PgSchema;
@@ -196,6 +197,14 @@ fn an_idempotency_key_raced_on_by_two_processes_commits_once_on_postgresql() {
         return;
     };
     a_key_raced_on_commits_once(&schema.url);
+}
+
+#[test]
+fn a_change_at_a_process_with_an_old_copy_runs_on_the_newest_state_on_postgresql() {
+    let Some(schema) = PgSchema::new("old_copy") else {
+        return;
+    };
+    a_change_at_a_process_with_an_old_copy_runs_on_the_newest_state(&schema.url);
 }
 
 #[test]

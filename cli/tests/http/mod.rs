@@ -440,3 +440,47 @@ pub(crate) fn a_game_made_again_under_its_id_is_never_the_old_one(db: &str) {
     let log = fresh.call("GET", "/v1/games/chat/log", None).body;
     assert_eq!(log["steps"].as_array().map(Vec::len), Some(3), "{log}");
 }
+
+/// A process holds a game in memory while another changes it. A change at the first runs on the
+/// newest state, whether it would have passed on the old copy (an increment: its write loses the
+/// compare-and-set and runs again), been refused there (an `old` and an `expect_step` that only the
+/// newest state has), or passed there and is refused on the newest state (an `old` of the old copy).
+pub(crate) fn a_change_at_a_process_with_an_old_copy_runs_on_the_newest_state(db: &str) {
+    let (holder, other) = (Server::start(&["--db", db]), Server::start(&["--db", db]));
+    let id = create(&holder, &json!({"id": "shared", "state": {"hp": 10}}));
+    let add = json!({"batch": [{"op": "increment", "path": ["hp"], "value": -1}]});
+    apply_ok(&holder, &id, &add);
+    apply_ok(&other, &id, &add);
+    let answer = apply_ok(&holder, &id, &add);
+    assert_eq!(
+        answer["changes"],
+        json!([{"op": "increment", "path": ["hp"], "old": 8, "new": 7}]),
+        "{answer}"
+    );
+
+    let moved = apply_ok(
+        &other,
+        &id,
+        &json!({"batch": [{"op": "assign", "path": ["hp"], "value": 5}]}),
+    );
+    let checked = json!({
+        "batch": [{"op": "assign", "path": ["hp"], "value": 4, "old": 5}],
+        "expect_step": moved["step"],
+    });
+    let answer = apply_ok(&holder, &id, &checked);
+    assert_eq!(answer["changes"][0]["new"], json!(4), "{answer}");
+
+    apply_ok(
+        &other,
+        &id,
+        &json!({"batch": [{"op": "assign", "path": ["hp"], "value": 6}]}),
+    );
+    let stale = json!({"batch": [{"op": "assign", "path": ["hp"], "value": 1, "old": 4}]});
+    let refused = holder.call("POST", &format!("/v1/games/{id}/apply"), Some(&stale));
+    assert_eq!(refused.status, 422, "{:?}", refused.body);
+
+    let fresh = Server::start(&["--db", db]);
+    for server in [&holder, &other, &fresh] {
+        assert_eq!(state(server, &id), json!({"hp": 6}));
+    }
+}
