@@ -24,10 +24,13 @@ use statecraft_saves::{
 use super::rows;
 
 /// How many write transactions one process runs at once, each on a connection of its own and on games
-/// of its own (the server's writers, `server/src/writer.rs`). A transaction spends most of its time
-/// waiting: on round trips and on the commit's flush of the write-ahead log, which PostgreSQL shares
-/// among the transactions committing together; one writer leaves the database idle meanwhile.
-const WRITERS: usize = 4;
+/// of its own (the server's writers, `server/src/writer.rs`). A transaction waits on its round trips
+/// and on the commit's flush of the write-ahead log, during which a second writer's transaction
+/// runs; but every writer more splits the waiting writes into smaller transactions, and a
+/// transaction's statements cost the database the same whatever it carries. One was the best of one
+/// to eight on a 2-core machine, with the database on the same machine (BENCHMARKS.md); a database
+/// further away makes each transaction wait longer, which a second writer would use.
+const WRITERS: usize = 1;
 
 /// A lock number of this program's own, held while the tables are created.
 const SCHEMA_LOCK: i64 = 0x5374_6174_6563;
@@ -379,14 +382,9 @@ impl Storage for Postgres {
 struct WriterConnection {
     client: Client,
     lock_heads: Statement,
-    bulk: BulkStatements,
-}
-
-/// The statements that write what a batch held back, one each whatever the number of games.
-struct BulkStatements {
-    set_heads: Statement,
-    insert_records: Statement,
-    insert_receipts: Statement,
+    /// Writes what a batch held back: heads, records and receipts in one statement (and so one
+    /// round trip) whatever the number of games.
+    write_bulk: Statement,
 }
 
 /// What a batch holds back to write in bulk: heads, records and receipts of appends, so that a batch
@@ -456,29 +454,25 @@ impl WriterConnection {
         // Games are locked in id order, so two processes' batches never deadlock.
         let lock_heads =
             prepare("SELECT id, seq FROM games WHERE id = ANY($1) ORDER BY id FOR UPDATE")?;
-        let set_heads = prepare(
-            "UPDATE games AS g SET seq = v.seq, step = v.step, label = v.label
-             FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::text[]) AS v(id, seq, step, label)
-             WHERE g.id = v.id",
-        )?;
-        let insert_records = prepare(
-            "INSERT INTO records (game, seq, record)
-             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[])",
-        )?;
-        let insert_receipts = prepare(
-            "INSERT INTO receipts (game, key, fingerprint, status, body, created)
-             SELECT v.*, $6::bigint FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int[], $5::text[])
+        // Data-modifying parts of one statement all run to their end; empty columns write nothing.
+        let write_bulk = prepare(
+            "WITH set_heads AS (
+                 UPDATE games AS g SET seq = v.seq, step = v.step, label = v.label
+                 FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::text[]) AS v(id, seq, step, label)
+                 WHERE g.id = v.id
+             ), add_records AS (
+                 INSERT INTO records (game, seq, record)
+                 SELECT * FROM UNNEST($5::text[], $6::bigint[], $7::text[])
+             )
+             INSERT INTO receipts (game, key, fingerprint, status, body, created)
+             SELECT v.*, $13::bigint FROM UNNEST($8::text[], $9::text[], $10::text[], $11::int[], $12::text[])
              AS v(game, key, fingerprint, status, body)
              ON CONFLICT DO NOTHING",
         )?;
         Ok(WriterConnection {
             client,
             lock_heads,
-            bulk: BulkStatements {
-                set_heads,
-                insert_records,
-                insert_receipts,
-            },
+            write_bulk,
         })
     }
 
@@ -501,7 +495,7 @@ impl WriterConnection {
             .collect();
         let mut tables = Tables {
             tx: &mut tx,
-            statements: &self.bulk,
+            write_bulk: &self.write_bulk,
             heads,
             bulk: Bulk::default(),
         };
@@ -520,7 +514,7 @@ impl WriterConnection {
 /// [`Bulk`], and a statement about a game writes that game's held rows first.
 struct Tables<'a, 't> {
     tx: &'a mut Transaction<'t>,
-    statements: &'a BulkStatements,
+    write_bulk: &'a Statement,
     heads: HashMap<String, u64>,
     bulk: Bulk,
 }
@@ -534,39 +528,30 @@ impl Tables<'_, '_> {
         Ok(())
     }
 
-    /// Writes everything held back, one statement per table.
+    /// Writes everything held back, in one statement.
     fn flush(&mut self) -> Result<(), postgres::Error> {
         let bulk = std::mem::take(&mut self.bulk);
-        if !bulk.head_ids.is_empty() {
-            self.tx.execute(
-                &self.statements.set_heads,
-                &[
-                    &bulk.head_ids,
-                    &bulk.head_seqs,
-                    &bulk.head_steps,
-                    &bulk.head_labels,
-                ],
-            )?;
+        if bulk.games.is_empty() {
+            return Ok(());
         }
-        if !bulk.record_games.is_empty() {
-            self.tx.execute(
-                &self.statements.insert_records,
-                &[&bulk.record_games, &bulk.record_seqs, &bulk.record_texts],
-            )?;
-        }
-        if !bulk.receipt_games.is_empty() {
-            self.tx.execute(
-                &self.statements.insert_receipts,
-                &[
-                    &bulk.receipt_games,
-                    &bulk.receipt_keys,
-                    &bulk.receipt_fingerprints,
-                    &bulk.receipt_statuses,
-                    &bulk.receipt_bodies,
-                    &rows::now(),
-                ],
-            )?;
-        }
+        self.tx.execute(
+            self.write_bulk,
+            &[
+                &bulk.head_ids,
+                &bulk.head_seqs,
+                &bulk.head_steps,
+                &bulk.head_labels,
+                &bulk.record_games,
+                &bulk.record_seqs,
+                &bulk.record_texts,
+                &bulk.receipt_games,
+                &bulk.receipt_keys,
+                &bulk.receipt_fingerprints,
+                &bulk.receipt_statuses,
+                &bulk.receipt_bodies,
+                &rows::now(),
+            ],
+        )?;
         Ok(())
     }
 }
