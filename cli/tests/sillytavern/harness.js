@@ -255,10 +255,7 @@ export async function selectCharacter(page, name) {
   const entry = page.locator(`.character_select:has-text('${name}')`).first();
   const deadline = Date.now() + 60000;
   for (;;) {
-    while (await page.evaluate(async () => (await import("/script.js")).isChatSaving)) {
-      if (Date.now() > deadline) throw new Error(`SillyTavern was still saving the chat after 60 s; ${name} not opened`);
-      await new Promise((done) => setTimeout(done, 50));
-    }
+    await chatSaved(page, deadline, name);
     await entry.click();
     const selected = await page
       .waitForFunction((name) => {
@@ -269,4 +266,32 @@ export async function selectCharacter(page, name) {
     if (selected) return;
     if (Date.now() > deadline) throw new Error(`clicking ${name} in the character list did not open it within 60 s`);
   }
+}
+
+/** Waits until SillyTavern is not saving the chat on screen (until `deadline`, or fails naming `what`). */
+async function chatSaved(page, deadline, what) {
+  while (await page.evaluate(async () => (await import("/script.js")).isChatSaving)) {
+    if (Date.now() > deadline) throw new Error(`SillyTavern was still saving the chat after 60 s; ${what} not opened`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
+/**
+ * Makes a group chat named `name` of the characters named `members` and opens it, as a user does
+ * from the character list (already open). Every member replies, in the group's order; SillyTavern
+ * puts each member added first in that order, so the last of `members` speaks first.
+ */
+export async function createGroup(page, name, members) {
+  await page.click("#rm_button_group_chats");
+  await page.fill("#rm_group_chat_name", name);
+  for (const member of members) {
+    await page.locator(`#rm_group_add_members .group_member:has-text('${member}') [data-action="add"]`).first().click();
+    await page.locator(`#rm_group_members .group_member:has-text('${member}')`).first().waitFor();
+  }
+  // The activation strategy "list": every member, in order.
+  await page.selectOption("#rm_group_activation_strategy", "1");
+  await page.click("#rm_group_submit");
+  await chatSaved(page, Date.now() + 60000, name);
+  await page.locator(`.group_select:has-text('${name}')`).first().click();
+  await page.waitForFunction(() => SillyTavern.getContext().groupId, null, { timeout: 30000 });
 }

@@ -20,7 +20,7 @@ import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { readReply, startFakeModel } from "./fake-model.js";
-import { selectCharacter, startTavernWithPlugin } from "./harness.js";
+import { createGroup, selectCharacter, startTavernWithPlugin } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -530,16 +530,8 @@ test("a group chat: each member's reply gets its pass, and the next member's pro
   Object.assign(scout.data, { name: "Scout", description: "A scout who maps caves.", first_mes: "Scout whistles from a ledge.", extensions: {} });
   await page.setInputFiles("#character_import_file", { name: "scout.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(scout)) });
   await page.locator(".character_select:has-text('Scout')").first().waitFor();
-  await page.click("#rm_button_group_chats");
-  await page.fill("#rm_group_chat_name", "Cave party");
-  // SillyTavern puts each member added first in the list: the Scout first, then the Warden.
-  for (const name of ["Warden", "Scout"]) {
-    await page.locator(`#rm_group_add_members .group_member:has-text('${name}') [data-action="add"]`).first().click();
-    await page.locator(`#rm_group_members .group_member:has-text('${name}')`).first().waitFor();
-  }
-  await page.selectOption("#rm_group_activation_strategy", "1");
-  await page.click("#rm_group_submit");
-  await page.locator(".group_select:has-text('Cave party')").first().click();
+  // The Scout speaks first, then the Warden.
+  await createGroup(page, "Cave party", ["Warden", "Scout"]);
   await page.waitForFunction(() => SillyTavern.getContext().groupId && SillyTavern.getContext().chatMetadata.statecraft?.game, null, { timeout: 30000 });
   await settle();
   await choose({ constraint: "structured", mode: "pass" });

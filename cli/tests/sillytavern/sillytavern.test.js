@@ -33,7 +33,7 @@ import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/k
 import { startFakeModel } from "./fake-model.js";
 import { snapshot, serveGit, commitOnto, head } from "./git-server.js";
 import { installSillyTavern, installFolder, VERSION } from "./install.js";
-import { installPlugin, runFolders, selectCharacter, sillyTavernSession, startSillyTavern } from "./harness.js";
+import { createGroup, installPlugin, runFolders, selectCharacter, sillyTavernSession, startSillyTavern } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -1061,16 +1061,8 @@ test("a group chat: replies from two characters change one game", async () => {
   await importCharacter("Scout", scout);
   await characterList();
   const games = (await api.listGames({ limit: 1000 })).games.length;
-  await page.click("#rm_button_group_chats");
-  await page.fill("#rm_group_chat_name", "Cave party");
-  // SillyTavern puts each member added first in the list: the Scout first, then the Warden.
-  for (const name of ["Warden", "Scout"]) {
-    await page.locator(`#rm_group_add_members .group_member:has-text('${name}') [data-action="add"]`).first().click();
-    await page.locator(`#rm_group_members .group_member:has-text('${name}')`).first().waitFor();
-  }
-  await page.selectOption("#rm_group_activation_strategy", "1");
-  await page.click("#rm_group_submit");
-  await page.locator(".group_select:has-text('Cave party')").first().click();
+  // The Scout speaks first, then the Warden.
+  await createGroup(page, "Cave party", ["Warden", "Scout"]);
   await page.waitForFunction(() => SillyTavern.getContext().groupId && SillyTavern.getContext().chatMetadata.statecraft?.game, null, { timeout: 30000 });
   await settle();
   await check("group: one game for the group chat, from the first member whose card has a state (the Warden's)", async () => {
