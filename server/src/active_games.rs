@@ -2,11 +2,12 @@
 //!
 //! A game's store holds a Lua VM, which is not `Send`, so a game lives on one thread for as long as it
 //! is active and requests reach it as jobs on a channel. That thread runs one job at a time (requests
-//! to one game are serialized) while other games' threads run beside it. Before each job the game
-//! asks the database for records newer than its own (another process may have written) and replays
-//! them; after a job that changed it, it hands the records to the group-commit writer and answers only
-//! once they are durable. When the database says another writer moved the game's head first, the
-//! game reloads and runs the job again on the new state (with `expect_step`, that run answers 409).
+//! to one game are serialized) while other games' threads run beside it. A job that changes the game
+//! runs on it as it is in memory, hands the records to the group-commit writer and answers only once
+//! they are durable; when the database says another process moved the game's head first, the game
+//! reloads and runs the job again on the new state (with `expect_step`, that run answers 409). Before
+//! any other answer (a read, a rejection, a change that wrote nothing) the game asks the database for
+//! records newer than its own and replays them, so no answer comes from a stale copy.
 //! A write that failed leaves memory ahead of the database, so the game is dropped and reloaded. A
 //! delete turns the receipts of the requests that made the game into a 409 `game_deleted`, so that a
 //! retried create never acknowledges a game that is gone.
