@@ -6,8 +6,9 @@
 //! runs on it as it is in memory, hands the records to the group-commit writer and answers only once
 //! they are durable; when the database says another process moved the game's head first, the game
 //! reloads and runs the job again on the new state (with `expect_step`, that run answers 409). Before
-//! any other answer (a read, a rejection, a change that wrote nothing) the game asks the database for
-//! records newer than its own and replays them, so no answer comes from a stale copy.
+//! any other answer (a read, a rejection, a change that wrote nothing), and before every job once
+//! another process has changed the game, the game asks the database for records newer than its own
+//! and replays them, so no answer comes from a stale copy.
 //! A write that failed leaves memory ahead of the database, so the game is dropped and reloaded. A
 //! delete turns the receipts of the requests that made the game into a 409 `game_deleted`, so that a
 //! retried create never acknowledges a game that is gone.
@@ -235,6 +236,7 @@ impl ActiveGames {
                     pending: worker_pending,
                     memory: worker_memory,
                     max_record_bytes,
+                    shared: false,
                 };
                 worker.serve(&receiver);
             })
@@ -268,6 +270,9 @@ struct Worker {
     pending: Arc<AtomicUsize>,
     memory: Arc<AtomicUsize>,
     max_record_bytes: usize,
+    /// Whether another process has changed the game since this thread started: from then on every
+    /// job reads the head before it runs, since a change run on a stale copy costs a reload.
+    shared: bool,
 }
 
 impl Worker {
@@ -306,9 +311,9 @@ impl Worker {
         // A change runs first on the game as this process last left it, without asking the database
         // for its head: its write's compare-and-set says whether another process moved the head
         // meanwhile, and an answer that writes nothing is checked against the head before it goes
-        // out. One round trip less per change where games are not shared; an extra attempt where
-        // they are.
-        let mut unchecked = operation.changes() && self.game.is_some();
+        // out. One round trip less per change where no other process changes the game; once one
+        // has, the head is read first again.
+        let mut unchecked = operation.changes() && self.game.is_some() && !self.shared;
         let mut attempts = 0;
         while attempts < MAX_ATTEMPTS {
             if unchecked {
@@ -373,6 +378,7 @@ impl Worker {
                 }
                 Written::Conflict => {
                     tracing::debug!(game = %self.id, "another writer moved the head; running again");
+                    self.shared = true;
                     self.game = None;
                 }
                 Written::Missing | Written::Exists | Written::Full => {
@@ -410,12 +416,16 @@ impl Worker {
                     if records.is_empty() && head == game.head {
                         return Ok(self.game.as_mut().expect("checked"));
                     }
+                    self.shared = true;
                     if game.catch_up(&records, head).is_ok() {
                         return Ok(self.game.as_mut().expect("checked"));
                     }
                     self.game = None;
                 }
-                Some(Tail::Reload) => self.game = None,
+                Some(Tail::Reload) => {
+                    self.shared = true;
+                    self.game = None;
+                }
             }
         }
         let stored = self

@@ -445,42 +445,48 @@ pub(crate) fn a_game_made_again_under_its_id_is_never_the_old_one(db: &str) {
 /// newest state, whether it would have passed on the old copy (an increment: its write loses the
 /// compare-and-set and runs again), been refused there (an `old` and an `expect_step` that only the
 /// newest state has), or passed there and is refused on the newest state (an `old` of the old copy).
+/// Each case on a game of its own, since a process that has seen another change a game reads its
+/// head before every change from then on.
 pub(crate) fn a_change_at_a_process_with_an_old_copy_runs_on_the_newest_state(db: &str) {
     let (holder, other) = (Server::start(&["--db", db]), Server::start(&["--db", db]));
-    let id = create(&holder, &json!({"id": "shared", "state": {"hp": 10}}));
+    let assign = |value: i64| json!({"batch": [{"op": "assign", "path": ["hp"], "value": value}]});
+    // A game the holder has loaded at hp 9, then set to hp 5 by the other process; → its step.
+    let game = |id: &str| {
+        create(&holder, &json!({"id": id, "state": {"hp": 10}}));
+        apply_ok(&holder, id, &assign(9));
+        apply_ok(&other, id, &assign(5))["step"].clone()
+    };
+
+    game("passes");
     let add = json!({"batch": [{"op": "increment", "path": ["hp"], "value": -1}]});
-    apply_ok(&holder, &id, &add);
-    apply_ok(&other, &id, &add);
-    let answer = apply_ok(&holder, &id, &add);
+    let answer = apply_ok(&holder, "passes", &add);
     assert_eq!(
         answer["changes"],
-        json!([{"op": "increment", "path": ["hp"], "old": 8, "new": 7}]),
+        json!([{"op": "increment", "path": ["hp"], "old": 5, "new": 4}]),
         "{answer}"
     );
 
-    let moved = apply_ok(
-        &other,
-        &id,
-        &json!({"batch": [{"op": "assign", "path": ["hp"], "value": 5}]}),
-    );
+    let step = game("refused-on-the-copy");
     let checked = json!({
         "batch": [{"op": "assign", "path": ["hp"], "value": 4, "old": 5}],
-        "expect_step": moved["step"],
+        "expect_step": step,
     });
-    let answer = apply_ok(&holder, &id, &checked);
+    let answer = apply_ok(&holder, "refused-on-the-copy", &checked);
     assert_eq!(answer["changes"][0]["new"], json!(4), "{answer}");
 
-    apply_ok(
-        &other,
-        &id,
-        &json!({"batch": [{"op": "assign", "path": ["hp"], "value": 6}]}),
+    game("refused-on-the-newest");
+    let stale = json!({"batch": [{"op": "assign", "path": ["hp"], "value": 1, "old": 9}]});
+    let refused = holder.call(
+        "POST",
+        "/v1/games/refused-on-the-newest/apply",
+        Some(&stale),
     );
-    let stale = json!({"batch": [{"op": "assign", "path": ["hp"], "value": 1, "old": 4}]});
-    let refused = holder.call("POST", &format!("/v1/games/{id}/apply"), Some(&stale));
     assert_eq!(refused.status, 422, "{:?}", refused.body);
 
     let fresh = Server::start(&["--db", db]);
     for server in [&holder, &other, &fresh] {
-        assert_eq!(state(server, &id), json!({"hp": 6}));
+        assert_eq!(state(server, "passes"), json!({"hp": 4}));
+        assert_eq!(state(server, "refused-on-the-copy"), json!({"hp": 4}));
+        assert_eq!(state(server, "refused-on-the-newest"), json!({"hp": 5}));
     }
 }
