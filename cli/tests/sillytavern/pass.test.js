@@ -537,33 +537,56 @@ test("a group chat: each member's reply gets its pass, and the next member's pro
   await choose({ constraint: "structured", mode: "pass" });
   model.expectPassSchema((await api.request("GET", `/v1/games/${encodeURIComponent(await gameId())}/schema`)).pass);
 
-  model.next("Scout finds 5 gold.", "The Warden nods. Aria loses 10 hp.");
+  await groupRound("group", "Scout finds 5 gold.", "The Warden nods. Aria loses 10 hp.", 5);
+
+  model.next("The Warden sighs. Aria lights a torch.");
+  const swiped = await generating(() => page.locator("#chat .last_mes .swipe_right").click());
+  assert.deepEqual(swiped.map((request) => request.kind), ["story", "structured"], "a swipe of the last member's reply: one pass");
+  await stateMatchesChat("group: a swipe of the last member's reply");
+
+  // Streamed: SillyTavern shows each member's generation ended before it announces the reply, so
+  // each pass starts at once, and the next member's generation waits for it.
+  await page.evaluate(() => {
+    SillyTavern.getContext().chatCompletionSettings.stream_openai = true;
+  });
+  try {
+    const streamed = await groupRound("group, streamed", "Scout finds 7 gold.", "The Warden nods. Aria loses 20 hp.", 12);
+    assert.deepEqual([streamed[0].stream, streamed[2].stream], [true, true], "both members' replies were streamed");
+  } finally {
+    await page.evaluate(() => {
+      SillyTavern.getContext().chatCompletionSettings.stream_openai = false;
+    });
+  }
+});
+
+/**
+ * One message in the group chat: the Scout's reply and then the Warden's, each followed by its pass,
+ * the Warden's prompt showing the `gold` the Scout's update made; → the model's requests.
+ */
+async function groupRound(action, scoutReply, wardenReply, gold) {
+  model.next(scoutReply, wardenReply);
   const from = model.requests.length;
-  await page.fill("#send_textarea", "We go in.");
+  await page.fill("#send_textarea", "On we go.");
   await page.click("#send_but");
   await settle({ from, stories: 2 });
   const requests = model.requests.slice(from);
   assert.deepEqual(
     requests.map((request) => [request.kind, request.error ?? null]),
     [["story", null], ["structured", null], ["story", null], ["structured", null]],
-    "a pass after each member's reply, before the next member's generation",
+    `${action}: a pass after each member's reply, before the next member's generation`,
   );
   const names = await page.evaluate(() => SillyTavern.getContext().chat.filter((message) => !message.is_user).map((message) => message.name));
   assert.deepEqual(names.slice(-2), ["Scout", "Warden"]);
   const wardenPrompt = requests[2].messages.map((message) => message.content).join("\n");
-  assert.match(wardenPrompt, /"gold":\s*5\b/, "the Warden's prompt carries the state the Scout's update made");
+  assert.match(wardenPrompt, new RegExp(`"gold":\\s*${gold}\\b`), `${action}: the Warden's prompt carries the state the Scout's update made`);
   const note = await page.evaluate(() => globalThis.statecraftExtension.pass().waitNote);
   assert.match(note, /waited \d+\.\d s for the update of reply/);
   const shown = await replies();
-  assert.deepEqual(blockOf(shown.at(-2)), readReply("Scout finds 5 gold."));
-  assert.deepEqual(blockOf(shown.at(-1)), readReply("The Warden nods. Aria loses 10 hp."));
-  await stateMatchesChat("group: two members' replies");
-
-  model.next("The Warden sighs. Aria lights a torch.");
-  const swiped = await generating(() => page.locator("#chat .last_mes .swipe_right").click());
-  assert.deepEqual(swiped.map((request) => request.kind), ["story", "structured"], "a swipe of the last member's reply: one pass");
-  await stateMatchesChat("group: a swipe of the last member's reply");
-});
+  assert.deepEqual(blockOf(shown.at(-2)), readReply(scoutReply));
+  assert.deepEqual(blockOf(shown.at(-1)), readReply(wardenReply));
+  await stateMatchesChat(`${action}: two members' replies`);
+  return requests;
+}
 
 test("nothing went wrong in the page", () => {
   assert.deepEqual(pageErrors.map((error) => error.message), []);
