@@ -6,7 +6,7 @@
 //! locks the rows of its games (`SELECT ... FOR UPDATE`, in id order, so two processes' batches never
 //! deadlock) and reads their heads; each write's compare-and-set is decided against the head read
 //! under that lock (by `rows::decide`, the decision SQLite's writes take too), and the winners' heads,
-//! records and receipts are written with one statement each. When two processes race on one game, the
+//! records and receipts are written together by one statement. When two processes race on one game, the
 //! second waits for the first's lock, then reads the moved head and changes nothing of that game. A
 //! create under `--max-games` counts the games while it holds a transaction lock of its own, so
 //! creates in several processes take turns. This module must not know what a record means (it stores
