@@ -1,8 +1,9 @@
 //! The write decision (`db/rows.rs`, `decide`) as each database stores it: the same writes, on
 //! SQLite and on PostgreSQL, answer the same and leave the same rows. Batches hold several writes of
-//! one game too (an append then a compaction, an append then a delete), which the server's writer
-//! can send in one transaction: each write sees the rows the writes before it left, on both
-//! databases.
+//! one game too (an append then a compaction, an append then a delete, appends on heads old and new),
+//! which the server's writer can send in one transaction: each write sees the rows the writes before
+//! it left, on both databases, whether PostgreSQL makes the batch in a transaction or, for appends
+//! alone, in one statement.
 
 use std::sync::Arc;
 
@@ -147,6 +148,51 @@ fn every_write_decides_alike(storage: &dyn Storage) {
     );
     assert_eq!(stored(storage, "d"), None);
     assert_eq!(storage.count().expect("count"), 3);
+
+    // Appends of several games in one batch, as the server's writer gathers them: each is decided on
+    // the head its game has as the appends before it left it, and only the winners' records and
+    // receipts are kept. "e" gets two appends in a row and a third on the head it had before them;
+    // "f" one on a head it never had, then one on its head.
+    assert_eq!(one(storage, create("e", None, None)), Written::Done);
+    assert_eq!(one(storage, create("f", None, None)), Written::Done);
+    assert_eq!(
+        storage
+            .write(&[
+                append("e", 0, &[1], Some(receipt("m3", "{}"))),
+                append("f", 7, &[1], Some(receipt("m4", "{}"))),
+                append("e", 1, &[2], None),
+                append("nobody", 0, &[1], Some(receipt("m5", "{}"))),
+                append("f", 0, &[2], None),
+                append("e", 0, &[9], None),
+            ])
+            .expect("the batch is made"),
+        vec![
+            Written::Done,
+            Written::Conflict,
+            Written::Done,
+            Written::Missing,
+            Written::Done,
+            Written::Conflict
+        ]
+    );
+    assert_eq!(
+        stored(storage, "e"),
+        Some((head(2, 0, 2), json!({"hp": 10}), vec![1, 2]))
+    );
+    assert_eq!(
+        stored(storage, "f"),
+        Some((head(1, 0, 2), json!({"hp": 10}), vec![2]))
+    );
+    assert!(storage.receipt("e", "m3").expect("read").is_some());
+    assert_eq!(storage.receipt("f", "m4").expect("read"), None);
+    assert_eq!(storage.receipt("nobody", "m5").expect("read"), None);
+    for id in ["e", "f"] {
+        let delete = Write::Delete {
+            id: id.to_owned(),
+            spent: None,
+        };
+        assert_eq!(one(storage, delete), Written::Done);
+    }
 
     // An append and a compaction of what it made, in one transaction: the compaction finds the
     // append's head and drops its records with the others.

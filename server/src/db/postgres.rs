@@ -2,15 +2,23 @@
 //!
 //! The tables live in the connection's first schema (`search_path`; a URL may set it with
 //! `?options=-csearch_path%3Dname`). Every write batch is one transaction, committed with the
-//! server's default `synchronous_commit = on`, so a commit is durable when it returns. The batch first
-//! locks the rows of its games (`SELECT ... FOR UPDATE`, in id order, so two processes' batches never
-//! deadlock) and reads their heads; each write's compare-and-set is decided against the head read
-//! under that lock (by `rows::decide`, the decision SQLite's writes take too), and the winners' heads,
-//! records and receipts are written together by one statement. When two processes race on one game, the
-//! second waits for the first's lock, then reads the moved head and changes nothing of that game. A
-//! create under `--max-games` counts the games while it holds a transaction lock of its own, so
-//! creates in several processes take turns. This module must not know what a record means (it stores
-//! JSON text), nor decide what a write does.
+//! server's default `synchronous_commit = on`, so a commit is durable when it returns. A batch of
+//! appends alone, what applying replies makes, is one statement and one round trip: its writes are
+//! decided beforehand as if every game's head were still the one its first append was made on, and
+//! the statement sets a game's head only where it is (`UPDATE ... WHERE seq = on`, which waits for
+//! another process's commit on the row and checks again) and inserts that game's records and
+//! receipts only then, so the decisions hold for every game it wrote; the others' appends are made
+//! again in a transaction. Should the statement fail as a whole (a deadlock with another process's
+//! statement that locks the same rows in another order, say), the batch goes in a transaction
+//! instead. Any other batch first locks the rows of its games (`SELECT ... FOR UPDATE`, in id
+//! order, so two processes' batches never deadlock) and reads their heads; each write's
+//! compare-and-set is decided against the head read under that lock (by `rows::decide`, the
+//! decision SQLite's writes take too), and the winners' heads, records and receipts are written
+//! together by one statement. When two processes race on one game, the second waits for the first's
+//! lock, then reads the moved head and changes nothing of that game. A create under `--max-games`
+//! counts the games while it holds a transaction lock of its own, so creates in several processes
+//! take turns. This module must not know what a record means (it stores JSON text), nor decide what
+//! a write does.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -143,6 +151,15 @@ fn failed(error: postgres::Error) -> StorageError {
         )),
         None => StorageError::Database(format!("postgres: {error}")),
     }
+}
+
+/// Whether a statement or transaction that failed with `error` made nothing: an error the server
+/// answered with aborts it. Without an answer (the connection broke, perhaps during the commit) the
+/// outcome is unknown, and so is any retry's.
+fn made_nothing(error: &postgres::Error) -> bool {
+    error
+        .as_db_error()
+        .is_some_and(|db| db.parsed_severity() == Some(postgres::error::Severity::Error))
 }
 
 /// The connection string with its password replaced, for messages and logs.
@@ -349,17 +366,10 @@ impl Storage for Postgres {
             _ => writer.insert(WriterConnection::open(&self.url)?),
         };
         connection.write(writes, &encoded).map_err(|error| {
-            // An error the server answered with aborts the transaction: nothing of it was made, and
-            // its writes may be tried again. Without an answer (the connection broke, perhaps during
-            // the commit) the outcome is unknown, and so is any retry's.
-            match error.as_db_error() {
-                Some(db) if db.parsed_severity() == Some(postgres::error::Severity::Error) => {
-                    match failed(error) {
-                        StorageError::Database(message) => StorageError::Refused(message),
-                        other => other,
-                    }
-                }
-                _ => failed(error),
+            match (made_nothing(&error), failed(error)) {
+                // Its writes may be tried again.
+                (true, StorageError::Database(message)) => StorageError::Refused(message),
+                (_, failed) => failed,
             }
         })
     }
@@ -385,6 +395,10 @@ struct WriterConnection {
     /// Writes what a batch held back: heads, records and receipts in one statement (and so one
     /// round trip) whatever the number of games.
     write_bulk: Statement,
+    /// A batch of appends alone in one statement, outside any transaction of ours: each game's head
+    /// is set where it is still the one its first append was made on, and its records and receipts
+    /// are inserted where it was; answers the ids of those games.
+    write_appends: Statement,
 }
 
 /// What a batch holds back to write in bulk: heads, records and receipts of appends, so that a batch
@@ -469,23 +483,129 @@ impl WriterConnection {
              AS v(game, key, fingerprint, status, body)
              ON CONFLICT DO NOTHING",
         )?;
+        // Under read committed, an update that finds a row another transaction changed waits for
+        // its commit and checks `g.seq = v.on` again on the row as committed: a compare-and-set.
+        let write_appends = prepare(
+            "WITH set_heads AS (
+                 UPDATE games AS g SET seq = v.seq, step = v.step, label = v.label
+                 FROM (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[])
+                       AS u(id, on_seq, seq, step, label) ORDER BY id) AS v
+                 WHERE g.id = v.id AND g.seq = v.on_seq
+                 RETURNING g.id
+             ), add_records AS (
+                 INSERT INTO records (game, seq, record)
+                 SELECT * FROM UNNEST($6::text[], $7::bigint[], $8::text[]) AS r(game, seq, record)
+                 WHERE r.game IN (SELECT id FROM set_heads)
+             ), add_receipts AS (
+                 INSERT INTO receipts (game, key, fingerprint, status, body, created)
+                 SELECT v.*, $14::bigint FROM UNNEST($9::text[], $10::text[], $11::text[], $12::int[], $13::text[])
+                 AS v(game, key, fingerprint, status, body)
+                 WHERE v.game IN (SELECT id FROM set_heads)
+                 ON CONFLICT DO NOTHING
+             )
+             SELECT id FROM set_heads",
+        )?;
         Ok(WriterConnection {
             client,
             lock_heads,
             write_bulk,
+            write_appends,
         })
     }
 
-    /// One transaction: lock the games' rows and read their heads, decide every write in order
-    /// ([`rows::decide`]) against the heads as the earlier writes left them, then write what was held
-    /// back.
+    /// Makes a batch of writes: in one statement when it is appends alone ([`Self::appends`]),
+    /// otherwise, or when that statement fails, in one transaction ([`Self::transaction`]).
     fn write(
         &mut self,
         writes: &[Write],
         encoded: &[rows::Encoded],
     ) -> Result<Vec<Written>, postgres::Error> {
+        let batch: Vec<(&Write, &rows::Encoded)> = writes.iter().zip(encoded).collect();
+        let Some(predicted) = Predicted::of(&batch) else {
+            return self.transaction(&batch);
+        };
+        let won = match self.appends(&predicted) {
+            Ok(won) => won,
+            // The statement failed as a whole (a deadlock with another process, say): nothing of it
+            // was made, and the transaction decides every write again.
+            Err(error) if made_nothing(&error) => return self.transaction(&batch),
+            Err(error) => return Err(error),
+        };
+        // Nothing of a game whose head was not the predicted one was written: its appends are made
+        // again in a transaction, which decides them on the head there is. The statement is
+        // committed, so that transaction being refused must not fail the batch (the server would
+        // try its writes again one by one, the statement's too): those appends then answer
+        // `Conflict`, and their games' threads load them again and run the changes anew.
+        let again: Vec<(&Write, &rows::Encoded)> = batch
+            .iter()
+            .filter(|(write, _)| !won.contains(write.game()))
+            .copied()
+            .collect();
+        let mut made_again = match self.transaction(&again) {
+            Ok(results) => results,
+            Err(error) if made_nothing(&error) => vec![Written::Conflict; again.len()],
+            // Without an answer the outcome is unknown, as when a commit's answer is lost.
+            Err(error) => return Err(error),
+        }
+        .into_iter();
+        Ok(batch
+            .iter()
+            .zip(predicted.results)
+            .map(|((write, _), result)| match won.contains(write.game()) {
+                true => result,
+                false => made_again.next().unwrap_or(Written::Conflict),
+            })
+            .collect())
+    }
+
+    /// Writes a batch of appends decided on the heads they were made on ([`Predicted`]), in one
+    /// statement and one round trip: a game's rows go in only where its head is still the one its
+    /// first append was made on, and then every decision about it holds. Answers those games.
+    fn appends(&mut self, predicted: &Predicted) -> Result<HashSet<String>, postgres::Error> {
+        let bulk = &predicted.bulk;
+        let ons: Vec<i64> = bulk
+            .head_ids
+            .iter()
+            .map(|id| predicted.made_on[id] as i64)
+            .collect();
+        Ok(self
+            .client
+            .query(
+                &self.write_appends,
+                &[
+                    &bulk.head_ids,
+                    &ons,
+                    &bulk.head_seqs,
+                    &bulk.head_steps,
+                    &bulk.head_labels,
+                    &bulk.record_games,
+                    &bulk.record_seqs,
+                    &bulk.record_texts,
+                    &bulk.receipt_games,
+                    &bulk.receipt_keys,
+                    &bulk.receipt_fingerprints,
+                    &bulk.receipt_statuses,
+                    &bulk.receipt_bodies,
+                    &rows::now(),
+                ],
+            )?
+            .iter()
+            .map(|row| row.get::<_, String>(0))
+            .collect())
+    }
+
+    /// One transaction: lock the games' rows and read their heads, decide every write in order
+    /// ([`rows::decide`]) against the heads as the earlier writes left them, then write what was held
+    /// back.
+    fn transaction(
+        &mut self,
+        batch: &[(&Write, &rows::Encoded)],
+    ) -> Result<Vec<Written>, postgres::Error> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut tx = self.client.transaction()?;
-        let mut ids: Vec<&str> = writes.iter().map(Write::game).collect();
+        let mut ids: Vec<&str> = batch.iter().map(|(write, _)| write.game()).collect();
         ids.sort_unstable();
         ids.dedup();
         let heads: HashMap<String, u64> = tx
@@ -499,13 +619,116 @@ impl WriterConnection {
             heads,
             bulk: Bulk::default(),
         };
-        let mut results = Vec::with_capacity(writes.len());
-        for (write, encoded) in writes.iter().zip(encoded) {
+        let mut results = Vec::with_capacity(batch.len());
+        for (write, encoded) in batch {
             results.push(rows::decide(&mut tables, write, encoded)?);
         }
         tables.flush()?;
         tx.commit()?;
         Ok(results)
+    }
+}
+
+/// A batch of appends decided as if every game's head were still the one its first append was made
+/// on: the answers and rows it would get, which hold for every game where that is so.
+struct Predicted {
+    /// The head each game's first append was made on.
+    made_on: HashMap<String, u64>,
+    /// Each game's head as the batch's writes move it.
+    heads: HashMap<String, u64>,
+    bulk: Bulk,
+    results: Vec<Written>,
+}
+
+/// A write that is not an append, which only a transaction decides.
+struct NotAnAppend;
+
+impl Predicted {
+    /// The prediction of a batch of appends alone; `None` for any other batch.
+    fn of(batch: &[(&Write, &rows::Encoded)]) -> Option<Predicted> {
+        let mut made_on = HashMap::new();
+        for (write, _) in batch {
+            let Write::Append { id, on, .. } = write else {
+                return None;
+            };
+            made_on.entry(id.clone()).or_insert(*on);
+        }
+        let mut predicted = Predicted {
+            heads: made_on.clone(),
+            made_on,
+            bulk: Bulk::default(),
+            results: Vec::with_capacity(batch.len()),
+        };
+        for (write, encoded) in batch {
+            let result = rows::decide(&mut predicted, write, encoded).ok()?;
+            predicted.results.push(result);
+        }
+        Some(predicted)
+    }
+}
+
+impl rows::Tables for Predicted {
+    type Error = NotAnAppend;
+
+    fn head_seq(&mut self, id: &str) -> Result<Option<u64>, NotAnAppend> {
+        Ok(self.heads.get(id).copied())
+    }
+
+    fn count_games(&mut self) -> Result<u64, NotAnAppend> {
+        Err(NotAnAppend)
+    }
+
+    fn insert_game(&mut self, _: &str, _: &str, _: &str, _: &Head) -> Result<bool, NotAnAppend> {
+        Err(NotAnAppend)
+    }
+
+    fn remove_game(&mut self, _: &str) -> Result<(), NotAnAppend> {
+        Err(NotAnAppend)
+    }
+
+    fn deleted_seq(&mut self, _: &str) -> Result<Option<u64>, NotAnAppend> {
+        Err(NotAnAppend)
+    }
+
+    fn renumber(&mut self, _: &str, _: u64) -> Result<(), NotAnAppend> {
+        Err(NotAnAppend)
+    }
+
+    fn insert_receipt(&mut self, _: &str, _: &Receipt) -> Result<bool, NotAnAppend> {
+        Err(NotAnAppend)
+    }
+
+    fn add_receipt(&mut self, game: &str, receipt: &Receipt) -> Result<(), NotAnAppend> {
+        self.bulk.receipt(game, receipt);
+        Ok(())
+    }
+
+    fn set_head(&mut self, id: &str, head: &Head) -> Result<(), NotAnAppend> {
+        self.heads.insert(id.to_owned(), head.seq);
+        self.bulk.head(id, head);
+        Ok(())
+    }
+
+    fn insert_records(
+        &mut self,
+        id: &str,
+        after: u64,
+        records: &[String],
+    ) -> Result<(), NotAnAppend> {
+        self.bulk.records(id, after, records);
+        Ok(())
+    }
+
+    fn replace_base(&mut self, _: &str, _: &str, _: &Head) -> Result<(), NotAnAppend> {
+        Err(NotAnAppend)
+    }
+
+    fn delete_game(&mut self, _: &str, _: u64) -> Result<(), NotAnAppend> {
+        Err(NotAnAppend)
+    }
+
+    fn spend_receipts(&mut self, _: &str, _: &Spent) -> Result<(), NotAnAppend> {
+        Err(NotAnAppend)
     }
 }
 
