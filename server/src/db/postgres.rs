@@ -23,6 +23,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
+use postgres::types::ToSql;
 use postgres::{Client, NoTls, Statement, Transaction};
 use statecraft_engine::StepId;
 use statecraft_saves::{
@@ -397,7 +398,8 @@ struct WriterConnection {
     write_bulk: Statement,
     /// A batch of appends alone in one statement, outside any transaction of ours: each game's head
     /// is set where it is still the one its first append was made on, and its records and receipts
-    /// are inserted where it was; answers the ids of those games.
+    /// are inserted where it was; answers the ids of those games. Its parameters are
+    /// [`Bulk::parameters`], then the head each game's first append was made on as `$14`.
     write_appends: Statement,
 }
 
@@ -425,6 +427,26 @@ struct Bulk {
 }
 
 impl Bulk {
+    /// The columns as a statement's parameters `$1` to `$12`, in the order of the fields, then the
+    /// receipts' time `now` as `$13`.
+    fn parameters<'a>(&'a self, now: &'a i64) -> Vec<&'a (dyn ToSql + Sync)> {
+        vec![
+            &self.head_ids,
+            &self.head_seqs,
+            &self.head_steps,
+            &self.head_labels,
+            &self.record_games,
+            &self.record_seqs,
+            &self.record_texts,
+            &self.receipt_games,
+            &self.receipt_keys,
+            &self.receipt_fingerprints,
+            &self.receipt_statuses,
+            &self.receipt_bodies,
+            now,
+        ]
+    }
+
     fn head(&mut self, id: &str, head: &Head) {
         if let Some(&row) = self.head_rows.get(id) {
             self.head_seqs[row] = head.seq as i64;
@@ -488,17 +510,17 @@ impl WriterConnection {
         let write_appends = prepare(
             "WITH set_heads AS (
                  UPDATE games AS g SET seq = v.seq, step = v.step, label = v.label
-                 FROM (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[])
-                       AS u(id, on_seq, seq, step, label) ORDER BY id) AS v
+                 FROM (SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::text[], $14::bigint[])
+                       AS u(id, seq, step, label, on_seq) ORDER BY id) AS v
                  WHERE g.id = v.id AND g.seq = v.on_seq
                  RETURNING g.id
              ), add_records AS (
                  INSERT INTO records (game, seq, record)
-                 SELECT * FROM UNNEST($6::text[], $7::bigint[], $8::text[]) AS r(game, seq, record)
+                 SELECT * FROM UNNEST($5::text[], $6::bigint[], $7::text[]) AS r(game, seq, record)
                  WHERE r.game IN (SELECT id FROM set_heads)
              ), add_receipts AS (
                  INSERT INTO receipts (game, key, fingerprint, status, body, created)
-                 SELECT v.*, $14::bigint FROM UNNEST($9::text[], $10::text[], $11::text[], $12::int[], $13::text[])
+                 SELECT v.*, $13::bigint FROM UNNEST($8::text[], $9::text[], $10::text[], $11::int[], $12::text[])
                  AS v(game, key, fingerprint, status, body)
                  WHERE v.game IN (SELECT id FROM set_heads)
                  ON CONFLICT DO NOTHING
@@ -568,27 +590,12 @@ impl WriterConnection {
             .iter()
             .map(|id| predicted.made_on[id] as i64)
             .collect();
+        let now = rows::now();
+        let mut parameters = bulk.parameters(&now);
+        parameters.push(&ons);
         Ok(self
             .client
-            .query(
-                &self.write_appends,
-                &[
-                    &bulk.head_ids,
-                    &ons,
-                    &bulk.head_seqs,
-                    &bulk.head_steps,
-                    &bulk.head_labels,
-                    &bulk.record_games,
-                    &bulk.record_seqs,
-                    &bulk.record_texts,
-                    &bulk.receipt_games,
-                    &bulk.receipt_keys,
-                    &bulk.receipt_fingerprints,
-                    &bulk.receipt_statuses,
-                    &bulk.receipt_bodies,
-                    &rows::now(),
-                ],
-            )?
+            .query(&self.write_appends, &parameters)?
             .iter()
             .map(|row| row.get::<_, String>(0))
             .collect())
@@ -757,24 +764,8 @@ impl Tables<'_, '_> {
         if bulk.games.is_empty() {
             return Ok(());
         }
-        self.tx.execute(
-            self.write_bulk,
-            &[
-                &bulk.head_ids,
-                &bulk.head_seqs,
-                &bulk.head_steps,
-                &bulk.head_labels,
-                &bulk.record_games,
-                &bulk.record_seqs,
-                &bulk.record_texts,
-                &bulk.receipt_games,
-                &bulk.receipt_keys,
-                &bulk.receipt_fingerprints,
-                &bulk.receipt_statuses,
-                &bulk.receipt_bodies,
-                &rows::now(),
-            ],
-        )?;
+        let now = rows::now();
+        self.tx.execute(self.write_bulk, &bulk.parameters(&now))?;
         Ok(())
     }
 }
