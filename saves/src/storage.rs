@@ -257,13 +257,6 @@ pub trait Storage: Send + Sync {
     /// ([`StorageError::Refused`]) or, only when the connection broke, that it is not known.
     fn write(&self, writes: &[Write]) -> Result<Vec<Written>, StorageError>;
 
-    /// How many calls of [`write`](Storage::write) may run at once, each on games of its own (a
-    /// database with a connection per writer); a server makes its writes through that many writers,
-    /// each game always through the same one. One unless the storage says otherwise.
-    fn writers(&self) -> usize {
-        1
-    }
-
     /// Drops the receipts kept before `before` (seconds since the Unix epoch) and says how many.
     fn forget_receipts(&self, before: i64) -> Result<u64, StorageError>;
 }

@@ -350,6 +350,6 @@ async fn run(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    writer_thread.join();
+    let _ = writer_thread.join();
     Ok(())
 }

@@ -1,13 +1,12 @@
 //! Group commit: a writer thread makes its games' writes durable, many at a time.
 //!
-//! Games hand their writes to their writer and wait (one writer, or on a database that runs several
-//! transactions at once, [`Storage::writers`] of them, each game always on the same one). The writer takes every write that is waiting, makes
-//! them durable in one database transaction (one sync of the disk for all of them), and answers each
-//! game with what became of its own write. While one transaction is being synced, the next writes
-//! gather, so the more games write at once the more each transaction carries: this is what lets many
-//! games commit durably at a rate one sync per change could not reach. A group the database refused
-//! (and so made none of) is tried again write by write, so that only the write at fault fails. This
-//! module must not look into writes: the storage does.
+//! Games hand their writes to the one writer and wait. The writer takes every write that is waiting,
+//! makes them durable in one database transaction (one sync of the disk for all of them), and
+//! answers each game with what became of its own write. While one transaction is being synced, the
+//! next writes gather, so the more games write at once the more each transaction carries: this is
+//! what lets many games commit durably at a rate one sync per change could not reach. A group the
+//! database refused (and so made none of) is tried again write by write, so that only the write at
+//! fault fails. This module must not look into writes: the storage does.
 
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -33,54 +32,29 @@ struct Request {
     reply: SyncSender<Reply>,
 }
 
-/// The handle games write through. Cloning it is cheap; the writers stop once every handle is dropped
-/// and the writes already sent are done.
+/// The handle games write through. Cloning it is cheap; the writer stops once every handle is dropped
+/// and the writes already sent are done. One queue, so a game's writes are made in the order the game
+/// sent them.
 #[derive(Clone, Debug)]
 pub(crate) struct Writer {
-    /// One queue per writer thread ([`Storage::writers`]); a game's writes always go to the same one,
-    /// so they are made in the order the game sent them.
-    senders: Vec<Sender<Request>>,
-}
-
-/// The writer threads, to wait for at shutdown.
-#[derive(Debug)]
-pub(crate) struct WriterThreads(Vec<JoinHandle<()>>);
-
-impl WriterThreads {
-    /// Whether every writer has stopped.
-    pub(crate) fn is_finished(&self) -> bool {
-        self.0.iter().all(JoinHandle::is_finished)
-    }
-
-    /// Waits for every writer to stop.
-    pub(crate) fn join(self) {
-        for thread in self.0 {
-            let _ = thread.join();
-        }
-    }
+    sender: Sender<Request>,
 }
 
 impl Writer {
-    /// Starts the writer threads over `storage`, as many as it can run transactions at once. The
-    /// first also drops old receipts.
-    pub(crate) fn start(storage: Arc<dyn Storage>) -> (Writer, WriterThreads) {
-        let count = storage.writers().max(1);
-        let (senders, threads) = (0..count)
-            .map(|lane| {
-                let (sender, receiver) = mpsc::channel();
-                let storage = Arc::clone(&storage);
-                let thread = std::thread::Builder::new()
-                    .name(format!("statecraft-writer-{lane}"))
-                    .spawn(move || run(&*storage, &receiver, lane == 0))
-                    .expect("the writer thread starts");
-                (sender, thread)
-            })
-            .unzip();
-        (Writer { senders }, WriterThreads(threads))
+    /// Starts the writer thread over `storage`; it also drops old receipts. One thread: a second
+    /// only splits the waiting writes into smaller transactions, and a transaction costs the database
+    /// about the same whatever it carries (one writer gave the most applies per second of one to eight
+    /// on PostgreSQL, BENCHMARKS.md).
+    pub(crate) fn start(storage: Arc<dyn Storage>) -> (Writer, JoinHandle<()>) {
+        let (sender, receiver) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("statecraft-writer".to_owned())
+            .spawn(move || run(&*storage, &receiver))
+            .expect("the writer thread starts");
+        (Writer { sender }, thread)
     }
 
-    /// Makes one write durable with whatever else is waiting on its game's writer, and says what
-    /// became of it.
+    /// Makes one write durable with whatever else is waiting, and says what became of it.
     pub(crate) fn write(&self, write: Write) -> Reply {
         let (reply, answer) = mpsc::sync_channel(1);
         let gone = || {
@@ -88,22 +62,14 @@ impl Writer {
                 "the writer has stopped (the server is shutting down)".to_owned(),
             ))
         };
-        self.senders[lane(write.game(), self.senders.len())]
+        self.sender
             .send(Request { write, reply })
             .map_err(|_| gone())?;
         answer.recv().map_err(|_| gone())?
     }
 }
 
-/// The writer of game `id` among `count`: the same for the same id in every run (FNV-1a).
-fn lane(id: &str, count: usize) -> usize {
-    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    });
-    (hash % count as u64) as usize
-}
-
-fn run(storage: &dyn Storage, receiver: &Receiver<Request>, sweeps: bool) {
+fn run(storage: &dyn Storage, receiver: &Receiver<Request>) {
     let mut last_sweep = Instant::now();
     while let Ok(first) = receiver.recv() {
         let mut group = vec![first];
@@ -120,7 +86,7 @@ fn run(storage: &dyn Storage, receiver: &Receiver<Request>, sweeps: bool) {
         for (reply, result) in replies.into_iter().zip(commit(storage, &writes)) {
             let _ = reply.send(result);
         }
-        if sweeps && last_sweep.elapsed() > RECEIPT_SWEEP {
+        if last_sweep.elapsed() > RECEIPT_SWEEP {
             last_sweep = Instant::now();
             let before = crate::db::now() - RECEIPT_LIFETIME.as_secs() as i64;
             match storage.forget_receipts(before) {
@@ -224,22 +190,6 @@ mod tests {
             .map(|game| game.id)
             .collect();
         assert_eq!(listed, ["a", "c"]);
-    }
-
-    #[test]
-    fn a_game_always_has_the_same_writer_and_games_spread_over_all() {
-        let ids: Vec<String> = (0..400).map(|n| format!("game-{n}")).collect();
-        let mut per_lane = [0usize; 4];
-        for id in &ids {
-            assert_eq!(lane(id, 4), lane(id, 4));
-            per_lane[lane(id, 4)] += 1;
-        }
-        // 100 a lane if the hash spread them perfectly; no lane far from it.
-        assert!(
-            per_lane.iter().all(|&n| (70..=130).contains(&n)),
-            "{per_lane:?}"
-        );
-        assert!(ids.iter().all(|id| lane(id, 1) == 0));
     }
 
     #[test]

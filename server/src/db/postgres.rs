@@ -32,15 +32,6 @@ use statecraft_saves::{
 
 use super::rows;
 
-/// How many write transactions one process runs at once, each on a connection of its own and on games
-/// of its own (the server's writers, `server/src/writer.rs`). A transaction waits on its round trips
-/// and on the commit's flush of the write-ahead log, during which a second writer's transaction
-/// runs; but every writer more splits the waiting writes into smaller transactions, and a
-/// transaction's statements cost the database the same whatever it carries. One was the best of one
-/// to eight on a 2-core machine, with the database on the same machine (BENCHMARKS.md); a database
-/// further away makes each transaction wait longer, which a second writer would use.
-const WRITERS: usize = 1;
-
 /// A lock number of this program's own, held while the tables are created.
 const SCHEMA_LOCK: i64 = 0x5374_6174_6563;
 
@@ -128,8 +119,8 @@ impl Connection {
 /// Games in a PostgreSQL database.
 pub(crate) struct Postgres {
     url: String,
-    /// A connection for each writer ([`WRITERS`]), opened when first used.
-    writers: Vec<Mutex<Option<WriterConnection>>>,
+    /// The writer's connection (`server/src/writer.rs`), opened when first used.
+    writer: Mutex<Option<WriterConnection>>,
     readers: Mutex<Vec<Connection>>,
 }
 
@@ -207,7 +198,7 @@ impl Postgres {
         tx.commit().map_err(failed)?;
         Ok(Postgres {
             url: url.to_owned(),
-            writers: (0..WRITERS).map(|_| Mutex::new(None)).collect(),
+            writer: Mutex::new(None),
             readers: Mutex::new(Vec::new()),
         })
     }
@@ -355,13 +346,7 @@ impl Storage for Postgres {
             .iter()
             .map(rows::encode)
             .collect::<Result<Vec<_>, _>>()?;
-        // A free connection; the server runs at most `WRITERS` writes at once, so one is free unless
-        // someone else calls too, who then waits for the first.
-        let mut writer = self
-            .writers
-            .iter()
-            .find_map(|slot| slot.try_lock().ok())
-            .unwrap_or_else(|| self.writers[0].lock().expect("writer lock"));
+        let mut writer = self.writer.lock().expect("writer lock");
         let connection = match writer.as_mut() {
             Some(connection) if !connection.client.is_closed() => connection,
             _ => writer.insert(WriterConnection::open(&self.url)?),
@@ -373,10 +358,6 @@ impl Storage for Postgres {
                 (_, failed) => failed,
             }
         })
-    }
-
-    fn writers(&self) -> usize {
-        WRITERS
     }
 
     fn forget_receipts(&self, before: i64) -> Result<u64, StorageError> {
