@@ -277,6 +277,27 @@ async function chatSaved(page, deadline, what) {
 }
 
 /**
+ * Opens (or closes) the Extensions panel, with the statecraft drawer in it open, as a user does.
+ * Whether the drawer is open is read off its icon: while the panel slides open, an open drawer's
+ * content is not visible yet, and a click would close it. A click while the panel is still settling
+ * (just after a page load) can be lost, so each click waits to see the drawer open, and clicks again
+ * if it did not (then whatever its icon says).
+ */
+export async function extensionDrawer(page, open) {
+  const panel = page.locator("#rm_extensions_block");
+  if ((await panel.evaluate((element) => element.classList.contains("openDrawer"))) !== open) await page.click("#extensions-settings-button .drawer-toggle");
+  if (!open) return;
+  await panel.locator(".statecraft-settings").waitFor();
+  const content = page.locator(".statecraft-settings .inline-drawer-content");
+  for (let attempt = 0; attempt < 4 && !(await content.isVisible()); attempt += 1) {
+    const closed = await page.locator(".statecraft-settings .inline-drawer-header .inline-drawer-icon.down").count();
+    if (closed || attempt >= 2) await page.locator(".statecraft-settings .inline-drawer-toggle").click();
+    await content.waitFor({ state: "visible", timeout: 5000 }).catch(() => {});
+  }
+  await content.waitFor({ state: "visible" });
+}
+
+/**
  * Makes a group chat named `name` of the characters named `members` and opens it, as a user does
  * from the character list (already open). Every member replies, in the group's order; SillyTavern
  * puts each member added first in that order, so the last of `members` speaks first.

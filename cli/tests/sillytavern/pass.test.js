@@ -20,7 +20,7 @@ import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { readReply, startFakeModel } from "./fake-model.js";
-import { createGroup, selectCharacter, startTavernWithPlugin } from "./harness.js";
+import { createGroup, extensionDrawer, selectCharacter, startTavernWithPlugin } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -166,6 +166,17 @@ async function settle({ from = model.requests.length, stories = 0 } = {}) {
   }
   await page.waitForFunction(() => !document.body.dataset.generating && getComputedStyle(document.querySelector("#mes_stop")).display === "none", null, { timeout: 60000 });
   await page.waitForTimeout(300);
+  // In pass mode the last reply's pass starts once SillyTavern tells the extension that the
+  // generation ended, which can come well after the page looks idle (a streamed reply is saved
+  // first): wait for the pass's first request, at most 2 s (a generation that left no new reply has
+  // no pass).
+  if (stories > 0 && (await page.evaluate(() => globalThis.statecraftExtension?.pass()?.mode())) === "pass") {
+    const passAfterLastStory = () => {
+      const made = model.requests.slice(from);
+      return made.slice(made.findLastIndex((request) => request.kind === "story") + 1).some((request) => request.kind !== "story");
+    };
+    for (const until = Date.now() + 2000; !passAfterLastStory() && Date.now() < until; ) await new Promise((done) => setTimeout(done, 50));
+  }
   await page.waitForFunction(() => !globalThis.statecraftExtension?.pass()?.running, null, { timeout: 60000 });
   await page.evaluate(() => globalThis.statecraftExtension?.keeper()?.sync());
 }
@@ -295,17 +306,11 @@ async function savedChatHas(text) {
 
 /** Sets the drawer's constraint and this chat's mode, as a user does. */
 async function choose({ constraint, mode }) {
-  const panel = page.locator("#rm_extensions_block");
-  if (!(await panel.evaluate((element) => element.classList.contains("openDrawer")))) await page.click("#extensions-settings-button .drawer-toggle");
-  const content = page.locator(".statecraft-settings .inline-drawer-content");
-  for (let attempt = 0; attempt < 4 && !(await content.isVisible()); attempt += 1) {
-    await page.locator(".statecraft-settings .inline-drawer-toggle").click();
-    await content.waitFor({ state: "visible", timeout: 5000 }).catch(() => {});
-  }
+  await extensionDrawer(page, true);
   if (constraint) await page.selectOption("#statecraft_pass_constraint", constraint);
   if (mode) await page.selectOption("#statecraft_pass_mode", mode);
   await shot(`drawer-${constraint ?? ""}-${mode ?? ""}`);
-  await page.click("#extensions-settings-button .drawer-toggle");
+  await extensionDrawer(page, false);
 }
 
 async function newChat() {

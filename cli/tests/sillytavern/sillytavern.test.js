@@ -33,7 +33,7 @@ import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/k
 import { startFakeModel } from "./fake-model.js";
 import { snapshot, serveGit, commitOnto, head } from "./git-server.js";
 import { installSillyTavern, installFolder, VERSION } from "./install.js";
-import { createGroup, installPlugin, runFolders, selectCharacter, sillyTavernSession, startSillyTavern } from "./harness.js";
+import { createGroup, extensionDrawer, installPlugin, runFolders, selectCharacter, sillyTavernSession, startSillyTavern } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -368,25 +368,6 @@ async function promptCarries(action, replies, request = model.requests.at(-1)) {
 /** The text of everything a generation's prompt carried. */
 function promptText(request = model.requests.at(-1)) {
   return request.messages.map((message) => (typeof message.content === "string" ? message.content : JSON.stringify(message.content))).join("\n");
-}
-
-/** Opens (or closes) the Extensions panel, with the statecraft drawer in it open. */
-async function extensionDrawer(open) {
-  const panel = page.locator("#rm_extensions_block");
-  if ((await panel.evaluate((element) => element.classList.contains("openDrawer"))) !== open) await page.click("#extensions-settings-button .drawer-toggle");
-  if (!open) return;
-  await panel.locator(".statecraft-settings").waitFor();
-  // Whether the drawer is open, by its icon: while the panel slides open, an open drawer's content
-  // is not visible yet, and a click would close it. A click while the panel is still settling (just
-  // after a page load) can be lost, so each click waits to see the drawer open, and clicks again if
-  // it did not (then whatever its icon says).
-  const content = page.locator(".statecraft-settings .inline-drawer-content");
-  for (let attempt = 0; attempt < 4 && !(await content.isVisible()); attempt += 1) {
-    const closed = await page.locator(".statecraft-settings .inline-drawer-header .inline-drawer-icon.down").count();
-    if (closed || attempt >= 2) await page.locator(".statecraft-settings .inline-drawer-toggle").click();
-    await content.waitFor({ state: "visible", timeout: 5000 }).catch(() => {});
-  }
-  await content.waitFor({ state: "visible" });
 }
 
 /** The name SillyTavern knows the installed extension by (the clone's folder, from the URL's last segment). */
@@ -944,11 +925,11 @@ test("a changed card is offered to the chat in progress, before anything changes
     entry.content = entry.content.replace("  mood: calm\n", "  mood: calm\n  mana: 10\n").replace("bag:", "quests: []\nbag:");
     await ctx.saveWorldInfo(name, book, true);
   });
-  await extensionDrawer(true);
+  await extensionDrawer(page, true);
   try {
     await cardUpdateInTheDrawer(game, before, steps);
   } finally {
-    await extensionDrawer(false);
+    await extensionDrawer(page, false);
   }
   // The next reply builds on the new card: its new stat is there to change.
   model.next("Mira studies her spellbook. _.set('Mira.mana', 10, 8);//practice");
@@ -1232,9 +1213,9 @@ test("dry runs and quiet generations fetch no prompt; a real generation at most 
     assert.equal(promptFetches.filter((at) => at === generation).length, 0);
     assert.equal(promptState(model.requests[generation]), null);
   });
-  await extensionDrawer(true);
+  await extensionDrawer(page, true);
   await page.locator("#statecraft_quiet").check();
-  await extensionDrawer(false);
+  await extensionDrawer(page, false);
   generation = model.requests.length;
   model.next("A quiet answer with the state.");
   await slash("/gen Say something");
@@ -1306,7 +1287,7 @@ test("no binary, and a binary of another API version: the drawer and the console
   try {
     for (const [name, change, pattern] of cases) {
       await restartTavern({ env: tavernEnv(change) });
-      await extensionDrawer(true);
+      await extensionDrawer(page, true);
       await check(`${name}: the drawer says what is wrong and the command that fixes it`, async () => {
         const shown = await pluginConnection();
         const match = pattern.exec(shown);
@@ -1319,18 +1300,18 @@ test("no binary, and a binary of another API version: the drawer and the console
         assert.ok(tavern.log().includes(shown.replace("the server plugin: ", "statecraft: ").split(". ")[0]), "SillyTavern's console says it too");
       });
       await shot(`plugin-${name.replace(/ /g, "-")}`);
-      await extensionDrawer(false);
+      await extensionDrawer(page, false);
     }
   } finally {
     // Whatever happened above, the tests after this one get SillyTavern with the binary again.
     rmSync(join(old, ".."), { recursive: true, force: true });
     await restartTavern();
   }
-  await extensionDrawer(true);
+  await extensionDrawer(page, true);
   await check("binary back: connected", async () => {
     assert.equal(await pluginConnection(), "connected through SillyTavern's server plugin");
   });
-  await extensionDrawer(false);
+  await extensionDrawer(page, false);
   await openWarden();
   await settle();
 });

@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { pointAt } from "../../../clients/sillytavern/view.js";
 import { startFakeModel } from "./fake-model.js";
-import { selectCharacter, startTavernWithPlugin } from "./harness.js";
+import { extensionDrawer, selectCharacter, startTavernWithPlugin } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -147,26 +147,12 @@ async function openCharacter(name) {
   await settle();
 }
 
-/** Opens (or closes) the Extensions panel with the statecraft drawer open in it. */
-async function extensionDrawer(open) {
-  const panel = page.locator("#rm_extensions_block");
-  if ((await panel.evaluate((element) => element.classList.contains("openDrawer"))) !== open) await page.click("#extensions-settings-button .drawer-toggle");
-  if (!open) return;
-  const content = page.locator(".statecraft-settings .inline-drawer-content");
-  for (let attempt = 0; attempt < 4 && !(await content.isVisible()); attempt += 1) {
-    const closed = await page.locator(".statecraft-settings .inline-drawer-header .inline-drawer-icon.down").count();
-    if (closed || attempt >= 2) await page.locator(".statecraft-settings .inline-drawer-toggle").click();
-    await content.waitFor({ state: "visible", timeout: 5000 }).catch(() => {});
-  }
-  await content.waitFor({ state: "visible" });
-}
-
 async function setDrawer(budget, format) {
-  await extensionDrawer(true);
+  await extensionDrawer(page, true);
   await page.fill("#statecraft_budget", String(budget));
   await page.locator("#statecraft_budget").dispatchEvent("change");
   await page.selectOption("#statecraft_format", format);
-  await extensionDrawer(false);
+  await extensionDrawer(page, false);
 }
 
 function gameId() {
@@ -228,14 +214,14 @@ test("the prompt holds the budgeted view, measured by SillyTavern's tokenizer be
   assert.ok(view.state.includes("hall_7"), "what the message mentions ranks first");
   assert.ok(Number.isInteger(view.tavernTokens) && view.tavernTokens > 0, `SillyTavern's count: ${view.tavernTokens}`);
   // The same view, asked from Node with the same step, budget and format, by the game's own endpoint.
-  await extensionDrawer(true);
+  await extensionDrawer(page, true);
   const size = page.locator("#statecraft_view_size");
   assert.equal(await size.getAttribute("data-estimate"), String(view.tokens.state));
   assert.equal(await size.getAttribute("data-tavern"), String(view.tavernTokens));
   assert.match(await size.textContent(), /by SillyTavern.s tokenizer/);
   await size.scrollIntoViewIfNeeded();
   await shot("keeper-budgeted-view");
-  await extensionDrawer(false);
+  await extensionDrawer(page, false);
   assert.ok(prompt.includes("HP now: 100. Gold: 3. Nothing: []."), "the card's macros expanded on the greeting's state");
 
   // Whole state, JSON: the prompt carries the state as before.
@@ -321,7 +307,7 @@ async function miraEntry(title) {
 test("a world-info entry with a condition is in the prompt exactly when the state satisfies it", async () => {
   const spellbook = "Mira's spellbook holds three spells.";
   const { world, uid } = await miraEntry("the spellbook");
-  await extensionDrawer(true);
+  await extensionDrawer(page, true);
   await page.selectOption("#statecraft_wi_world", world);
   await page.waitForFunction((uid) => document.querySelector(`#statecraft_wi_entry option[value="${uid}"]`), String(uid));
   await page.selectOption("#statecraft_wi_entry", String(uid));
@@ -342,7 +328,7 @@ test("a world-info entry with a condition is in the prompt exactly when the stat
   assert.match(await page.textContent("#statecraft_wi_result"), /^saved \(on the chat's state now it does not hold\)$/);
   const stored = await page.evaluate(async ({ world, uid }) => (await SillyTavern.getContext().loadWorldInfo(world)).entries[uid].extensions.statecraft, { world, uid });
   assert.deepEqual(stored, { condition: good });
-  await extensionDrawer(false);
+  await extensionDrawer(page, false);
 
   // The chat stands at 80 (the swipe): the entry stays out though its keyword is in the message.
   const out = await send("Read the spellbook.", "She drops. _.set('Mira.hp', 80, 30);");
@@ -353,11 +339,11 @@ test("a world-info entry with a condition is in the prompt exactly when the stat
   const inside = await send("Rest.", "She rests. _.set('Mira.hp', 30, 25);");
   assert.ok(inside.includes(spellbook), "the condition holds: the entry is in the prompt");
   assert.ok(!inside.includes("Mira is furious."), "the title's condition does not hold yet");
-  await extensionDrawer(true);
+  await extensionDrawer(page, true);
   assert.match(await page.textContent("#statecraft_wi_active"), /✓ in the prompt: .*the spellbook, because Mira\.hp\[0\] < 50 holds/);
   assert.match(await page.textContent("#statecraft_wi_active"), /– left out: .*Mira angry, because Mira\.mood == 'angry' does not hold/);
   await shot("wi-activated");
-  await extensionDrawer(false);
+  await extensionDrawer(page, false);
   // A swipe of that reply builds on 30 too; it heals her and angers her.
   const swiped = await swipe("She drinks a potion, cross. _.set('Mira.hp', 30, 90);_.set('Mira.mood', 'curious', 'angry');");
   assert.ok(swiped.includes(spellbook), "the swipe builds on 30");
@@ -380,7 +366,7 @@ test("the drawer measures the views of this repository's examples", async () => 
       // Half of the whole compact view: a budget that leaves things out.
       const budget = wanted === "half" ? half : wanted;
       await setDrawer(budget, format);
-      await extensionDrawer(true);
+      await extensionDrawer(page, true);
       await page.evaluate(() => {
         globalThis.statecraftExtension.view().lastView = null;
       });
@@ -394,13 +380,13 @@ test("the drawer measures the views of this repository's examples", async () => 
       if (budget) assert.ok(view.tokens.state <= budget);
       half = Math.floor(view.tokens.full_state / 2);
       measured.push(`${example} ${format} budget ${budget || "none"}: SillyTavern (${view.tokenizer}) ${view.tavernTokens}, estimate ${view.tokens.state}, whole state ${view.tokens.full_state}`);
-      await extensionDrawer(false);
+      await extensionDrawer(page, false);
     }
   }
   // And Mira's, where the chat is now.
   await openCharacter("Mira");
   await setDrawer(0, "json");
-  await extensionDrawer(true);
+  await extensionDrawer(page, true);
   await page.evaluate(() => {
     globalThis.statecraftExtension.view().lastView = null;
   });
@@ -408,7 +394,7 @@ test("the drawer measures the views of this repository's examples", async () => 
   await page.waitForFunction(() => Number.isInteger(globalThis.statecraftExtension.view().lastView?.tavernTokens), null, { timeout: 15000 });
   const mira = await lastView();
   measured.push(`mira json budget none: SillyTavern (${mira.tokenizer}) ${mira.tavernTokens}, estimate ${mira.tokens.state}, whole state ${mira.tokens.full_state}`);
-  await extensionDrawer(false);
+  await extensionDrawer(page, false);
 });
 
 test("nothing went wrong in the page", () => {
