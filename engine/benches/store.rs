@@ -2,7 +2,8 @@
 //!
 //! State: 1,000 entities x 100 fields. Batches: 10 single-field assigns at scattered places. Baselines:
 //! (a) `serde_json` with a deep clone per step for history, (b) `serde_json` with the `json-patch` crate
-//! and inverse patches for history. Also: undo/redo of a 10-op step at 1k and 1M keys, schema checks
+//! and inverse patches for history. Also: apply with the history full at its default bounds (a long
+//! chat's steady state, where every apply trims), undo/redo of a 10-op step at 1k and 1M keys, schema checks
 //! with and without the incremental approach. Retained history memory is measured by
 //! `history_memory.rs`, whose counting allocator would otherwise slow every timed allocation here.
 
@@ -39,6 +40,25 @@ fn apply_with_history(c: &mut Criterion) {
             black_box(outcome.is_committed())
         });
     });
+
+    // A long chat's steady state: the history full at its default bounds (64 MiB here, about 3,400
+    // of these steps), so every apply also trims. Criterion runs the closure once per sample, so the
+    // store is made and filled outside it, once.
+    let mut full = Store::new(Value::from(&json_state));
+    for batch in batches.iter().cycle().take(2 * 3_400) {
+        assert!(full.apply(batch).is_committed());
+    }
+    let mut i = 0;
+    group.bench_function(
+        "statecraft Store::apply, history full at its default bounds",
+        |b| {
+            b.iter(|| {
+                let outcome = full.apply(&batches[i % batches.len()]);
+                i += 1;
+                black_box(outcome.is_committed())
+            });
+        },
+    );
 
     group.bench_function("baseline (a) serde_json + deep clone per step", |b| {
         let mut doc = json_state.clone();

@@ -779,25 +779,79 @@ impl History {
     /// Drops steps until both bounds hold: branch tips away from the current step, least recently
     /// visited first; then, when only the current line is left, its oldest steps (their state becomes
     /// the root). The current step always stays. Returns what was dropped, in order.
-    /// Time: O(log n) per dropped step, plus replaying a dropped oldest step without a checkpoint.
+    /// Time: O(log n) per dropped step, plus replaying a dropped oldest step without a checkpoint
+    /// unless the same trim drops a checkpoint below it.
     pub(crate) fn trim(&mut self) -> Vec<TrimmedStep> {
         let mut trimmed = Vec::new();
+        // A checkpoint that this trim drops further down the line: the oldest steps above it go
+        // without replaying their changes on the root's state, which the checkpoint then replaces.
+        // (A checkpoint's bytes arrive all at once, so a bound on bytes drops a checkpoint spacing's
+        // worth of steps at a time.)
+        let mut replaced_by = None;
+        // The changes of the steps dropped so, in order: replayed after all if trimming stopped above
+        // that checkpoint after all (which `checkpoint_trimmed_from` rules out).
+        let mut unreplayed: Vec<Arc<[Change]>> = Vec::new();
         while self.over_bounds() {
             let dropped = match self.tips.first() {
                 Some(&(_, tip)) => self.forget_tip(tip),
                 None => match self.root_children[..] {
-                    [only] if only != self.current => match self.forget_oldest(only) {
-                        Some(dropped) => dropped,
-                        // Every retained step replayed on its parent's state when it was recorded, so
-                        // this cannot happen; keeping the step is the safe answer if it ever does.
-                        None => break,
-                    },
+                    [only] if only != self.current => {
+                        if replaced_by.is_none() {
+                            replaced_by = self.checkpoint_trimmed_from(only);
+                        }
+                        let replay = replaced_by.is_none();
+                        if replaced_by == Some(only) {
+                            replaced_by = None;
+                            unreplayed.clear();
+                        } else if !replay {
+                            unreplayed.push(Arc::clone(&self.steps[&only].changes));
+                        }
+                        match self.forget_oldest(only, replay) {
+                            Some(dropped) => dropped,
+                            // Every retained step replayed on its parent's state when it was
+                            // recorded, so this cannot happen; keeping the step is the safe answer
+                            // if it ever does.
+                            None => break,
+                        }
+                    }
                     _ => break,
                 },
             };
             trimmed.push(dropped);
         }
+        debug_assert!(
+            unreplayed.is_empty(),
+            "trimming stopped above its checkpoint"
+        );
+        for changes in unreplayed {
+            // Each replayed on the state before it when it was committed.
+            let _ = replay_forward(&mut self.base, &changes);
+        }
         trimmed
+    }
+
+    /// The first step with a checkpoint on the line down from `oldest` (the root's only child, when
+    /// no branch is left), if trimming will drop it: trimming drops the line's oldest steps one by
+    /// one while a bound is passed, and never the current step. Time: O(checkpoint spacing × log n).
+    fn checkpoint_trimmed_from(&self, oldest: StepId) -> Option<StepId> {
+        let (mut steps, mut bytes) = (self.steps.len(), self.bytes);
+        let mut at = oldest;
+        loop {
+            let over = steps > self.limits.max_steps || bytes > self.limits.max_bytes;
+            if at == self.current || !over {
+                return None;
+            }
+            let step = self.steps.get(&at)?;
+            if step.checkpoint.is_some() {
+                return Some(at);
+            }
+            steps -= 1;
+            bytes = bytes.saturating_sub(step.bytes);
+            match step.children[..] {
+                [next] => at = next,
+                _ => return None,
+            }
+        }
     }
 
     /// Drops a branch tip other than the current step.
@@ -815,21 +869,22 @@ impl History {
         self.dropped(id, step)
     }
 
-    /// Drops the root's only child: its state becomes the root's, its children the root's.
-    fn forget_oldest(&mut self, id: StepId) -> Option<TrimmedStep> {
+    /// Drops the root's only child: its state becomes the root's, its children the root's. Without
+    /// `replay`, the root's state is left as it is, for a checkpoint below to replace it before
+    /// anything reads it.
+    fn forget_oldest(&mut self, id: StepId, replay: bool) -> Option<TrimmedStep> {
         let step = &self.steps[&id];
-        let base = match &step.checkpoint {
-            Some(kept) => kept.clone(),
-            None => {
-                let mut base = self.base.clone();
-                replay_forward(&mut base, &step.changes).ok()?;
-                base
-            }
-        };
+        match &step.checkpoint {
+            Some(kept) => self.base = kept.clone(),
+            // In place, all or nothing: the base holds alone the nodes that the step's writes copied
+            // when it was committed, so replaying them here copies almost nothing (on a clone of the
+            // base, every write would copy its whole path).
+            None if replay => replay_forward(&mut self.base, &step.changes).ok()?,
+            None => {}
+        }
         let step = self.steps.remove(&id).expect("checked above");
         self.unkey(StepId::ROOT, &step, id);
         self.root_keys.extend(step.key);
-        self.base = base;
         self.root_card = Arc::clone(&step.card);
         self.base_size = Some(step.size);
         self.root_depth = step.depth;
@@ -903,7 +958,7 @@ impl History {
             return Ok(self.forget_tip(id));
         }
         if self.root_children == [id] {
-            return self.forget_oldest(id).ok_or_else(|| {
+            return self.forget_oldest(id, true).ok_or_else(|| {
                 TimelineError::Replay(ReplayError {
                     path: String::new(),
                     problem: format!("step {id} does not replay on the root"),
