@@ -5,6 +5,9 @@
 //!   entities x 100 fields (`support/src/entities.rs`); `counted_patch_baseline` is baseline (b)
 //!   of `engine/benches/store.rs` (a `serde_json` document changed by `json-patch`, with inverse
 //!   patches for history) applying the same writes.
+//! - `counted_apply_full`: the same batches on a store whose history is full (bounded at 8 MiB and
+//!   filled past it, by `counted_fill`, whose part the check does not read), so that every apply also
+//!   trims, as a long chat's does; beside the same baseline (b).
 //! - `counted_undo_redo`: undo + redo of one 10-op step on the same state, as the store bench does.
 //! - `counted_extract`: one extraction of about 1 MB of broken model output, and `counted_mvu` one
 //!   MVU translation of about 1 MB of realistic MVU text (the benches' inputs,
@@ -25,7 +28,7 @@
 
 use std::hint::black_box;
 
-use statecraft_engine::{Batch, Store, Value};
+use statecraft_engine::{Batch, HistoryLimits, Outcome, Store, Value};
 use statecraft_translators::mvu::{self, MvuOptions};
 use statecraft_translators::{ExtractOptions, extract};
 
@@ -42,6 +45,8 @@ use common::{ENTITIES, FIELDS, engine_batch, state_json, unbounded, writes};
 const WARM_UP: usize = 64;
 /// Rounds counted: ten checkpoint spacings' worth of steps.
 const ROUNDS: usize = 320;
+/// Rounds run on the store with a full history before counting starts: twice what its bound holds.
+const FULL_AFTER: usize = 1_000;
 /// The size of the text workloads.
 const TEXT_BYTES: usize = 1 << 20;
 
@@ -52,6 +57,38 @@ fn counted_apply(store: &mut Store, batches: &[Batch]) -> usize {
         committed += usize::from(store.apply(black_box(batch)).is_committed());
     }
     committed
+}
+
+/// Makes the store of `counted_apply_full`: bounded at 8 MiB (about 420 of these steps) and filled
+/// past it. Named so that its work has a part of its own, which the check does not read: it runs
+/// last, so that the heap its trimming leaves does not change what the other workloads count.
+#[inline(never)]
+fn counted_fill(state: Value, batches: &[Batch]) -> Store {
+    let mut full = Store::builder(state)
+        .history_limits(HistoryLimits {
+            max_steps: 10_000,
+            max_bytes: 8 << 20,
+        })
+        .build()
+        .unwrap();
+    for batch in batches.iter().cycle().take(FULL_AFTER) {
+        assert!(full.apply(batch).is_committed());
+    }
+    assert!(full.history_len() < FULL_AFTER, "the history is full");
+    full
+}
+
+/// `counted_apply`'s batches on a store whose history is full, so that every apply also trims, as
+/// a long chat's does. Returns the steps trimmed.
+#[inline(never)]
+fn counted_apply_full(store: &mut Store, batches: &[Batch]) -> usize {
+    let mut trimmed = 0;
+    for batch in batches {
+        if let Outcome::Committed(commit) = store.apply(black_box(batch)) {
+            trimmed += commit.trimmed.len();
+        }
+    }
+    trimmed
 }
 
 #[inline(never)]
@@ -129,7 +166,7 @@ fn main() {
         baseline.apply(patch);
     }
     // Undo + redo of one 10-op step with the default history bounds, as `benches/store.rs` has it.
-    let mut stepped = Store::new(state);
+    let mut stepped = Store::new(state.clone());
     assert!(stepped.apply(&batches[0]).is_committed());
     for _ in 0..WARM_UP {
         stepped.undo().unwrap();
@@ -148,10 +185,13 @@ fn main() {
     let extracted = counted_extract(&broken);
     let translated = counted_mvu(&realistic);
     let parsed = counted_json_baseline(&valid);
+    let mut full = counted_fill(state, &batches);
+    let trimmed = counted_apply_full(&mut full, &batches[WARM_UP..]);
     counted_end();
 
     // Every workload did its whole job, and the store and baseline (b) did the same writes.
     assert_eq!(applied, ROUNDS);
+    assert!(trimmed >= ROUNDS / 2, "every apply on the full store trims");
     assert_eq!(patched, WARM_UP + ROUNDS);
     assert_eq!(moved, 2 * ROUNDS);
     assert!(extracted > 0 && translated > 0 && parsed > 0);
@@ -161,6 +201,7 @@ fn main() {
     );
     // The units each counted function did, for the check to divide by.
     println!("counted_apply {ROUNDS} batches");
+    println!("counted_apply_full {ROUNDS} batches");
     println!("counted_patch_baseline {ROUNDS} batches");
     println!("counted_undo_redo {ROUNDS} pairs");
     println!("counted_extract {} bytes", broken.len());
