@@ -3,8 +3,8 @@
 //! State: 1,000 entities x 100 fields. Batches: 10 single-field assigns at scattered places. Baselines:
 //! (a) `serde_json` with a deep clone per step for history, (b) `serde_json` with the `json-patch` crate
 //! and inverse patches for history. Also: apply with the history full at its default bounds (a long
-//! chat's steady state, where every apply trims), undo/redo of a 10-op step at 1k and 1M keys, schema checks
-//! with and without the incremental approach. Retained history memory is measured by
+//! chat's steady state, where every apply trims), undo/redo of a 10-op step at 1k and 1M keys, schema
+//! checks with and without the incremental approach. Retained history memory is measured by
 //! `history_memory.rs`, whose counting allocator would otherwise slow every timed allocation here.
 
 use statecraft_test_support::baseline;

@@ -788,8 +788,8 @@ impl History {
         // (A checkpoint's bytes arrive all at once, so a bound on bytes drops a checkpoint spacing's
         // worth of steps at a time.)
         let mut replaced_by = None;
-        // The changes of the steps dropped so, in order: replayed after all if trimming stopped above
-        // that checkpoint after all (which `checkpoint_trimmed_from` rules out).
+        // The changes of the steps dropped without a replay, in order: replayed at the end if trimming
+        // stopped above that checkpoint (which `checkpoint_trimmed_from` rules out).
         let mut unreplayed: Vec<Arc<[Change]>> = Vec::new();
         while self.over_bounds() {
             let dropped = match self.tips.first() {
