@@ -37,7 +37,7 @@ pub(crate) fn sync(args: &SyncArgs, out: &Output) -> Result<ExitCode> {
         bail!("the chat path {origin} is an object {{\"replies\": [...]}}");
     };
     let replies = match body.remove("replies") {
-        Some(Json::Array(items)) => ChatReply::read_all(&items)
+        Some(items @ Json::Array(_)) => ChatReply::deserialize_path(items)?
             .with_context(|| format!("the chat path {origin} has a bad reply"))?,
         _ => bail!(
             "the chat path {origin} needs `replies`, a list of {{\"text\"}} or {{\"sha256\"}}"

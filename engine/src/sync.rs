@@ -25,6 +25,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
@@ -77,19 +79,41 @@ impl FromStr for ContentKey {
         if digits.len() != 64 {
             return Err(KeyError::Length(text.chars().count()));
         }
-        let value = |at: usize| {
-            (digits[at] as char)
-                .to_digit(16)
-                .map(|digit| digit as u8)
-                .ok_or(KeyError::NotHex { at })
-        };
+        // Every digit is looked up and the first bad one sought only when there is one: a sync
+        // path carries a key for every reply the chat shows.
         let mut bytes = [0u8; 32];
-        for (index, byte) in bytes.iter_mut().enumerate() {
-            *byte = value(2 * index)? << 4 | value(2 * index + 1)?;
+        let mut bad = 0u8;
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            let (high, low) = (HEX_DIGIT[pair[0] as usize], HEX_DIGIT[pair[1] as usize]);
+            bad |= high | low;
+            *byte = high << 4 | low;
+        }
+        if bad & NOT_HEX != 0 {
+            let at = digits
+                .iter()
+                .position(|&digit| HEX_DIGIT[digit as usize] == NOT_HEX)
+                .unwrap_or(0);
+            return Err(KeyError::NotHex { at });
         }
         Ok(ContentKey(bytes))
     }
 }
+
+/// What [`HEX_DIGIT`] holds for a byte that is no hex digit: no digit's value has its bits.
+const NOT_HEX: u8 = 0xF0;
+
+/// Each byte's value as a hex digit (either case), else [`NOT_HEX`].
+const HEX_DIGIT: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut digit = 0;
+    while digit < 16 {
+        let value = digit as u8;
+        table[b"0123456789abcdef"[digit] as usize] = value;
+        table[b"0123456789ABCDEF"[digit] as usize] = value;
+        digit += 1;
+    }
+    table
+};
 
 impl fmt::Display for ContentKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -163,57 +187,152 @@ impl ChatReply {
         }
     }
 
-    /// Reads a chat path's items: `{"text": T}`, `{"sha256": H}` (64 hex digits), or `H` alone as a
-    /// string (the compact form of a key); the first that is none of these is named with what is
-    /// wrong. Time: O(items).
-    pub fn read_all(items: &[serde_json::Value]) -> Result<Vec<ChatReply>, ChatReplyError> {
+    /// Reads a chat path, as serde's `deserialize_with` takes it: a list whose items are
+    /// `{"text": T}`, `{"sha256": H}` (64 hex digits), or `H` alone as a string (the compact form of a
+    /// key). The replies, or the first item that is none of these, named with what is wrong; the
+    /// outer error is the JSON's own (not a list, or not JSON). A bare key is read as the JSON is
+    /// parsed, without a JSON value between: a path of 1,000 known replies is 1,000 of them.
+    /// Time: O(items).
+    pub fn deserialize_path<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Result<Vec<ChatReply>, ChatReplyError>, D::Error> {
+        deserializer.deserialize_seq(PathVisitor)
+    }
+
+    /// One item of a chat path, as [`ChatReply::deserialize_path`] reads it, or what is wrong.
+    fn read(item: serde_json::Value) -> Result<ChatReply, String> {
         use serde_json::Value as Json;
-        items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| {
-                let bad = |problem: &str| ChatReplyError {
-                    index,
-                    problem: problem.to_owned(),
-                };
-                let members = match item {
-                    Json::Object(members) => members,
-                    // The compact form of `{"sha256": H}`: 67 bytes a known reply instead of 78.
-                    Json::String(key) => {
-                        return key.parse().map(ChatReply::Key).map_err(|error| {
-                            bad(&format!("a reply given as a bare string is its key: {error}"))
-                        });
-                    }
-                    _ => {
-                        return Err(bad(
-                            r#"a reply is {"text": "..."}, {"sha256": "..."} or the key alone as a string"#,
-                        ));
-                    }
-                };
-                if let Some(name) = members
-                    .keys()
-                    .find(|name| !matches!(name.as_str(), "text" | "sha256"))
-                {
-                    return Err(bad(&format!(
-                        "unknown member `{name}`; a reply has `text` or `sha256`"
-                    )));
+        let mut members = match item {
+            Json::Object(members) => members,
+            Json::String(key) => return ChatReply::read_key(&key),
+            _ => {
+                return Err(
+                    r#"a reply is {"text": "..."}, {"sha256": "..."} or the key alone as a string"#
+                        .to_owned(),
+                );
+            }
+        };
+        if let Some(name) = members
+            .keys()
+            .find(|name| !matches!(name.as_str(), "text" | "sha256"))
+        {
+            return Err(format!(
+                "unknown member `{name}`; a reply has `text` or `sha256`"
+            ));
+        }
+        match (members.remove("text"), members.remove("sha256")) {
+            (Some(Json::String(text)), None) => Ok(ChatReply::Text(text)),
+            (None, Some(Json::String(key))) => key
+                .parse()
+                .map(ChatReply::Key)
+                .map_err(|error| format!("`sha256`: {error}")),
+            (Some(_), Some(_)) => {
+                Err("give `text` or `sha256`, not both (the key of a text is known)".to_owned())
+            }
+            (None, None) => {
+                Err("a reply needs `text` (what the model wrote) or `sha256` (its key)".to_owned())
+            }
+            _ => Err("`text` and `sha256` are strings".to_owned()),
+        }
+    }
+
+    /// A reply given as a bare string: its key.
+    fn read_key(key: &str) -> Result<ChatReply, String> {
+        key.parse()
+            .map(ChatReply::Key)
+            .map_err(|error| format!("a reply given as a bare string is its key: {error}"))
+    }
+}
+
+/// Reads a chat path's items one by one, keeping the first that is no reply (and reading on, so
+/// that the JSON after the list is read as before).
+struct PathVisitor;
+
+impl<'de> Visitor<'de> for PathVisitor {
+    type Value = Result<Vec<ChatReply>, ChatReplyError>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of replies")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Self::Value, A::Error> {
+        let mut replies = Vec::with_capacity(items.size_hint().unwrap_or(0).min(4_096));
+        let mut first_bad = None;
+        let mut index = 0;
+        while let Some(PathItem(item)) = items.next_element()? {
+            match item {
+                Ok(reply) => replies.push(reply),
+                Err(problem) => {
+                    first_bad.get_or_insert(ChatReplyError { index, problem });
                 }
-                match (members.get("text"), members.get("sha256")) {
-                    (Some(Json::String(text)), None) => Ok(ChatReply::Text(text.clone())),
-                    (None, Some(Json::String(key))) => key
-                        .parse()
-                        .map(ChatReply::Key)
-                        .map_err(|error| bad(&format!("`sha256`: {error}"))),
-                    (Some(_), Some(_)) => Err(bad(
-                        "give `text` or `sha256`, not both (the key of a text is known)",
-                    )),
-                    (None, None) => Err(bad(
-                        "a reply needs `text` (what the model wrote) or `sha256` (its key)",
-                    )),
-                    _ => Err(bad("`text` and `sha256` are strings")),
-                }
-            })
-            .collect()
+            }
+            index += 1;
+        }
+        Ok(first_bad.map_or(Ok(replies), Err))
+    }
+}
+
+/// One item of a chat path: a bare key read where it stands, anything else as a JSON value first
+/// (which is how numbers come through whatever number form the JSON reader keeps).
+struct PathItem(Result<ChatReply, String>);
+
+impl<'de> Deserialize<'de> for PathItem {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<PathItem, D::Error> {
+        deserializer.deserialize_any(PathItemVisitor)
+    }
+}
+
+struct PathItemVisitor;
+
+impl PathItemVisitor {
+    fn json<E>(value: serde_json::Value) -> Result<PathItem, E> {
+        Ok(PathItem(ChatReply::read(value)))
+    }
+}
+
+impl<'de> Visitor<'de> for PathItemVisitor {
+    type Value = PathItem;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a reply")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<PathItem, E> {
+        Ok(PathItem(ChatReply::read_key(key)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<PathItem, A::Error> {
+        let item = serde_json::Value::deserialize(MapAccessDeserializer::new(map))?;
+        PathItemVisitor::json(item)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<PathItem, A::Error> {
+        let item = serde_json::Value::deserialize(SeqAccessDeserializer::new(items))?;
+        PathItemVisitor::json(item)
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<PathItem, E> {
+        PathItemVisitor::json(value.into())
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<PathItem, E> {
+        PathItemVisitor::json(value.into())
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<PathItem, E> {
+        PathItemVisitor::json(value.into())
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<PathItem, E> {
+        PathItemVisitor::json(value.into())
+    }
+
+    fn visit_unit<E>(self) -> Result<PathItem, E> {
+        PathItemVisitor::json(serde_json::Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<PathItem, E> {
+        PathItemVisitor::json(serde_json::Value::Null)
     }
 }
 
@@ -539,5 +658,140 @@ mod tests {
         let mut text = "0".repeat(64);
         text.replace_range(10..11, "g");
         assert_eq!(text.parse::<ContentKey>(), Err(KeyError::NotHex { at: 10 }));
+        // The first bad digit is named, wherever it is and whatever follows it.
+        for (at, bad) in [
+            (0, "g"),
+            (63, "G"),
+            (31, " "),
+            (40, "/"),
+            (41, ":"),
+            (5, "@"),
+            (6, "`"),
+        ] {
+            let mut text = "aF".repeat(32);
+            text.replace_range(at..at + 1, bad);
+            text.replace_range(63..64, if at == 63 { bad } else { "x" });
+            assert_eq!(
+                text.parse::<ContentKey>(),
+                Err(KeyError::NotHex { at }),
+                "{text}"
+            );
+        }
+        let mut text = "0".repeat(62);
+        text.push('é');
+        assert_eq!(text.parse::<ContentKey>(), Err(KeyError::NotHex { at: 62 }));
+    }
+
+    #[test]
+    fn a_key_reads_back_from_its_text_for_every_digit() {
+        for byte in 0..=255u8 {
+            let key = ContentKey([byte; 32]);
+            assert_eq!(key.to_string().parse::<ContentKey>(), Ok(key));
+            assert_eq!(
+                key.to_string().to_uppercase().parse::<ContentKey>(),
+                Ok(key)
+            );
+        }
+    }
+
+    /// A chat path read from its text as the server reads a body, and from a JSON value as the
+    /// command reads a file: the two must agree.
+    fn path(text: &str) -> Result<Vec<ChatReply>, ChatReplyError> {
+        let from_text = ChatReply::deserialize_path(&mut serde_json::Deserializer::from_str(text))
+            .expect("a JSON list");
+        let value: serde_json::Value = serde_json::from_str(text).expect("JSON");
+        let from_value = ChatReply::deserialize_path(value).expect("a JSON list");
+        assert_eq!(from_text, from_value, "{text}");
+        from_text
+    }
+
+    #[test]
+    fn a_chat_path_reads_texts_keys_and_bare_keys() {
+        let key = ContentKey::of_text("b");
+        let text = format!(r#"[{{"text": "a\n\u00e9"}}, {{"sha256": "{key}"}}, "{key}"]"#);
+        assert_eq!(
+            path(&text),
+            Ok(vec![
+                ChatReply::Text("a\n\u{e9}".to_owned()),
+                ChatReply::Key(key),
+                ChatReply::Key(key),
+            ])
+        );
+        assert_eq!(path("[]"), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn the_first_item_that_is_no_reply_is_named_by_index_with_what_is_wrong() {
+        let key = ContentKey::of_text("b");
+        let cases = [
+            (
+                r#"["abc"]"#.to_owned(),
+                0,
+                "a bare string is its key: a content key is 64 hex digits",
+            ),
+            ("[1]".to_owned(), 0, "or the key alone as a string"),
+            ("[1.5e400]".to_owned(), 0, "or the key alone as a string"),
+            ("[-3]".to_owned(), 0, "or the key alone as a string"),
+            ("[null]".to_owned(), 0, "or the key alone as a string"),
+            ("[true]".to_owned(), 0, "or the key alone as a string"),
+            (
+                r#"[[{"text": "a"}]]"#.to_owned(),
+                0,
+                "or the key alone as a string",
+            ),
+            (
+                r#"[{"text": 1}]"#.to_owned(),
+                0,
+                "`text` and `sha256` are strings",
+            ),
+            (
+                r#"[{"text": {"a": [1]}}]"#.to_owned(),
+                0,
+                "`text` and `sha256` are strings",
+            ),
+            (r#"[{}]"#.to_owned(), 0, "a reply needs `text`"),
+            (r#"[{"txt": "a"}]"#.to_owned(), 0, "unknown member `txt`"),
+            (
+                format!(r#"[{{"text": "a", "sha256": "{key}"}}]"#),
+                0,
+                "not both",
+            ),
+            (
+                r#"[{"sha256": "xyz"}]"#.to_owned(),
+                0,
+                "`sha256`: a content key",
+            ),
+            // The first bad item is named, whatever follows it.
+            (
+                format!(r#"["{key}", {{"text": "a"}}, 7, "nope", {{}}]"#),
+                2,
+                "or the key alone",
+            ),
+        ];
+        for (text, index, says) in cases {
+            let error = path(&text).expect_err(&text);
+            assert_eq!(error.index, index, "{text}");
+            assert!(error.problem.contains(says), "{text}: {}", error.problem);
+        }
+    }
+
+    #[test]
+    fn a_bad_item_leaves_the_json_after_the_path_read() {
+        #[derive(Deserialize)]
+        struct Body {
+            #[serde(deserialize_with = "ChatReply::deserialize_path")]
+            replies: Result<Vec<ChatReply>, ChatReplyError>,
+            after: bool,
+        }
+        let body: Body =
+            serde_json::from_str(r#"{"replies": [{"x": [1, {"y": 2}]}, 3, "k"], "after": true}"#)
+                .unwrap();
+        assert_eq!(body.replies.unwrap_err().index, 0);
+        assert!(body.after);
+        // What is not a list, or not JSON, is the JSON reader's error.
+        assert!(
+            serde_json::from_str::<Body>(r#"{"replies": {"text": "a"}, "after": true}"#).is_err()
+        );
+        assert!(serde_json::from_str::<Body>(r#"{"replies": ["a", "after": true}"#).is_err());
     }
 }

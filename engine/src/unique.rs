@@ -101,8 +101,24 @@ pub fn duplicate_member(text: &str) -> Result<Option<DuplicateMember>, serde_jso
 
 /// The state of one walk: the path to the node being read, and the duplicate once found.
 struct Walk<'de> {
-    path: Vec<Cow<'de, str>>,
+    path: Vec<Segment<'de>>,
     found: Option<(Vec<String>, String)>,
+}
+
+/// A step of the path: a member's name, or an item's index (written out only for a duplicate, so
+/// that a long list costs no text per item).
+enum Segment<'de> {
+    Member(Cow<'de, str>),
+    Item(usize),
+}
+
+impl fmt::Display for Segment<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Segment::Member(name) => f.write_str(name),
+            Segment::Item(index) => write!(f, "{index}"),
+        }
+    }
 }
 
 /// A node to read, anywhere in the text.
@@ -151,7 +167,7 @@ impl<'de> Visitor<'de> for Node<'_, 'de> {
         let walk = self.0;
         let mut index = 0usize;
         loop {
-            walk.path.push(Cow::Owned(index.to_string()));
+            walk.path.push(Segment::Item(index));
             let more = items.next_element_seed(Node(walk))?;
             walk.path.pop();
             if more.is_none() {
@@ -175,7 +191,7 @@ impl<'de> Visitor<'de> for Node<'_, 'de> {
                 ));
                 return Err(de::Error::custom("a member is given twice"));
             }
-            walk.path.push(key.clone());
+            walk.path.push(Segment::Member(key.clone()));
             members.next_value_seed(Node(walk))?;
             walk.path.pop();
             seen.insert(key);

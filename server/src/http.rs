@@ -566,7 +566,7 @@ async fn sync(
 ) -> Result<Answer, ApiError> {
     let idempotency = idempotency(&headers, "sync", &body.bytes)?;
     let request = body.value;
-    let replies = read_replies(&request.replies)?;
+    let replies = read_replies(request.replies)?;
     for reply in &replies {
         if let ChatReply::Text(text) = reply {
             check_macros(Some(text), &request.macros)?;

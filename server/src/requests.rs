@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
-use statecraft_engine::{ChatReply, Profile, StepId, StepRef};
+use statecraft_engine::{ChatReply, ChatReplyError, Profile, StepId, StepRef};
 
 use crate::error::{ApiError, Kind};
 
@@ -202,8 +202,10 @@ pub(crate) struct CreateRequest {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SyncRequest {
-    /// The chat path: each reply `{"text": T}` or `{"sha256": H}`, read by [`read_replies`].
-    pub(crate) replies: Vec<Json>,
+    /// The chat path: each reply `{"text": T}`, `{"sha256": H}` or `H`, or the first item that is
+    /// none of these ([`read_replies`] answers it).
+    #[serde(deserialize_with = "ChatReply::deserialize_path")]
+    pub(crate) replies: Result<Vec<ChatReply>, ChatReplyError>,
     /// Make the last reply's step current (the default), or only read there.
     #[serde(default = "yes", rename = "move")]
     pub(crate) move_to_end: bool,
@@ -220,9 +222,11 @@ fn yes() -> bool {
     true
 }
 
-/// Reads a sync's replies ([`ChatReply::read_all`]); a bad one is a 400 naming its index.
-pub(crate) fn read_replies(items: &[Json]) -> Result<Vec<ChatReply>, ApiError> {
-    ChatReply::read_all(items)
+/// A sync's replies ([`ChatReply::deserialize_path`]); a bad one is a 400 naming its index.
+pub(crate) fn read_replies(
+    replies: Result<Vec<ChatReply>, ChatReplyError>,
+) -> Result<Vec<ChatReply>, ApiError> {
+    replies
         .map_err(|error| ApiError::new(Kind::BadRequest, error.to_string()).with_index(error.index))
 }
 
