@@ -24,6 +24,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 const STARTS = 5;
 const REPLIES = 200;
 const ROUNDS = 400;
+// The longest wait for one request, and for SillyTavern's first answer after a start (the first
+// start compiles its front end).
+const REQUEST_MS = 10_000;
+const START_MS = 300_000;
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const quantile = (values, q) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))];
@@ -46,8 +50,11 @@ async function timedStart(plugins, path) {
   const began = performance.now();
   tavern = await startSillyTavern({ serverFolder: run.serverFolder, dataRoot: run.dataRoot, port: tavern?.port, plugins, env });
   for (;;) {
-    const answer = await fetch(`${tavern.url}${path}`).catch(() => null);
+    // Each request and the whole wait are bounded: a connection that stalls is given up and tried
+    // again, and a SillyTavern that never answers ends the bench (which stops it) instead of hanging.
+    const answer = await fetch(`${tavern.url}${path}`, { signal: AbortSignal.timeout(REQUEST_MS) }).catch(() => null);
     if (answer?.ok) break;
+    if (performance.now() - began > START_MS) throw new Error(`SillyTavern did not answer ${path} within ${START_MS / 1000} s`);
     await new Promise((done) => setTimeout(done, 10));
   }
   return performance.now() - began;
@@ -80,14 +87,14 @@ try {
     ["plugin", viaPlugin, []],
     ["direct", straight, []],
   ];
-  for (const [, client] of clients) await client.sync("bench", replies, { create: { state: { gold: 0 } } });
+  for (const [, client] of clients) await client.sync("bench", replies, { create: { state: { gold: 0 } }, signal: AbortSignal.timeout(START_MS) });
   for (let round = 0; round < ROUNDS; round += 1) {
     const next = [...replies, `Round ${round}. _.add('gold', 1);`];
     // Alternating which goes first, so that drift of the machine hits both alike.
     const order = round % 2 === 0 ? clients : [...clients].reverse();
     for (const [, client, times] of order) {
       const began = performance.now();
-      await client.sync("bench", next);
+      await client.sync("bench", next, { signal: AbortSignal.timeout(REQUEST_MS) });
       times.push(performance.now() - began);
     }
   }

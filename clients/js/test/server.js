@@ -12,7 +12,9 @@ import { createInterface } from "node:readline";
 const here = dirname(fileURLToPath(import.meta.url));
 
 export function binary() {
-  const path = process.env.STATECRAFT_BIN || resolve(here, "../../../target/debug/statecraft");
+  // Absolute, so that a relative STATECRAFT_BIN names the same file for a process started elsewhere
+  // (SillyTavern finds the plugin's binary on PATH, from its own folder).
+  const path = resolve(process.env.STATECRAFT_BIN || resolve(here, "../../../target/debug/statecraft"));
   if (!existsSync(path)) {
     throw new Error(`no statecraft binary at ${path}: build it (cargo build -p statecraft) or set STATECRAFT_BIN`);
   }
