@@ -188,6 +188,14 @@ impl Default for HistoryLimits {
     }
 }
 
+impl HistoryLimits {
+    /// Whether a history of `steps` steps and `bytes` estimated bytes passes a bound: trimming's one
+    /// rule, which its look down the line follows too.
+    fn passed_by(&self, steps: usize, bytes: usize) -> bool {
+        steps > self.max_steps || bytes > self.max_bytes
+    }
+}
+
 /// How many steps a read may replay from the nearest kept state unless the store is built with another
 /// spacing.
 pub(crate) const DEFAULT_CHECKPOINT_EVERY: u64 = 32;
@@ -773,7 +781,7 @@ impl History {
     }
 
     fn over_bounds(&self) -> bool {
-        self.steps.len() > self.limits.max_steps || self.bytes > self.limits.max_bytes
+        self.limits.passed_by(self.steps.len(), self.bytes)
     }
 
     /// Drops steps until both bounds hold: branch tips away from the current step, least recently
@@ -837,8 +845,7 @@ impl History {
         let (mut steps, mut bytes) = (self.steps.len(), self.bytes);
         let mut at = oldest;
         loop {
-            let over = steps > self.limits.max_steps || bytes > self.limits.max_bytes;
-            if at == self.current || !over {
+            if at == self.current || !self.limits.passed_by(steps, bytes) {
                 return None;
             }
             let step = self.steps.get(&at)?;
