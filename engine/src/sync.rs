@@ -199,12 +199,12 @@ impl ChatReply {
         deserializer.deserialize_seq(PathVisitor)
     }
 
-    /// One item of a chat path, as [`ChatReply::deserialize_path`] reads it, or what is wrong.
+    /// One item of a chat path that is not a string (a string is a bare key, [`ChatReply::read_key`]),
+    /// or what is wrong with it.
     fn read(item: serde_json::Value) -> Result<ChatReply, String> {
         use serde_json::Value as Json;
         let mut members = match item {
             Json::Object(members) => members,
-            Json::String(key) => return ChatReply::read_key(&key),
             _ => {
                 return Err(
                     r#"a reply is {"text": "..."}, {"sha256": "..."} or the key alone as a string"#
