@@ -2,7 +2,7 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { Statecraft, StatecraftError } from "../statecraft.js";
+import { Statecraft, StatecraftError, sha256HexPlain } from "../statecraft.js";
 import { startServer } from "./server.js";
 
 let server;
@@ -259,6 +259,41 @@ test("sync maps a chat onto its game by content, with keys for replies synced be
   // Deleting the middle reply.
   const deleted = await client.sync("js-sync", [chat[0], chat[2]]);
   assert.deepEqual(deleted.state, { hp: 100, gold: 5 });
+});
+
+test("a sync hashes only the texts that the last path did not hold", async () => {
+  const subtle = globalThis.crypto.subtle;
+  const hashed = [];
+  const bodies = [];
+  subtle.digest = async function (algorithm, bytes) {
+    hashed.push(new TextDecoder().decode(bytes));
+    return SubtleCrypto.prototype.digest.call(this, algorithm, bytes);
+  };
+  try {
+    const recording = new Statecraft(server.url, {
+      fetch: (url, init) => {
+        if (init.body) bodies.push(JSON.parse(init.body));
+        return fetch(url, init);
+      },
+    });
+    const chat = ["_.set('hp', 1);", "_.set('hp', 2);", "_.set('hp', 3);"];
+    await recording.sync("js-sync-hashed", chat, { create: { state: { hp: 0 } } });
+    assert.deepEqual(hashed, chat);
+    // A new reply, then a swipe of it: only its texts are hashed, and every key sent is the text's.
+    hashed.length = 0;
+    await recording.sync("js-sync-hashed", [...chat, "_.set('hp', 4);"]);
+    const swiped = await recording.sync("js-sync-hashed", [...chat, "_.set('hp', 5);"]);
+    assert.deepEqual(hashed, ["_.set('hp', 4);", "_.set('hp', 5);"]);
+    assert.deepEqual(swiped.state, { hp: 5 });
+    assert.deepEqual(bodies.at(-1).replies.slice(0, 3), chat.map(sha256HexPlain));
+    // Another game's path is hashed once more only where this one's last path lacked a text.
+    hashed.length = 0;
+    await recording.sync("js-sync-hashed-2", [chat[0], "_.set('hp', 9);"], { create: { state: { hp: 0 } } });
+    assert.deepEqual(hashed, ["_.set('hp', 9);"]);
+  } finally {
+    delete subtle.digest;
+  }
+  assert.equal(globalThis.crypto.subtle.digest, SubtleCrypto.prototype.digest);
 });
 
 test("a refused reply is an empty step that keeps its feedback", async () => {
