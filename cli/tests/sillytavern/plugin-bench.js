@@ -1,7 +1,9 @@
 // What the SillyTavern server plugin costs, measured in real SillyTavern (BENCHMARKS.md, "The
 // SillyTavern plugin"): the time from SillyTavern's start to the plugin's first healthy answer, and
 // the time of a sync through the plugin's routes against the same sync sent straight to a
-// `statecraft serve` of the same binary, in the same run, alternating. Run by hand, never in CI:
+// `statecraft serve` of the same binary, in the same run, alternating; and where a small request's
+// overhead goes: SillyTavern's cheapest route behind its session against the plugin's health route
+// and the engine's own. Run by hand, never in CI:
 //
 //   cargo build --release -p statecraft
 //   STATECRAFT_BIN=target/release/statecraft node cli/tests/sillytavern/plugin-bench.js
@@ -98,6 +100,22 @@ try {
       times.push(performance.now() - began);
     }
   }
+  // Small requests, alternating: what SillyTavern's own handling costs (its session, CSRF and user
+  // middleware) against what the plugin's hop to the engine adds.
+  const small = [
+    ["SillyTavern's GET /csrf-token", (init) => session.fetch("/csrf-token", init), []],
+    ["the plugin's GET /v1/health", (init) => session.fetch(`${PLUGIN_PATH}/v1/health`, init), []],
+    ["the engine's GET /v1/health, straight", (init) => fetch(`${direct.url}/v1/health`, init), []],
+  ];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const [, send, times] of round % 2 === 0 ? small : [...small].reverse()) {
+      const began = performance.now();
+      const answer = await send({ signal: AbortSignal.timeout(REQUEST_MS) });
+      await answer.arrayBuffer();
+      if (!answer.ok) throw new Error(`a small request answered ${answer.status}`);
+      times.push(performance.now() - began);
+    }
+  }
   await direct.stop();
   const [plugin, straightTimes] = [clients[0][2], clients[1][2]];
   const overhead = plugin.map((time, index) => time - straightTimes[index]);
@@ -107,6 +125,8 @@ try {
   console.log(`  through the plugin: median ${ms(median(plugin))}, p99 ${ms(quantile(plugin, 0.99))}`);
   console.log(`  straight to statecraft serve: median ${ms(median(straightTimes))}, p99 ${ms(quantile(straightTimes, 0.99))}`);
   console.log(`  the plugin's overhead per sync: median ${ms(median(overhead))}`);
+  console.log(`small requests, ${ROUNDS} rounds each, alternating:`);
+  for (const [what, , times] of small) console.log(`  ${what}: median ${ms(median(times))}, p99 ${ms(quantile(times, 0.99))}`);
 } finally {
   await tavern?.stop();
   await git.close();
