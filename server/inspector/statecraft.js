@@ -46,7 +46,8 @@ export class Statecraft {
   #synced = new Map();
 
   /** The key of each text of the last path this object synced (any game), so that a chat's next
-   * sync hashes only the replies that are new or changed: hashing is most of a sync's time here. */
+   * sync hashes only its new and edited replies (hashing them all was most of a sync's time in the
+   * client). */
   #keyOf = new Map();
 
   /**
