@@ -42,7 +42,8 @@ export class Statecraft {
   /** The `onUnauthorized` call in progress, which every refused request waits for. */
   #asking = null;
 
-  /** Per game, the SHA-256 keys of the replies this object has synced: `sync` sends these as keys. */
+  /** Per game, the SHA-256 keys of the replies this object has synced: `sync` sends these as keys
+   * (and every reply as a key the first time, see `sync`). */
   #synced = new Map();
 
   /** The key of each text of the last path this object synced (any game), so that a chat's next
@@ -224,6 +225,8 @@ export class Statecraft {
    * model's replies as the chat shows them, oldest first. A reply this object has synced with this
    * game before goes as its SHA-256 key (the bare hex string), the rest as `{text}`; when the server lacks a step for a key
    * (trimmed, or a new server) it answers `need_text` and the texts it names are sent once more.
+   * The first sync of a game by this object sends every reply as its key: the server has them all
+   * when the page was loaded again or another device synced the chat, and names the ones it lacks.
    * `move: false` reads the state at the end of the path without making it current; `create` makes
    * the game first when it does not exist. → `{state, step, applied, reused}`.
    *
@@ -239,7 +242,7 @@ export class Statecraft {
     }
     const keys = await Promise.all(replies.map((reply) => this.#keyOf.get(reply) ?? sha256Hex(reply)));
     this.#keyOf = new Map(replies.map((reply, index) => [reply, keys[index]]));
-    const known = this.#synced.get(id) ?? new Set();
+    const known = this.#synced.get(id) ?? new Set(keys);
     const url = `/v1/games/${encodeURIComponent(id)}/sync`;
     // A known reply goes as its key alone (a bare 64-hex string: 67 bytes on the wire with its comma).
     const body = (end, texts, first, last) => {
@@ -249,42 +252,36 @@ export class Statecraft {
     const bytes = (value) => utf8Length(JSON.stringify(value));
     const applied = [];
     let retried = false;
-    try {
-      for (;;) {
-        // The texts this call must send (the rest go as keys), and the prefixes that fit.
-        const texts = (index) => !known.has(keys[index]);
-        const ends = splitPath(replies.length, this.maxBodyBytes, bytes(body(0, texts, true, true)), (index) =>
-          texts(index) ? bytes({ text: replies[index] }) + 1 : 67,
-        );
-        let answer;
-        try {
-          for (const [part, end] of ends.entries()) {
-            const first = part === 0;
-            const last = part === ends.length - 1;
-            const suffix = [retried ? "/texts" : "", first ? "" : `/${part}`].join("");
-            const key = idempotencyKey && `${idempotencyKey}${suffix}`;
-            answer = await this.request("POST", url, body(end, texts, first, last), { idempotencyKey: key, signal });
-            applied.push(...answer.applied);
-            // What this part sent is there now: the next parts send it as keys.
-            for (const hash of keys.slice(0, end)) known.add(hash);
-            this.#synced.set(id, known);
-          }
-        } catch (error) {
-          if (retried || !(error instanceof StatecraftError) || error.kind !== "need_text") throw error;
-          // Nothing changed by that part: send the path again with the texts asked for. A retry has a
-          // key of its own, since the first key's answer may be kept as the refusal.
-          retried = true;
-          for (const index of Array.isArray(error.body?.need) ? error.body.need : []) known.delete(keys[index]);
-          continue;
+    for (;;) {
+      // The texts this call must send (the rest go as keys), and the prefixes that fit.
+      const texts = (index) => !known.has(keys[index]);
+      const ends = splitPath(replies.length, this.maxBodyBytes, bytes(body(0, texts, true, true)), (index) =>
+        texts(index) ? bytes({ text: replies[index] }) + 1 : 67,
+      );
+      let answer;
+      try {
+        for (const [part, end] of ends.entries()) {
+          const first = part === 0;
+          const last = part === ends.length - 1;
+          const suffix = [retried ? "/texts" : "", first ? "" : `/${part}`].join("");
+          const key = idempotencyKey && `${idempotencyKey}${suffix}`;
+          answer = await this.request("POST", url, body(end, texts, first, last), { idempotencyKey: key, signal });
+          applied.push(...answer.applied);
+          // What this part sent is there now: the next parts send it as keys.
+          for (const hash of keys.slice(0, end)) known.add(hash);
+          this.#synced.set(id, known);
         }
-        const byIndex = new Map(applied.map((reply) => [reply.index, reply]));
-        const all = [...byIndex.values()].sort((a, b) => a.index - b.index);
-        return { ...answer, applied: all, reused: replies.length - all.length };
+      } catch (error) {
+        if (retried || !(error instanceof StatecraftError) || error.kind !== "need_text") throw error;
+        // Nothing changed by that part: send the path again with the texts asked for. A retry has a
+        // key of its own, since the first key's answer may be kept as the refusal.
+        retried = true;
+        for (const index of Array.isArray(error.body?.need) ? error.body.need : []) known.delete(keys[index]);
+        continue;
       }
-    } catch (error) {
-      // A game that is gone forgets its keys: when it is made again, every text goes again.
-      if (error instanceof StatecraftError && error.kind === "unknown_game") this.#synced.delete(id);
-      throw error;
+      const byIndex = new Map(applied.map((reply) => [reply.index, reply]));
+      const all = [...byIndex.values()].sort((a, b) => a.index - b.index);
+      return { ...answer, applied: all, reused: replies.length - all.length };
     }
   }
 

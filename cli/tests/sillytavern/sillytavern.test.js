@@ -765,7 +765,9 @@ test("every chat action keeps the game on what the chat shows", async () => {
     assert.equal((await api.log(game)).steps.length, before.steps.length);
   });
 
-  // Reload the page and open the character's chat again: the chat syncs and nothing is applied.
+  // Reload the page and open the character's chat again: the chat syncs as keys alone, and nothing
+  // is applied.
+  const syncsBeforeReload = syncs.length;
   await page.reload();
   await page.waitForFunction(() => globalThis.statecraftExtension, null, { timeout: 120000 });
   await page.click("#rightNavDrawerIcon");
@@ -773,8 +775,15 @@ test("every chat action keeps the game on what the chat shows", async () => {
   await page.waitForFunction((id) => SillyTavern.getContext().chatMetadata.statecraft?.game === id, game, { timeout: 30000 });
   await settle();
   await stateMatchesChat("reopen");
-  await check("reopen: no new steps", async () => {
+  await check("reopen: no new steps, and every reply went as its key", async () => {
     assert.equal((await api.log(game)).steps.length, before.steps.length);
+    const sent = syncs.slice(syncsBeforeReload).filter((sync) => sync.game === game);
+    assert.ok(sent.length >= 1, "the chat synced");
+    for (const sync of sent) {
+      const { replies } = JSON.parse(sync.request.postData());
+      assert.ok(replies.length > 0 && replies.every((reply) => /^[0-9a-f]{64}$/.test(reply)), sync.request.postData().slice(0, 200));
+      assert.equal((await sync.request.response())?.status(), 200);
+    }
   });
 
   // Streaming on: a new reply arrives in pieces and is applied once, whole.
@@ -1104,8 +1113,13 @@ test("a chat with hundreds of long replies, opened for the first time", async ()
     assert.equal((await shownReplies()).length, 300);
   });
   await stateMatchesChat("long chat: the first sync");
-  await check("long chat: the first sync went in parts under the body limit, each answered", async () => {
-    const sent = syncs.slice(before).filter((sync) => sync.game === game);
+  await check("long chat: the first sync sent keys, then its texts in parts under the body limit, each answered", async () => {
+    const [keysFirst, ...sent] = syncs.slice(before).filter((sync) => sync.game === game);
+    // The page had not synced this chat: every reply as its key (67 bytes each), which this server
+    // lacks (409 need_text); then the texts.
+    assert.ok(keysFirst.bytes < 300 * 67 + 20000, `the keys: ${keysFirst.bytes} bytes`);
+    const refusal = await keysFirst.request.response();
+    assert.deepEqual([refusal?.status(), (await refusal?.json())?.error?.kind], [409, "need_text"]);
     const texts = sent.filter((sync) => sync.bytes > 100000);
     assert.ok(texts.length >= 2, `${texts.length} syncs with texts: ${sent.map((sync) => sync.bytes).join(", ")}`);
     for (const sync of sent) {

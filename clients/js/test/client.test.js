@@ -296,6 +296,29 @@ test("a sync hashes only the texts that the last path did not hold", async () =>
   assert.equal(globalThis.crypto.subtle.digest, SubtleCrypto.prototype.digest);
 });
 
+test("a client new to a game sends the chat as keys, and texts only for the replies the server lacks", async () => {
+  const chat = ["_.set('hp', 1);", "_.set('hp', 2);", "_.set('hp', 3);"];
+  const first = await client.sync("js-sync-reload", chat, { create: { state: { hp: 0 } } });
+  const bodies = [];
+  const recording = (url, init) => {
+    if (init.body) bodies.push(JSON.parse(init.body));
+    return fetch(url, init);
+  };
+  // The page loaded again: one request of keys, every step found.
+  const reloaded = await new Statecraft(server.url, { fetch: recording }).sync("js-sync-reload", chat);
+  assert.deepEqual([reloaded.state, reloaded.step, reloaded.applied, reloaded.reused], [first.state, first.step, [], 3]);
+  assert.deepEqual(bodies, [{ replies: chat.map(sha256HexPlain) }]);
+  // Another device with a new reply: the keys, then the one text the server names.
+  bodies.length = 0;
+  const more = await new Statecraft(server.url, { fetch: recording }).sync("js-sync-reload", [...chat, "_.set('hp', 4);"]);
+  assert.deepEqual(more.state, { hp: 4 });
+  assert.deepEqual(more.applied.map((reply) => reply.index), [3]);
+  assert.deepEqual(bodies, [
+    { replies: [...chat, "_.set('hp', 4);"].map(sha256HexPlain) },
+    { replies: [...chat.map(sha256HexPlain), { text: "_.set('hp', 4);" }] },
+  ]);
+});
+
 test("a refused reply is an empty step that keeps its feedback", async () => {
   const synced = await client.sync("js-sync-refused", ["_.set('hp', 500);"], { create: { state: { hp: 100 }, schema } });
   assert.deepEqual(synced.state, { hp: 100 });
@@ -324,6 +347,9 @@ test("a sync past the body limit goes as prefixes, each a whole path, moving onl
     assert.equal(synced.applied.length, 60);
     assert.deepEqual(synced.applied.map((reply) => reply.index), chat.map((_, index) => index));
     assert.equal(synced.reused, 0);
+    // First the whole path as keys (this object has not synced the game), which the server lacks.
+    const keysFirst = bodies.shift();
+    assert.deepEqual(keysFirst.replies, chat.map(sha256HexPlain));
     assert.ok(bodies.length > 3, `${bodies.length} parts`);
     for (const [part, body] of bodies.entries()) {
       assert.ok(new TextEncoder().encode(JSON.stringify(body)).length <= 12000, `part ${part} fits`);
