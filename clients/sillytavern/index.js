@@ -159,7 +159,8 @@ async function target() {
   if (ctx.chatId !== chatId) return target();
   if (!ctx.chatMetadata || loading(ctx)) return null;
   let game = ctx.chatMetadata[NAME]?.game;
-  if (!game) {
+  const isNew = !game;
+  if (isNew) {
     game = newGameId(chatId);
     ctx.chatMetadata[NAME] = { game };
     ctx.saveMetadataDebounced?.();
@@ -171,7 +172,7 @@ async function target() {
   const mvu = typeof profile === "string" && profile.startsWith("mvu");
   // A reply whose update pass runs is not on the path yet.
   const chat = pass ? pass.visible(ctx.chat) : ctx.chat;
-  return { gameId: game, chat, create: source.create, schema: source.schema, macros, card: source.card, mvu };
+  return { gameId: game, chat, create: source.create, schema: source.schema, macros, card: source.card, mvu, isNew };
 }
 
 function origin() {

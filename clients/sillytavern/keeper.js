@@ -278,16 +278,17 @@ export function valueAt(state, path) {
  * (the server down) is retried with growing pauses until it works, then reported as recovered.
  *
  * `target()` answers (or resolves to) the chat to keep, or null (no chat open, or the extension off):
- * `{gameId, chat, create, macros}`, where `create` is what a new game is made from or a function that
- * resolves to it (called only when the game must be made); `busy()` whether a generation still shows
- * as running.
+ * `{gameId, chat, create, macros, isNew}`, where `create` is what a new game is made from or a
+ * function that resolves to it (called only when the game must be made), and `isNew` says that the
+ * chat had no game id until now, so its game is made with the first sync; any other game is made
+ * only when the server says it has none (the card is not sent on every page load); `busy()` whether
+ * a generation still shows as running.
  */
 export class ChatKeeper {
   #queued = null;
   #tail = Promise.resolve();
   #generating = false;
   #dirty = false;
-  #made = new Set();
   #feedback = new Map();
   #failure = null;
   #retry = null;
@@ -372,11 +373,6 @@ export class ChatKeeper {
     return this.#feedback.get(`${gameId}#${step}`) ?? "";
   }
 
-  /** Forgets what this keeper remembers of a game (it was deleted). */
-  forget(gameId) {
-    this.#made.delete(gameId);
-  }
-
   stop() {
     clearTimeout(this.#retry);
     this.#retry = null;
@@ -425,18 +421,18 @@ export class ChatKeeper {
     const options = { macros: target.macros };
     if (!move) options.move = false;
     const create = async () => (typeof target.create === "function" ? await target.create() : target.create);
-    if (!this.#made.has(target.gameId)) options.create = await create();
+    if (target.isNew) options.create = await create();
     this.requests += 1;
     let answer;
     try {
       answer = await this.client.sync(target.gameId, replies, options);
     } catch (error) {
-      // A game deleted on the server (or a keeper that saw it made) is made again from the card.
+      // A game the server does not have (made on another server, deleted, or a chat whose first
+      // sync failed) is made from the card.
       if (!(error instanceof StatecraftError) || error.kind !== "unknown_game" || options.create) throw error;
       this.requests += 1;
       answer = await this.client.sync(target.gameId, replies, { ...options, create: await create() });
     }
-    this.#made.add(target.gameId);
     return answer;
   }
 

@@ -68,6 +68,41 @@ test("a generation builds on the right path", () => {
   assert.deepEqual(generationPath([bot("a"), user("x"), { ...bot("b"), swipe_id: 1, mes: "" }], "swipe"), { replies: ["a"], move: false });
 });
 
+test("a chat new to statecraft sends its card with the first sync; a chat with a game sends it only when the server lacks it", async () => {
+  const bodies = [];
+  const chat = { messages: [bot("Welcome. _.set('gold', 5);")] };
+  const create = { state: { hp: 100, gold: 0 } };
+  // Each keeper is a page of its own, with a client of its own.
+  const page = (isNew) =>
+    new ChatKeeper({
+      client: new Statecraft(server.url, {
+        fetch: (url, init) => {
+          if (init.body) bodies.push(JSON.parse(init.body));
+          return fetch(url, init);
+        },
+      }),
+      target: () => ({ gameId: "keeper-new", chat: chat.messages, create, macros: { user: "You" }, isNew }),
+    });
+  const state = async () => (await client.getGame("keeper-new")).state;
+  // A new chat: the keys (which the server lacks), then the texts, both able to make the game.
+  await page(true).sync();
+  assert.deepEqual(await state(), { hp: 100, gold: 5 });
+  assert.deepEqual(bodies.map((body) => body.create), [create, create]);
+  // The page loaded again, with a reply more: no card, the keys, then the one text.
+  bodies.length = 0;
+  chat.messages.push(user("x"), bot("_.set('hp', 90);"));
+  await page(false).sync();
+  assert.deepEqual(await state(), { hp: 90, gold: 5 });
+  assert.deepEqual(bodies.map((body) => body.create), [undefined, undefined]);
+  assert.equal(typeof bodies[0].replies[1], "string", "the keys first");
+  // A server without the game (deleted here): made from the card once the server says so.
+  bodies.length = 0;
+  await client.deleteGame("keeper-new");
+  await page(false).sync();
+  assert.deepEqual(await state(), { hp: 90, gold: 5 });
+  assert.deepEqual(bodies.map((body) => body.create), [undefined, create, create]);
+});
+
 test("every chat action lands the game on the shown replies' state", async () => {
   const chat = { messages: [bot("Welcome. _.set('gold', 5);")] };
   const { keeper, events } = keeperFor(chat, "keeper-actions");
