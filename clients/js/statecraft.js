@@ -227,8 +227,10 @@ export class Statecraft {
    * (trimmed, or a new server) it answers `need_text` and the texts it names are sent once more.
    * The first sync of a game by this object sends every reply as its key: the server has them all
    * when the page was loaded again or another device synced the chat, and names the ones it lacks.
-   * `move: false` reads the state at the end of the path without making it current; `create` makes
-   * the game first when it does not exist. → `{state, step, applied, reused}`.
+   * With `create` (the game may not exist yet), or after the server answered that it does not, the
+   * first sync sends the texts instead. `move: false` reads the state at the end of the path without
+   * making it current; `create` makes the game first when it does not exist.
+   * → `{state, step, applied, reused}`.
    *
    * A body that would pass `maxBodyBytes` (a long chat opened for the first time) goes as several
    * syncs of growing prefixes of the path, each a whole path from the first reply (what the earlier
@@ -242,7 +244,7 @@ export class Statecraft {
     }
     const keys = await Promise.all(replies.map((reply) => this.#keyOf.get(reply) ?? sha256Hex(reply)));
     this.#keyOf = new Map(replies.map((reply, index) => [reply, keys[index]]));
-    const known = this.#synced.get(id) ?? new Set(keys);
+    const known = this.#synced.get(id) ?? new Set(create ? [] : keys);
     const url = `/v1/games/${encodeURIComponent(id)}/sync`;
     // A known reply goes as its key alone (a bare 64-hex string: 67 bytes on the wire with its comma).
     const body = (end, texts, first, last) => {
@@ -272,6 +274,8 @@ export class Statecraft {
           this.#synced.set(id, known);
         }
       } catch (error) {
+        // A game the server lacks holds none of the replies: the next sync starts anew.
+        if (error instanceof StatecraftError && error.kind === "unknown_game") this.#synced.delete(id);
         if (retried || !(error instanceof StatecraftError) || error.kind !== "need_text") throw error;
         // Nothing changed by that part: send the path again with the texts asked for. A retry has a
         // key of its own, since the first key's answer may be kept as the refusal.

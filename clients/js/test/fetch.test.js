@@ -206,7 +206,7 @@ test("sync sends a game's replies as keys first, then the texts the server names
   const key = (text) => createHash("sha256").update(text, "utf8").digest("hex");
   const synced = (applied) => json(200, { state: {}, step: 2, applied, reused: 0 });
   const need = (indices) => json(409, { error: { kind: "need_text", message: "not known here" }, need: indices });
-  const { fetch, calls } = recorder(need([0, 1]), synced([]), synced([]), synced([]), synced([]));
+  const { fetch, calls } = recorder(synced([]), synced([]), need([0]), synced([]), synced([]));
   const client = new Statecraft("http://game.test", { fetch });
   const create = { state: { hp: 1 }, profile: "mvu" };
   await client.sync("g/1", ["Hi ü", "_.set('hp', 2);"], { create, macros: { user: "A" }, idempotencyKey: "s1" });
@@ -215,26 +215,22 @@ test("sync sends a game's replies as keys first, then the texts the server names
   await client.sync("g/1", ["Hi ü", "edited"]);
   assert.equal(calls[0].url, "http://game.test/v1/games/g%2F1/sync");
   assert.equal(calls[0].headers["idempotency-key"], "s1");
-  // A game this object has not synced: keys alone, since the server may have every reply.
+  // A game that may not exist yet (`create`): the texts, since a new game holds none of them.
   assert.deepEqual(JSON.parse(calls[0].body), {
-    replies: [key("Hi ü"), key("_.set('hp', 2);")],
-    macros: { user: "A" },
-    create,
-  });
-  // It had none of them: the texts it named, under a key of their own.
-  assert.equal(calls[1].headers["idempotency-key"], "s1/texts");
-  assert.deepEqual(JSON.parse(calls[1].body), {
     replies: [{ text: "Hi ü" }, { text: "_.set('hp', 2);" }],
     macros: { user: "A" },
     create,
   });
-  assert.deepEqual(JSON.parse(calls[2].body), {
+  assert.deepEqual(JSON.parse(calls[1].body), {
     replies: [key("Hi ü"), key("_.set('hp', 2);"), { text: "new" }],
     move: false,
   });
-  assert.deepEqual(JSON.parse(calls[3].body), { replies: [key("Hi ü")] }, "a server that has the path answers its keys");
+  // A game this object has not synced: keys alone, since the server may have every reply.
+  assert.deepEqual(JSON.parse(calls[2].body), { replies: [key("Hi ü")] });
+  // It had none of them: the texts it named.
+  assert.deepEqual(JSON.parse(calls[3].body), { replies: [{ text: "Hi ü" }] });
   assert.deepEqual(JSON.parse(calls[4].body), { replies: [key("Hi ü"), { text: "edited" }] });
-  assert.match(JSON.parse(calls[2].body).replies[0], /^[0-9a-f]{64}$/);
+  assert.match(JSON.parse(calls[1].body).replies[0], /^[0-9a-f]{64}$/);
   assert.equal(calls.length, 5);
 });
 
@@ -259,23 +255,21 @@ test("sync answers need_text by sending the texts asked for, once", async () => 
   assert.deepEqual(error.body.need, [1]);
 });
 
-test("a game made again gets the texts it names, and sync refuses replies that are not texts", async () => {
+test("a game the server lost is made again with the texts, and sync refuses replies that are not texts", async () => {
   const gone = json(404, { error: { kind: "unknown_game", message: "no game g" } });
   const ok = () => json(200, { state: {}, step: 1, applied: [], reused: 0 });
-  const need = json(409, { error: { kind: "need_text", message: "not known here" }, need: [0] });
-  const { fetch, calls } = recorder(ok(), gone, need, ok(), ok());
+  const { fetch, calls } = recorder(ok(), gone, ok(), ok());
   const client = new Statecraft("http://game.test", { fetch });
   await client.sync("g", ["a"]);
   await assert.rejects(client.sync("g", ["a"]), { kind: "unknown_game" });
-  // Made again: it has none of the keys this object sent, and says so.
+  // Made again: it holds none of the replies this object sent, so their texts go at once.
   await client.sync("g", ["a"], { create: { state: {} } });
-  assert.deepEqual(JSON.parse(calls[2].body).replies, [sha256HexPlain("a")]);
-  assert.deepEqual(JSON.parse(calls[3].body).replies, [{ text: "a" }]);
+  assert.deepEqual(JSON.parse(calls[2].body).replies, [{ text: "a" }]);
   await client.sync("g", ["a"]);
-  assert.deepEqual(JSON.parse(calls[4].body).replies, [sha256HexPlain("a")]);
+  assert.deepEqual(JSON.parse(calls[3].body).replies, [sha256HexPlain("a")]);
   await assert.rejects(client.sync("g", [{ sha256: "00" }]), TypeError);
   await assert.rejects(client.sync("g", "a"), TypeError);
-  assert.equal(calls.length, 5, "nothing is sent for a bad call");
+  assert.equal(calls.length, 4, "nothing is sent for a bad call");
 });
 
 test("the plain SHA-256 agrees with node's on every padding length", () => {

@@ -84,10 +84,11 @@ test("a chat new to statecraft sends its card with the first sync; a chat with a
       target: () => ({ gameId: "keeper-new", chat: chat.messages, create, macros: { user: "You" }, isNew }),
     });
   const state = async () => (await client.getGame("keeper-new")).state;
-  // A new chat: the keys (which the server lacks), then the texts, both able to make the game.
+  // A new chat: one sync with the card and the texts.
   await page(true).sync();
   assert.deepEqual(await state(), { hp: 100, gold: 5 });
-  assert.deepEqual(bodies.map((body) => body.create), [create, create]);
+  assert.deepEqual(bodies.map((body) => body.create), [create]);
+  assert.deepEqual(bodies[0].replies, [{ text: chat.messages[0].mes }]);
   // The page loaded again, with a reply more: no card, the keys, then the one text.
   bodies.length = 0;
   chat.messages.push(user("x"), bot("_.set('hp', 90);"));
@@ -95,12 +96,14 @@ test("a chat new to statecraft sends its card with the first sync; a chat with a
   assert.deepEqual(await state(), { hp: 90, gold: 5 });
   assert.deepEqual(bodies.map((body) => body.create), [undefined, undefined]);
   assert.equal(typeof bodies[0].replies[1], "string", "the keys first");
-  // A server without the game (deleted here): made from the card once the server says so.
+  // A server without the game (deleted here): made from the card and the texts once the server
+  // says so.
   bodies.length = 0;
   await client.deleteGame("keeper-new");
   await page(false).sync();
   assert.deepEqual(await state(), { hp: 90, gold: 5 });
-  assert.deepEqual(bodies.map((body) => body.create), [undefined, create, create]);
+  assert.deepEqual(bodies.map((body) => body.create), [undefined, create]);
+  assert.equal(typeof bodies[1].replies[1].text, "string", "the texts at once");
 });
 
 test("every chat action lands the game on the shown replies' state", async () => {
