@@ -270,10 +270,38 @@ export async function selectCharacter(page, name) {
 
 /** Waits until SillyTavern is not saving the chat on screen (until `deadline`, or fails naming `what`). */
 async function chatSaved(page, deadline, what) {
-  while (await page.evaluate(async () => (await import("/script.js")).isChatSaving)) {
-    if (Date.now() > deadline) throw new Error(`SillyTavern was still saving the chat after 60 s; ${what} not opened`);
+  const saved = async () => !(await page.evaluate(async () => (await import("/script.js")).isChatSaving));
+  if (!(await waitUntil(saved, deadline - Date.now()))) {
+    throw new Error(`SillyTavern was still saving the chat after 60 s; ${what} not opened`);
+  }
+}
+
+/** Asks `condition()` (which may be async) every 50 ms until it holds; → whether it did within `ms`. */
+export async function waitUntil(condition, ms) {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) return false;
     await new Promise((done) => setTimeout(done, 50));
   }
+  return true;
+}
+
+/** Waits until the page shows no generation running, then 300 ms for what SillyTavern does after one. */
+export async function generationEnded(page) {
+  await page.waitForFunction(() => !document.body.dataset.generating && getComputedStyle(document.querySelector("#mes_stop")).display === "none", null, { timeout: 60000 });
+  await page.waitForTimeout(300);
+}
+
+/**
+ * Waits for the model to have had `generations` requests (at most 60 s), for SillyTavern to finish,
+ * and for the extension's sync of what the chat shows.
+ */
+export async function settled(page, model, generations) {
+  if (!(await waitUntil(() => model.requests.length >= generations, 60000))) {
+    throw new Error(`the model got ${model.requests.length} requests, not ${generations}`);
+  }
+  await generationEnded(page);
+  await page.evaluate(() => globalThis.statecraftExtension?.keeper()?.sync());
 }
 
 /**

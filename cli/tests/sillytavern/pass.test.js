@@ -20,7 +20,7 @@ import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { readReply, startFakeModel } from "./fake-model.js";
-import { createGroup, extensionDrawer, selectCharacter, startTavernWithPlugin } from "./harness.js";
+import { createGroup, extensionDrawer, generationEnded, selectCharacter, startTavernWithPlugin, waitUntil } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -159,13 +159,9 @@ async function shot(name) {
  * the generation's end, every pass running, and the sync after them.
  */
 async function settle({ from = model.requests.length, stories = 0 } = {}) {
-  const deadline = Date.now() + 60000;
-  while (model.requests.slice(from).filter((request) => request.kind === "story").length < stories) {
-    if (Date.now() > deadline) throw new Error(`the model got fewer than ${stories} story requests`);
-    await new Promise((done) => setTimeout(done, 50));
-  }
-  await page.waitForFunction(() => !document.body.dataset.generating && getComputedStyle(document.querySelector("#mes_stop")).display === "none", null, { timeout: 60000 });
-  await page.waitForTimeout(300);
+  const storiesMade = () => model.requests.slice(from).filter((request) => request.kind === "story").length;
+  if (!(await waitUntil(() => storiesMade() >= stories, 60000))) throw new Error(`the model got fewer than ${stories} story requests`);
+  await generationEnded(page);
   // In pass mode the last reply's pass starts once SillyTavern tells the extension that the
   // generation ended, which can come well after the page looks idle (a streamed reply is saved
   // first): wait for the pass's first request, at most 2 s (a generation that left no new reply has
@@ -175,7 +171,7 @@ async function settle({ from = model.requests.length, stories = 0 } = {}) {
       const made = model.requests.slice(from);
       return made.slice(made.findLastIndex((request) => request.kind === "story") + 1).some((request) => request.kind !== "story");
     };
-    for (const until = Date.now() + 2000; !passAfterLastStory() && Date.now() < until; ) await new Promise((done) => setTimeout(done, 50));
+    await waitUntil(passAfterLastStory, 2000);
   }
   await page.waitForFunction(() => !globalThis.statecraftExtension?.pass()?.running, null, { timeout: 60000 });
   await page.evaluate(() => globalThis.statecraftExtension?.keeper()?.sync());
@@ -292,16 +288,14 @@ async function passed(action, requests, kind, { passes = 1, refused = false } = 
 /** The chat file SillyTavern saved (its JSONL) holds `text` as a message. */
 async function savedChatHas(text) {
   const folder = join(tavern.userFolder, "chats", "Warden");
-  const deadline = Date.now() + 10000;
-  for (;;) {
-    const files = readdirSync(folder).filter((name) => name.endsWith(".jsonl"));
+  let file;
+  const saved = async () => {
     const id = await page.evaluate(() => SillyTavern.getContext().chatId);
-    const file = files.find((name) => name === `${id}.jsonl`);
+    file = readdirSync(folder).find((name) => name === `${id}.jsonl`);
     const lines = file ? readFileSync(join(folder, file), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line)) : [];
-    if (lines.some((line) => line.mes === text)) return;
-    if (Date.now() > deadline) assert.fail(`the saved chat ${file} has no message ${JSON.stringify(text)}`);
-    await new Promise((done) => setTimeout(done, 200));
-  }
+    return lines.some((line) => line.mes === text);
+  };
+  assert.ok(await waitUntil(saved, 10000), `the saved chat ${file} has no message ${JSON.stringify(text)}`);
 }
 
 /** Sets the drawer's constraint and this chat's mode, as a user does. */

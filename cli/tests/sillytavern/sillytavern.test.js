@@ -33,7 +33,7 @@ import { PLUGIN_CONTENT_TYPE, PLUGIN_PATH } from "../../../clients/sillytavern/k
 import { startFakeModel } from "./fake-model.js";
 import { snapshot, serveGit, commitOnto, head } from "./git-server.js";
 import { installSillyTavern, installFolder, VERSION } from "./install.js";
-import { createGroup, extensionDrawer, installPlugin, runFolders, selectCharacter, sillyTavernSession, startSillyTavern } from "./harness.js";
+import { createGroup, extensionDrawer, installPlugin, runFolders, selectCharacter, settled, sillyTavernSession, startSillyTavern, waitUntil } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -257,19 +257,7 @@ async function shot(name) {
  * (`generations`: how many requests the model must have had by then), then for the extension to have
  * synced what the chat shows.
  */
-async function settle(generations = 0) {
-  const deadline = Date.now() + 60000;
-  while (model.requests.length < generations) {
-    if (Date.now() > deadline) throw new Error(`the model got ${model.requests.length} requests, not ${generations}`);
-    await new Promise((done) => setTimeout(done, 50));
-  }
-  await page.waitForFunction(() => !document.body.dataset.generating && getComputedStyle(document.querySelector("#mes_stop")).display === "none", null, { timeout: 60000 });
-  await page.waitForTimeout(300);
-  await page.evaluate(async () => {
-    const keeper = globalThis.statecraftExtension?.keeper();
-    await keeper?.sync();
-  });
-}
+const settle = (generations = 0) => settled(page, model, generations);
 
 /** The model's replies the chat shows, read from SillyTavern's own chat. */
 function shownReplies() {
@@ -1136,15 +1124,6 @@ test("a chat with hundreds of long replies, opened for the first time", async ()
   });
 });
 
-/** Waits until `condition()` holds, for at most `ms`. */
-async function until(condition, what, ms = 30000) {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 test("the engine killed in a run of syncs: started again, nothing acknowledged lost, the page recovers by itself", async () => {
   const first = enginePid();
   assert.ok(first && alive(first), "the plugin said in the console which engine it runs");
@@ -1163,7 +1142,7 @@ test("the engine killed in a run of syncs: started again, nothing acknowledged l
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
-  await until(() => enginePid() !== first, "the engine started again");
+  assert.ok(await waitUntil(() => enginePid() !== first, 30000), "timed out waiting for the engine to start again");
   await check("killed: started again, every acknowledged sync there, none applied twice", async () => {
     assert.ok(alive(enginePid()));
     assert.match(tavern.log(), /statecraft: the engine was killed \(SIGKILL\); starting it again in/);
@@ -1197,7 +1176,8 @@ test("the engine killed in a run of syncs: started again, nothing acknowledged l
   await shot("engine-down");
   // No user action: the extension tries again until the engine is back.
   await check("engine back: the chat resyncs by itself and a toast says so", async () => {
-    await until(async () => isDeepStrictEqual((await api.getGame(game)).state, fold(await shownReplies())), "the game to catch up with the chat");
+    const caughtUp = async () => isDeepStrictEqual((await api.getGame(game)).state, fold(await shownReplies()));
+    assert.ok(await waitUntil(caughtUp, 30000), "timed out waiting for the game to catch up with the chat");
     await toastText("success", /connected again/);
     assert.notEqual(enginePid(), second);
   });

@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { pointAt } from "../../../clients/sillytavern/view.js";
 import { startFakeModel } from "./fake-model.js";
-import { extensionDrawer, selectCharacter, startTavernWithPlugin } from "./harness.js";
+import { extensionDrawer, selectCharacter, settled, startTavernWithPlugin } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repository = resolve(here, "../../..");
@@ -98,17 +98,7 @@ async function shot(name) {
   await page.screenshot({ path: join(artifacts, `${String(++shots).padStart(2, "0")}-${name}.png`) });
 }
 
-/** Waits for the model to have had `generations` requests, for SillyTavern to finish, and for the extension's sync. */
-async function settle(generations = 0) {
-  const deadline = Date.now() + 60000;
-  while (model.requests.length < generations) {
-    if (Date.now() > deadline) throw new Error(`the model got ${model.requests.length} requests, not ${generations}`);
-    await new Promise((done) => setTimeout(done, 50));
-  }
-  await page.waitForFunction(() => !document.body.dataset.generating && getComputedStyle(document.querySelector("#mes_stop")).display === "none", null, { timeout: 60000 });
-  await page.waitForTimeout(300);
-  await page.evaluate(() => globalThis.statecraftExtension?.keeper()?.sync());
-}
+const settle = (generations = 0) => settled(page, model, generations);
 
 /** Runs an action that makes one generation answered by `reply`; → the prompt the model received, as text. */
 async function generation(reply, action) {
