@@ -258,8 +258,8 @@ fn prompt_and_evaluate_read_a_save_at_a_step() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert_eq!(
         json_of(&bad.stdout),
-        json!({"results": [{"error": {"code": "expected_operator", "start": 12, "end": 13,
-            "message": "expected == != < <= > >=, \"exists\" or \"in\" after the path, found \"=\""}}]})
+        json!({"results": [{"error": {"code": "expected_operator", "start": 12, "end": 14,
+            "message": "\"=>\" is not an operator here: write >="}}]})
     );
     let missing = run_in(
         dir.path(),

@@ -356,6 +356,19 @@ impl Parser<'_> {
             }
         }
         let start = self.at;
+        let rest = &self.bytes[self.at..];
+        // Other languages' spellings (SQL's `<>` and `=`, `=<`, `=>`), refused with the one to write.
+        if let Some((spelled, write)) = [("<>", "!="), ("=<", "<="), ("=>", ">="), ("=", "==")]
+            .into_iter()
+            .find(|(spelled, _)| rest.starts_with(spelled.as_bytes()) && !rest.starts_with(b"=="))
+        {
+            return Err(error(
+                "expected_operator",
+                format!("\"{spelled}\" is not an operator here: write {write}"),
+                start,
+                start + spelled.len(),
+            ));
+        }
         let op = [
             ("==", Comparison::Eq),
             ("!=", Comparison::Ne),
@@ -602,6 +615,15 @@ mod tests {
         assert_eq!(fails(""), ("empty", 0, 0));
         assert_eq!(fails("   "), ("empty", 0, 3));
         assert_eq!(fails("hp = 3"), ("expected_operator", 3, 4));
+        assert_eq!(fails("hp <> 3"), ("expected_operator", 3, 5));
+        assert_eq!(fails("hp=<3"), ("expected_operator", 2, 4));
+        assert_eq!(fails("hp => 3"), ("expected_operator", 3, 5));
+        let message = |text| Condition::parse(text).expect_err(text).message;
+        assert_eq!(
+            message("hp <> 3"),
+            "\"<>\" is not an operator here: write !="
+        );
+        assert_eq!(message("hp = 3"), "\"=\" is not an operator here: write ==");
         assert_eq!(fails("hp"), ("expected_operator", 2, 2));
         assert_eq!(fails("hp == "), ("expected_value", 6, 6));
         assert_eq!(fails("hp == abc"), ("bad_value", 6, 9));

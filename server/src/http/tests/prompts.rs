@@ -232,7 +232,7 @@ fn conditions_are_evaluated_at_a_step_with_errors_at_their_bytes() {
             {"holds": true},
             {"holds": false},
             {"error": {"code": "expected_operator",
-                       "message": "expected == != < <= > >=, \"exists\" or \"in\" after the path, found \"=\"",
+                       "message": "\"=\" is not an operator here: write ==",
                        "start": 8, "end": 9}}
         ])
     );
