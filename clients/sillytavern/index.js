@@ -207,7 +207,7 @@ function start() {
 async function showSynced(result) {
   if (!result.moved) return;
   last = result;
-  setStatus(`game ${result.gameId}, step ${result.step} (${result.replies} replies, ${result.applied.length} applied)`);
+  setStatus(`${result.replies === 1 ? "1 reply" : `${result.replies} replies`} in the chat, ${result.applied.length} applied by this sync`);
   renderState(result);
   checkCard({ gameId: result.gameId }).catch(() => {});
   const ctx = context();
@@ -352,8 +352,8 @@ const DRAWER = `
         <input id="statecraft_token" class="text_pole" type="password" autocomplete="off">
       </div>
       <div class="flex-container">
-        <div id="statecraft_test" class="menu_button">Test connection</div>
-        <div id="statecraft_resync" class="menu_button">Sync now</div>
+        <div id="statecraft_test" class="menu_button menu_button_icon">Test connection</div>
+        <div id="statecraft_resync" class="menu_button menu_button_icon">Sync now</div>
       </div>
       <div id="statecraft_test_result" class="statecraft-note"></div>
       <label class="checkbox_label"><input id="statecraft_hide" type="checkbox"> <span>Hide update commands in the chat (display only)</span></label>
@@ -367,9 +367,9 @@ const DRAWER = `
         <b>This chat's card changed</b>
         <div id="statecraft_card_changes" class="statecraft-note"></div>
         <label class="checkbox_label"><input id="statecraft_card_remove" type="checkbox"> <span>Also remove the keys the card dropped</span></label>
-        <div id="statecraft_card_take" class="menu_button">Update this chat's game</div>
+        <div id="statecraft_card_take" class="menu_button menu_button_icon">Update this chat's game</div>
       </div>
-      <div id="statecraft_card_check" class="menu_button">Check the card for changes</div>
+      <div id="statecraft_card_check" class="menu_button menu_button_icon">Check the card for changes</div>
       <div id="statecraft_card_update_result" class="statecraft-note"></div>
       <b>State</b> <span id="statecraft_game" class="statecraft-note"></span>
       <a id="statecraft_inspector" target="_blank" rel="noopener" style="display:none">open in the inspector</a>
@@ -391,7 +391,7 @@ const DRAWER = `
         <option value="mvu">mvu</option>
         <option value="mvu-zod">mvu-zod</option>
       </select>
-      <div id="statecraft_save_card" class="menu_button">Save with the card</div>
+      <div id="statecraft_save_card" class="menu_button menu_button_icon">Save with the card</div>
       <div id="statecraft_card_result" class="statecraft-note"></div>
     </div>
   </div>

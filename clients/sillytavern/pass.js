@@ -566,7 +566,7 @@ export const PASS_DRAWER = `
   </select>
   <label for="statecraft_pass_wait">A generation waits for a running pass at most (seconds)</label>
   <input id="statecraft_pass_wait" class="text_pole" type="number" min="0" max="600">
-  <div id="statecraft_pass_again" class="menu_button">Run the update again for the last reply</div>
+  <div id="statecraft_pass_again" class="menu_button menu_button_icon">Run the update again for the last reply</div>
   <div id="statecraft_pass_status" class="statecraft-note"></div>
   <div id="statecraft_pass_wait_note" class="statecraft-note"></div>
 </div>`;

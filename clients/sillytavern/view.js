@@ -507,7 +507,7 @@ export class StateView {
         <option value="json">JSON</option>
         <option value="compact">compact</option>
       </select>
-      <div id="statecraft_measure" class="menu_button">Measure the view</div>
+      <div id="statecraft_measure" class="menu_button menu_button_icon">Measure the view</div>
       <div id="statecraft_view_size" class="statecraft-note"></div>
       <div><b>World info that follows the state</b></div>
       <div class="statecraft-note">An entry with a condition is in the prompt exactly when its condition holds on the state (its keys no longer decide). Write it here, or in the entry's title as [state: CONDITION].</div>
@@ -517,7 +517,7 @@ export class StateView {
       <select id="statecraft_wi_entry" class="text_pole"></select>
       <label for="statecraft_wi_condition">Condition (empty: none), e.g. hp &lt; 30 and not cursed</label>
       <input id="statecraft_wi_condition" class="text_pole" type="text" autocomplete="off" spellcheck="false">
-      <div id="statecraft_wi_save" class="menu_button">Save the condition</div>
+      <div id="statecraft_wi_save" class="menu_button menu_button_icon">Save the condition</div>
       <pre id="statecraft_wi_result" class="statecraft-note"></pre>
       <div id="statecraft_wi_active" class="statecraft-note"></div>`;
 
