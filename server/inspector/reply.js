@@ -65,7 +65,7 @@ export function renderOutcome(container, text, outcome, { onApply }) {
   const score = body.report?.score;
   const verdict = outcome.ok
     ? el("p", { class: "verdict would-commit", text: `would commit: ${body.changes.length} change${body.changes.length === 1 ? "" : "s"}` })
-    : el("p", { class: "verdict rejected", text: `rejected: ${body.error?.message ?? "nothing would change"}` });
+    : el("p", { class: "verdict rejected", text: body.error?.message ?? "rejected: nothing would change" });
   const parts = [
     verdict,
     el(

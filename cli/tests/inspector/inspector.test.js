@@ -173,6 +173,7 @@ test("replies commit, a broken one is refused with its diagnostics highlighted, 
   await page.fill("#reply-label", "m3");
   await page.click("#try-form button[type=submit]");
   await page.locator("#try-outcome .verdict.rejected").waitFor();
+  assert.equal(await page.textContent("#try-outcome .verdict"), "the batch was rejected (1 problem); nothing changed");
   const marks = page.locator("#try-outcome .reply-text mark.diagnostic");
   assert.ok((await marks.count()) >= 1, "at least one diagnostic span is highlighted");
   const title = await marks.first().getAttribute("title");
