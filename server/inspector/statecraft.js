@@ -43,7 +43,7 @@ export class Statecraft {
   #asking = null;
 
   /** Per game, the SHA-256 keys of the replies this object has synced: `sync` sends these as keys
-   * (and every reply as a key the first time, see `sync`). */
+   * (what a game's first sync sends is in `sync`'s comment). */
   #synced = new Map();
 
   /** The key of each text of the last path this object synced (any game), so that a chat's next
